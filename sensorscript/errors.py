@@ -1,0 +1,86 @@
+"""Diagnostics: the one error type of the compiler, and how messages are shown.
+
+Every message reads like a compiler's::
+
+    bridge.ss:3:8: error: unknown function 'avgg'; did you mean 'avg'?
+        MD1Z = avgg("8MD1-AZ", 10min, 5min);
+               ^^^^
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+if TYPE_CHECKING:  # the AST imports nothing from here, but importing it would load the parser package
+    from sensorscript.parser.ast import Span
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    severity: str  # "error" or "warning"
+    message: str
+    span: Span | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == ERROR
+
+    def render(self, source: str | None = None) -> str:
+        """The message, then (when the source is known) the line and a caret under the span."""
+        where = f"{self.span}: " if self.span else ""
+        text = f"{where}{self.severity}: {self.message}"
+        if self.span is None or source is None:
+            return text
+        lines = source.splitlines()
+        if not 1 <= self.span.line <= len(lines):
+            return text
+        line = lines[self.span.line - 1].expandtabs(4)
+        start = self.span.column - 1
+        if self.span.end_line == self.span.line and self.span.end_column > self.span.column:
+            width = self.span.end_column - self.span.column
+        else:
+            width = 1
+        width = max(1, min(width, max(1, len(line) - start)))
+        return f"{text}\n    {line}\n    {' ' * start}{'^' * width}"
+
+
+class SensorScriptError(Exception):
+    """Raised when scripts (or the inputs of a stage) are wrong; carries every diagnostic found."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic], sources: dict[str, str] | None = None):
+        self.diagnostics = tuple(diagnostics)
+        self.sources = dict(sources or {})
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return render_all(self.diagnostics, self.sources)
+
+
+def render_all(diagnostics: Iterable[Diagnostic], sources: dict[str, str] | None = None) -> str:
+    sources = sources or {}
+    return "\n".join(d.render(sources.get(d.span.file) if d.span else None) for d in diagnostics)
+
+
+def error(message: str, span: Span | None = None) -> Diagnostic:
+    return Diagnostic(ERROR, message, span)
+
+
+def warning(message: str, span: Span | None = None) -> Diagnostic:
+    return Diagnostic(WARNING, message, span)
+
+
+def did_you_mean(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
+    """"; did you mean 'x'?" for the closest candidate, or "" when none is close."""
+    pool = sorted(set(candidates))
+    match = difflib.get_close_matches(name, pool, n=1, cutoff=cutoff)
+    if not match:
+        # Case slips ("md1z" for "MD1Z") are the commonest typo in sensor names.
+        folded = {c.lower(): c for c in pool}
+        if name.lower() in folded:
+            match = [folded[name.lower()]]
+    return f"; did you mean '{match[0]}'?" if match else ""

@@ -1,0 +1,235 @@
+"""The SensorScript abstract syntax tree.
+
+Every node is an immutable, hashable dataclass. Source spans ride along for
+error messages but take no part in equality or hashing, so two statements that
+say the same thing in different files compare equal: this is what lets the
+graph stage share computations across workflows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A region of a source file; lines and columns start at 1."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int  # exclusive
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+def _span() -> Span | None:
+    return field(default=None, compare=False, hash=False, repr=False)
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Number:
+    """A numeric literal; `text` keeps how it was written (an integer literal may be a duration)."""
+
+    value: float
+    text: str = field(default="", compare=False, hash=False)
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Duration:
+    """A duration literal, normalised to milliseconds; `text` keeps how it was written."""
+
+    ms: int
+    text: str = field(default="", compare=False, hash=False)
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A stream reference: a stream defined in the workflow, or else a raw sensor id."""
+
+    name: str
+    quoted: bool = field(default=False, compare=False, hash=False)
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class String:
+    """A string literal; only meaningful in pattern predicates (`a.sensor == "S1"`)."""
+
+    value: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """`var.attr` inside a pattern: attr is one of value, ts, sensor."""
+
+    var: str
+    attr: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str  # "-" or "not"
+    operand: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str  # + - * / > >= < <= == != and or
+    left: Expr
+    right: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Call:
+    """A function call as written; the checker decides what it means.
+
+    After checking, a `Call` in a workflow expression is a cross-stream
+    function (avg/max/min/sum of two or more arguments); in a pattern
+    predicate it is an aggregate over a Kleene variable (count(c), avg(c.value)).
+    """
+
+    func: str
+    args: tuple[Expr, ...]
+    span: Span | None = _span()
+
+
+Expr = Union[Number, Duration, Ref, String, Attribute, Unary, Binary, Call]
+
+
+# ------------------------------------------------------------------ statements
+
+
+@dataclass(frozen=True)
+class Window:
+    """`agg(stream, length, slide)`: a sliding-window aggregation (SPEC §2.1)."""
+
+    func: str  # avg max min sum count
+    stream: Ref
+    length: Duration
+    slide: Duration
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Union_:
+    """`union(a, b, ...)`: the multiset union of two or more streams (SPEC §2.2)."""
+
+    streams: tuple[Ref, ...]
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class PatternElement:
+    """One position of a pattern: `v: S`, `v: S+` (Kleene) or `!v: S` (negation)."""
+
+    var: str
+    stream: Ref
+    kleene: bool = False
+    negated: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """`pattern(...) where ... within ... strategy ... emit ... partition by ... yield ...` (SPEC §4)."""
+
+    elements: tuple[PatternElement, ...]
+    within: Duration
+    where: Expr | None = None
+    strategy: str = "any"
+    emit: str = "all"
+    partition_by: str | None = None
+    yield_: Expr | None = None
+    span: Span | None = _span()
+
+
+Definition = Union[Window, Union_, Pattern, Expr]
+
+
+@dataclass(frozen=True)
+class Statement:
+    """`name = definition;`"""
+
+    name: str
+    value: Definition
+    span: Span | None = _span()
+    name_span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """One `.ss` file. `name` is the file's stem; outputs are named `name.STREAM`."""
+
+    name: str
+    statements: tuple[Statement, ...]
+    path: str = field(default="", compare=False, hash=False)
+
+    @property
+    def defined(self) -> dict[str, Statement]:
+        """Stream name -> its (first) defining statement."""
+        names: dict[str, Statement] = {}
+        for statement in self.statements:
+            names.setdefault(statement.name, statement)
+        return names
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The streams that no other statement of this workflow reads, in statement order."""
+        read = {ref.name for statement in self.statements for ref in references(statement.value)}
+        return tuple(s.name for s in self.statements if s.name not in read)
+
+
+# ------------------------------------------------------------------- walking
+
+
+def children(node: object) -> tuple[object, ...]:
+    """The direct sub-nodes of an AST node, in source order."""
+    if isinstance(node, Unary):
+        return (node.operand,)
+    if isinstance(node, Binary):
+        return (node.left, node.right)
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, Window):
+        return (node.stream, node.length, node.slide)
+    if isinstance(node, Union_):
+        return node.streams
+    if isinstance(node, PatternElement):
+        return (node.stream,)
+    if isinstance(node, Pattern):
+        rest = tuple(x for x in (node.where, node.within, node.yield_) if x is not None)
+        return (*node.elements, *rest)
+    if isinstance(node, Statement):
+        return (node.value,)
+    return ()
+
+
+def walk(node: object):
+    """Yield `node` and all its descendants, depth first, in source order."""
+    yield node
+    for child in children(node):
+        yield from walk(child)
+
+
+def references(definition: object) -> list[Ref]:
+    """The stream references a definition reads, in source order.
+
+    Inside a pattern only the streams its elements bind are references:
+    predicates speak of pattern variables, not streams.
+    """
+    if isinstance(definition, Pattern):
+        return [element.stream for element in definition.elements]
+    return [n for n in walk(definition) if isinstance(n, Ref)]

@@ -1,0 +1,257 @@
+"""Semantic checks of one workflow (SPEC §2 and §4): everything the grammar lets through
+but the language forbids. Each check is a function that yields diagnostics; `check`
+runs them all so that a user sees every mistake of a run at once."""
+
+from __future__ import annotations
+
+from typing import Callable, Collection, Iterator
+
+import networkx as nx
+
+from sensorscript.errors import Diagnostic, did_you_mean, error, warning
+from sensorscript.parser import ast
+from sensorscript.parser.antlr import WINDOW_FUNCTIONS
+
+CROSS_STREAM_FUNCTIONS = ("avg", "max", "min", "sum")
+ALL_FUNCTIONS = tuple(sorted({*WINDOW_FUNCTIONS, *CROSS_STREAM_FUNCTIONS, "union"}))
+PATTERN_AGGREGATES = ("count", "avg", "min", "max", "sum", "first", "last")
+EVENT_ATTRIBUTES = ("value", "ts", "sensor")
+COMPARISONS = (">", ">=", "<", "<=", "==", "!=")
+
+
+class Context:
+    """What the checks know besides the workflow: the sensor registry, if one was given."""
+
+    def __init__(self, known_sensors: Collection[str] | None = None):
+        self.known_sensors = None if known_sensors is None else frozenset(known_sensors)
+
+
+Check = Callable[[ast.Workflow, Context], Iterator[Diagnostic]]
+
+
+def check(workflow: ast.Workflow, context: Context | None = None) -> list[Diagnostic]:
+    """All diagnostics of one parsed workflow, in source order."""
+    context = context or Context()
+    found = [d for one in CHECKS for d in one(workflow, context)]
+    return sorted(found, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
+
+
+# ------------------------------------------------------------------ statements
+
+
+def check_redefinitions(workflow: ast.Workflow, context: Context) -> Iterator[Diagnostic]:
+    first: dict[str, ast.Statement] = {}
+    for statement in workflow.statements:
+        if statement.name in first:
+            where = first[statement.name].name_span
+            yield error(f"'{statement.name}' is already defined on line {where.line}; "
+                        "each stream is defined once per workflow", statement.name_span)
+        else:
+            first[statement.name] = statement
+
+
+def check_definitions(workflow: ast.Workflow, context: Context) -> Iterator[Diagnostic]:
+    """Windows, unions and function calls: placement, arity and arguments."""
+    for statement in workflow.statements:
+        value = statement.value
+        if isinstance(value, ast.Pattern):
+            continue
+        yield from _check_top(statement, value)
+        window_arguments = {id(d) for w in ast.walk(value) if isinstance(w, ast.Window) for d in (w.length, w.slide)}
+        for node in ast.walk(value):
+            if node is not value and isinstance(node, (ast.Window, ast.Union_)):
+                what = "window aggregation" if isinstance(node, ast.Window) else "union"
+                yield error(f"a {what} must be a statement of its own: name it (X = ...;) and use X here",
+                            node.span)
+            elif isinstance(node, ast.Call):
+                yield from _check_call(node)
+            elif isinstance(node, ast.Duration) and id(node) not in window_arguments:
+                yield error(f"a duration ('{node.text}') is only valid as a window length or slide", node.span)
+            elif isinstance(node, ast.Attribute):
+                yield error(f"'{node.var}.{node.attr}' is only valid inside a pattern's where or yield",
+                            node.span)
+            elif isinstance(node, ast.Binary) and node.op in COMPARISONS:
+                for side in (node.left, node.right):
+                    if isinstance(side, ast.Binary) and side.op in COMPARISONS:
+                        yield error("comparisons do not chain; write 'a < b and b < c'", node.span)
+
+
+def _check_top(statement: ast.Statement, value: object) -> Iterator[Diagnostic]:
+    if isinstance(value, ast.Window):
+        if not isinstance(value.stream, ast.Ref):
+            yield error(f"a window reads one stream; name this expression first "
+                        f"(X = ...;) and write {value.func}(X, ...)", value.stream.span)
+        for what, duration in (("length", value.length), ("slide", value.slide)):
+            if duration.ms <= 0 and duration.text:
+                yield error(f"the window {what} must be positive, not {duration.text}", duration.span)
+    elif isinstance(value, ast.Union_):
+        if len(value.streams) < 2:
+            yield error("union takes two or more streams", value.span)
+        for arg in value.streams:
+            if not isinstance(arg, ast.Ref):
+                yield error("union takes stream names; name this expression first (X = ...;)", arg.span)
+    elif not any(isinstance(n, ast.Ref) for n in ast.walk(value)):
+        yield error(f"'{statement.name}' reads no stream; an expression needs at least one stream",
+                    statement.span)
+
+
+def _check_call(call: ast.Call) -> Iterator[Diagnostic]:
+    name_span = ast.Span(call.span.file, call.span.line, call.span.column,
+                         call.span.line, call.span.column + len(call.func))
+    if call.func not in ALL_FUNCTIONS:
+        yield error(f"unknown function '{call.func}'{did_you_mean(call.func, ALL_FUNCTIONS)}", name_span)
+    elif call.func == "count":
+        yield error("count is a window aggregation: count(STREAM, LENGTH, SLIDE)", call.span)
+    elif len(call.args) < 2:
+        yield error(f"{call.func} over streams takes two or more arguments; "
+                    f"for a window write {call.func}(STREAM, LENGTH, SLIDE)", call.span)
+
+
+# ---------------------------------------------------------------- references
+
+
+def check_references(workflow: ast.Workflow, context: Context) -> Iterator[Diagnostic]:
+    """A reference is a stream of this workflow or else a raw sensor.
+
+    Without a registry we cannot tell a sensor from a typo, so only a bare name very
+    close to a defined stream is flagged. With a registry, a name in neither is an unknown sensor:
+    a warning (it gets the default frequency), with the nearest name suggested.
+    """
+    defined = {s.name for s in workflow.statements}
+    for statement in workflow.statements:
+        for ref in ast.references(statement.value):
+            if ref.name in defined:
+                continue
+            if context.known_sensors is None:
+                # A quoted name is deliberate: sensor ids like "8MD1-AZ" need quotes.
+                hint = "" if ref.quoted else did_you_mean(ref.name, defined, cutoff=0.75)
+                if hint:
+                    yield warning(f"'{ref.name}' is not defined in this workflow and is read as a raw "
+                                  f"sensor{hint}", ref.span)
+            elif ref.name not in context.known_sensors:
+                hint = did_you_mean(ref.name, defined | context.known_sensors)
+                yield warning(f"'{ref.name}' is neither a stream of this workflow nor a sensor of the "
+                              f"registry; it is read as a raw sensor with the default frequency{hint}",
+                              ref.span)
+
+
+def check_cycles(workflow: ast.Workflow, context: Context) -> Iterator[Diagnostic]:
+    defined = workflow.defined
+    graph = nx.DiGraph()
+    for statement in workflow.statements:
+        for ref in ast.references(statement.value):
+            if ref.name in defined:
+                graph.add_edge(statement.name, ref.name)
+    reported: set[frozenset[str]] = set()
+    for cycle in sorted(nx.simple_cycles(graph), key=lambda c: (len(c), sorted(c))):
+        key = frozenset(cycle)
+        if key in reported:
+            continue
+        reported.add(key)
+        start = min(cycle, key=lambda name: defined[name].span.line)
+        i = cycle.index(start)
+        path = cycle[i:] + cycle[:i] + [start]
+        yield error("cycle: " + " reads ".join(f"'{n}'" for n in path)
+                    + "; a stream cannot depend on itself", defined[start].name_span)
+
+
+# ------------------------------------------------------------------- patterns
+
+
+def check_patterns(workflow: ast.Workflow, context: Context) -> Iterator[Diagnostic]:
+    for statement in workflow.statements:
+        if isinstance(statement.value, ast.Pattern):
+            yield from _check_pattern(statement.value)
+
+
+def _check_pattern(pattern: ast.Pattern) -> Iterator[Diagnostic]:
+    elements = pattern.elements
+    variables: dict[str, ast.PatternElement] = {}
+    for element in elements:
+        if element.var in variables:
+            yield error(f"pattern variable '{element.var}' is bound twice", element.span)
+        variables.setdefault(element.var, element)
+        if element.negated and element.kleene:
+            yield error(f"a negated element cannot be Kleene: write '!{element.var}: "
+                        f"{element.stream.name}' without '+'", element.span)
+    if elements and elements[0].negated:
+        yield error("a pattern may not start with a negation: there is nothing yet to follow",
+                    elements[0].span)
+    if pattern.strategy == "strict" and any(e.negated for e in elements):
+        first = next(e for e in elements if e.negated)
+        yield error("negation is not allowed with 'strategy strict': strict already requires "
+                    "consecutive events", first.span)
+    if pattern.within.ms <= 0 and pattern.within.text:
+        yield error(f"'within' must be positive, not {pattern.within.text}", pattern.within.span)
+    for clause, expr in (("where", pattern.where), ("yield", pattern.yield_)):
+        if expr is not None:
+            yield from _check_pattern_expr(expr, variables, clause)
+
+
+def _check_pattern_expr(expr: ast.Expr, variables: dict[str, ast.PatternElement],
+                        clause: str) -> Iterator[Diagnostic]:
+    aggregated: set[int] = set()
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            yield from _check_aggregate(node, variables, clause)
+            aggregated.update(id(a) for a in node.args)
+        elif isinstance(node, ast.Attribute) and id(node) not in aggregated:
+            yield from _check_attribute(node, variables, clause)
+        elif isinstance(node, ast.Ref) and id(node) not in aggregated:
+            yield error(f"unknown pattern variable '{node.name}'{did_you_mean(node.name, variables)} "
+                        f"(in '{clause}' write VAR.value, VAR.ts or VAR.sensor)", node.span)
+        elif isinstance(node, (ast.Window, ast.Union_, ast.Duration)):
+            yield error(f"not valid in a pattern's '{clause}'", node.span)
+
+
+def _check_attribute(node: ast.Attribute, variables, clause: str) -> Iterator[Diagnostic]:
+    element = variables.get(node.var)
+    if element is None:
+        yield error(f"unknown pattern variable '{node.var}'{did_you_mean(node.var, variables)}", node.span)
+    elif node.attr not in EVENT_ATTRIBUTES:
+        yield error(f"unknown attribute '{node.attr}'{did_you_mean(node.attr, EVENT_ATTRIBUTES)} "
+                    f"(an event has {', '.join(EVENT_ATTRIBUTES)})", node.span)
+    elif clause == "yield" and element.negated:
+        yield error(f"'{node.var}' is negated: it binds no event, so yield cannot read it", node.span)
+
+
+def _check_aggregate(call: ast.Call, variables, clause: str) -> Iterator[Diagnostic]:
+    if call.func not in PATTERN_AGGREGATES:
+        yield error(f"unknown aggregate '{call.func}'{did_you_mean(call.func, PATTERN_AGGREGATES)} "
+                    f"(over a Kleene variable: {', '.join(PATTERN_AGGREGATES)})", call.span)
+        return
+    if len(call.args) != 1:
+        yield error(f"{call.func}() takes one argument: "
+                    + ("a Kleene variable, count(c)" if call.func == "count" else f"{call.func}(c.value)"),
+                    call.span)
+        return
+    arg = call.args[0]
+    if call.func == "count":
+        var = arg.name if isinstance(arg, ast.Ref) else None
+        if var is None:
+            yield error("count() takes a Kleene variable: count(c)", arg.span)
+            return
+    else:
+        if not isinstance(arg, ast.Attribute):
+            yield error(f"{call.func}() takes an attribute of a Kleene variable: {call.func}(c.value)", arg.span)
+            return
+        var = arg.var
+        yield from _check_attribute(arg, variables, clause)
+        if arg.attr == "sensor" and call.func not in ("first", "last"):
+            yield error(f"{call.func}() needs a number; 'sensor' is a name", arg.span)
+    element = variables.get(var)
+    if element is None:
+        if call.func == "count":
+            yield error(f"unknown pattern variable '{var}'{did_you_mean(var, variables)}", arg.span)
+    elif not element.kleene:
+        yield error(f"{call.func}() aggregates over a Kleene variable, and '{var}' is not one "
+                    f"(bind it as '{var}: {element.stream.name}+')", call.span)
+
+
+CHECKS: tuple[Check, ...] = (
+    check_redefinitions,
+    check_definitions,
+    check_references,
+    check_cycles,
+    check_patterns,
+)

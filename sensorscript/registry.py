@@ -1,0 +1,142 @@
+"""The sensor registry: sensor id, sampling frequency (Hz) and type, in SQLite (SPEC §1).
+
+    registry = SensorRegistry.open("sensors.db")       # or a CSV: read into memory
+    registry.frequency("8MD1-AZ")                       # default for unknown sensors
+
+A CSV has the header `sensor_id,frequency_hz,type` (`id` and `frequency` are
+accepted too). `sscript sensors import FILE.csv --db sensors.db` stores one.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from sensorscript.errors import Diagnostic, SensorScriptError
+
+DEFAULT_DB = "sensors.db"
+DEFAULT_FREQUENCY_HZ = 20.0  # the paper's bridge: most sensors sample at 20 Hz or more
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sensors (
+    sensor_id    TEXT PRIMARY KEY,
+    frequency_hz REAL NOT NULL CHECK (frequency_hz > 0),
+    type         TEXT NOT NULL DEFAULT ''
+)
+"""
+_ID_COLUMNS = ("sensor_id", "id")
+_FREQUENCY_COLUMNS = ("frequency_hz", "frequency", "hz")
+
+
+@dataclass(frozen=True)
+class Sensor:
+    sensor_id: str
+    frequency_hz: float
+    type: str = ""
+
+
+class SensorRegistry:
+    def __init__(self, connection: sqlite3.Connection, path: str = ":memory:"):
+        self._db = connection
+        self.path = path
+        self._db.execute(_SCHEMA)
+
+    # opening ----------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path) -> "SensorRegistry":
+        """A SQLite registry, or a CSV read into an in-memory one."""
+        path = Path(path)
+        if path.suffix.lower() == ".csv":
+            registry = cls(sqlite3.connect(":memory:"), str(path))
+            registry.import_csv(path)
+            return registry
+        if not path.exists():
+            raise SensorScriptError([Diagnostic("error", f"{path}: no such sensor registry; create one with "
+                                                         f"'sscript sensors import SENSORS.csv --db {path}'")])
+        try:
+            return cls(sqlite3.connect(str(path)), str(path))
+        except sqlite3.DatabaseError as exc:
+            raise SensorScriptError([Diagnostic("error", f"{path}: not a sensor registry: {exc}")]) from exc
+
+    @classmethod
+    def create(cls, path: str | Path) -> "SensorRegistry":
+        return cls(sqlite3.connect(str(path)), str(path))
+
+    @classmethod
+    def of(cls, sensors: Iterable[Sensor]) -> "SensorRegistry":
+        registry = cls(sqlite3.connect(":memory:"))
+        registry.put(sensors)
+        return registry
+
+    # reading ----------------------------------------------------------------
+    def ids(self) -> frozenset[str]:
+        return frozenset(row[0] for row in self._db.execute("SELECT sensor_id FROM sensors"))
+
+    def sensors(self) -> list[Sensor]:
+        rows = self._db.execute("SELECT sensor_id, frequency_hz, type FROM sensors ORDER BY sensor_id")
+        return [Sensor(*row) for row in rows]
+
+    def frequencies(self) -> dict[str, float]:
+        return dict(self._db.execute("SELECT sensor_id, frequency_hz FROM sensors"))
+
+    def frequency(self, sensor_id: str) -> float:
+        row = self._db.execute("SELECT frequency_hz FROM sensors WHERE sensor_id = ?", (sensor_id,)).fetchone()
+        return row[0] if row else DEFAULT_FREQUENCY_HZ
+
+    # writing ----------------------------------------------------------------
+    def put(self, sensors: Iterable[Sensor]) -> int:
+        rows = [(s.sensor_id, s.frequency_hz, s.type) for s in sensors]
+        with self._db:
+            self._db.executemany(
+                "INSERT INTO sensors (sensor_id, frequency_hz, type) VALUES (?, ?, ?) "
+                "ON CONFLICT(sensor_id) DO UPDATE SET frequency_hz = excluded.frequency_hz, type = excluded.type",
+                rows)
+        return len(rows)
+
+    def import_csv(self, path: str | Path) -> int:
+        """Insert or update the sensors of a CSV; every bad row is reported with its line."""
+        return self.put(read_csv(path))
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def read_csv(path: str | Path) -> list[Sensor]:
+    path = Path(path)
+    problems: list[Diagnostic] = []
+    sensors: list[Sensor] = []
+    try:
+        handle = path.open(newline="", encoding="utf-8")
+    except OSError as exc:
+        raise SensorScriptError([Diagnostic("error", f"{path}: cannot read: {exc}")]) from exc
+    with handle:
+        reader = csv.DictReader(handle)
+        header = [h.strip().lower() for h in (reader.fieldnames or [])]
+        id_col = next((c for c in _ID_COLUMNS if c in header), None)
+        freq_col = next((c for c in _FREQUENCY_COLUMNS if c in header), None)
+        if id_col is None or freq_col is None:
+            raise SensorScriptError([Diagnostic(
+                "error", f"{path}:1: the header must name the columns sensor_id,frequency_hz[,type]; "
+                         f"found {','.join(header) or 'nothing'}")])
+        reader.fieldnames = header
+        for line, row in enumerate(reader, start=2):
+            sensor_id = (row.get(id_col) or "").strip()
+            raw = (row.get(freq_col) or "").strip()
+            try:
+                frequency = float(raw)
+            except ValueError:
+                frequency = math.nan
+            if not sensor_id:
+                problems.append(Diagnostic("error", f"{path}:{line}: empty sensor id"))
+            elif not (math.isfinite(frequency) and frequency > 0):
+                problems.append(Diagnostic("error", f"{path}:{line}: frequency of '{sensor_id}' must be a "
+                                                    f"positive number of Hz, not '{raw}'"))
+            else:
+                sensors.append(Sensor(sensor_id, frequency, (row.get("type") or "").strip()))
+    if problems:
+        raise SensorScriptError(problems)
+    return sensors
