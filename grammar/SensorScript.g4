@@ -17,35 +17,38 @@ workflow
     ;
 
 statement
-    : name=IDENT '=' pattern ';'    # patternStatement
-    | name=IDENT '=' expr ';'       # exprStatement
+    : name=IDENT '=' (pattern | expr) ';'
     ;
 
 // ---------------------------------------------------------------- expressions
-// ANTLR binds the first alternative tightest. From tightest to loosest: unary
-// minus, * /, + -, comparisons, not, and, or. A prefix operator parses its
-// operand at its own level, so `not a > b` is `not (a > b)`, `-a * b` is
-// `(-a) * b`. Chained comparisons parse but are rejected by the checker.
+// Operators, from tightest to loosest binding (all binary ones left-associative):
+//
+//     -x  (unary minus)
+//     *  /
+//     +  -
+//     >  >=  <  <=  ==  !=     (do not chain: `a < b < c` is an error)
+//     not x
+//     and
+//     or
+//
+// The rule reads an expression as a flat, LL(1) sequence of operands and
+// operators; sensorscript/parser/antlr.py groups it by the table above
+// (precedence climbing, table in sensorscript/parser/ast.py). ANTLR's Python
+// runtime pays ~20 us per rule entry and per adaptive prediction; one rule level
+// per precedence, or a left-recursive rule, made parsing 1,024 workflows two to
+// three times slower than this form.
 
 expr
-    : op='-' operand=expr                                         # negExpr
-    | left=expr op=('*' | '/') right=expr                         # mulExpr
-    | left=expr op=('+' | '-') right=expr                         # addExpr
-    | left=expr op=('>' | '>=' | '<' | '<=' | '==' | '!=') right=expr  # compareExpr
-    | op=NOT operand=expr                                         # notExpr
-    | left=expr op=AND right=expr                                 # andExpr
-    | left=expr op=OR right=expr                                  # orExpr
-    | atom                                                        # atomExpr
+    : (NOT | '-')* atom
+      (('*' | '/' | '+' | '-' | '>' | '>=' | '<' | '<=' | '==' | '!=' | AND | OR) (NOT | '-')* atom)*
     ;
 
 atom
-    : func=IDENT '(' (args+=expr (',' args+=expr)*)? ')'   # callAtom
-    | var=IDENT '.' attr=IDENT                             # attributeAtom
-    | NUMBER                                               # numberAtom
-    | DURATION                                             # durationAtom
-    | IDENT                                                # nameAtom
-    | STRING                                               # stringAtom
-    | '(' expr ')'                                         # parenAtom
+    : name=IDENT (call='(' (args+=expr (',' args+=expr)*)? ')' | '.' attr=IDENT)?
+    | NUMBER
+    | DURATION
+    | STRING
+    | '(' inner=expr ')'
     ;
 
 // ------------------------------------------------------------------- patterns
@@ -103,11 +106,11 @@ IDENT     : [a-zA-Z_] [a-zA-Z0-9_]* ;
 STRING    : '"' (~["\\\r\n] | '\\' ~[\r\n])* '"' ;
 UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* ;
 
-LINE_COMMENT  : '//' ~[\r\n]* -> channel(HIDDEN) ;
-BLOCK_COMMENT : '/*' .*? '*/' -> channel(HIDDEN) ;
+LINE_COMMENT  : '//' ~[\r\n]* -> skip ;
+BLOCK_COMMENT : '/*' .*? '*/' -> skip ;
 // Never containing '*/', or the lexer's longest-match rule would prefer it to a real comment.
 UNTERMINATED_COMMENT : '/*' (~'*' | '*'+ ~[*/])* '*'* EOF ;
-WS            : [ \t\r\n\f]+ -> channel(HIDDEN) ;
+WS            : [ \t\r\n\f]+ -> skip ;
 
 // Anything else is a token of its own so the parser, not the lexer, reports it
 // with a position; the lexer itself never fails.

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 
-from antlr4 import CommonTokenStream, InputStream, Token
+from antlr4 import CommonTokenStream, Token
 from antlr4.error.ErrorListener import ErrorListener
 from antlr4.error.ErrorStrategy import BailErrorStrategy, DefaultErrorStrategy
 from antlr4.error.Errors import ParseCancellationException
+from antlr4.tree.Tree import TerminalNode
 from antlr4.atn.PredictionMode import PredictionMode
 
 from sensorscript.errors import Diagnostic, did_you_mean, error
@@ -21,6 +22,7 @@ from sensorscript.parser import ast
 from sensorscript.parser._generated.SensorScriptLexer import SensorScriptLexer
 from sensorscript.parser._generated.SensorScriptParser import SensorScriptParser
 from sensorscript.parser._generated.SensorScriptVisitor import SensorScriptVisitor
+from sensorscript.parser.tokens import FastLexer
 
 DURATION_UNITS = {"ms": 1, "s": 1_000, "min": 60_000, "h": 3_600_000}
 WINDOW_FUNCTIONS = ("avg", "max", "min", "sum", "count")
@@ -40,9 +42,11 @@ _TOKEN_NAMES = {
 
 def parse_tree(text: str, file: str) -> tuple[SensorScriptParser.WorkflowContext, CommonTokenStream, list[Diagnostic]]:
     """Parse `text`; returns the tree, the tokens and the syntax errors (empty when it parsed)."""
-    lexer = SensorScriptLexer(InputStream(text))
-    lexer.removeErrorListeners()  # the grammar's UNEXPECTED_CHAR token means the lexer never fails
-    tokens = CommonTokenStream(lexer)
+    tokens = CommonTokenStream(FastLexer(text))
+    tokens.fill()
+    too_deep = _check_limits(tokens.tokens, file)
+    if too_deep:
+        return None, tokens, too_deep
     parser = SensorScriptParser(tokens)
     parser.removeErrorListeners()
     parser._interp.predictionMode = PredictionMode.SLL
@@ -59,6 +63,37 @@ def parse_tree(text: str, file: str) -> tuple[SensorScriptParser.WorkflowContext
     parser.addErrorListener(listener)
     tree = parser.workflow()
     return tree, tokens, listener.diagnostics
+
+
+# Limits that keep every later stage (hashing, walking, printing the AST) far from
+# Python's recursion limit. Real scripts stay well below them.
+MAX_PAREN_DEPTH = 100
+MAX_OPERATORS_PER_STATEMENT = 250
+_OPERATOR_TYPES = {SensorScriptParser.literalNames.index(f"'{op}'")
+                   for op in ("-", "+", "*", "/", ">", ">=", "<", "<=", "==", "!=", "and", "or", "not")}
+_OPEN = SensorScriptParser.literalNames.index("'('")
+_CLOSE = SensorScriptParser.literalNames.index("')'")
+_SEMI = SensorScriptParser.literalNames.index("';'")
+
+
+def _check_limits(tokens: list[Token], file: str) -> list[Diagnostic]:
+    depth = operators = 0
+    for token in tokens:
+        if token.type == _OPEN:
+            depth += 1
+            if depth > MAX_PAREN_DEPTH:
+                return [error(f"parentheses nest deeper than {MAX_PAREN_DEPTH} levels; split the expression "
+                              f"into named streams", _token_span(file, token))]
+        elif token.type == _CLOSE:
+            depth = max(0, depth - 1)
+        elif token.type in _OPERATOR_TYPES:
+            operators += 1
+            if operators > MAX_OPERATORS_PER_STATEMENT:
+                return [error(f"a statement may have at most {MAX_OPERATORS_PER_STATEMENT} operators; split it "
+                              f"into named streams", _token_span(file, token))]
+        elif token.type == _SEMI:
+            operators = 0
+    return []
 
 
 def _token_span(file: str, token: Token) -> ast.Span:
@@ -165,41 +200,83 @@ class _Builder(SensorScriptVisitor):
     def visitWorkflow(self, ctx):
         return tuple(self.visit(s) for s in ctx.statement())
 
-    def visitExprStatement(self, ctx):
-        return ast.Statement(ctx.name.text, self.visit(ctx.expr()), self.span(ctx), self.tspan(ctx.name))
-
-    def visitPatternStatement(self, ctx):
-        self._in_pattern = True
-        try:
-            pattern = self.visit(ctx.pattern())
-        finally:
-            self._in_pattern = False
-        return ast.Statement(ctx.name.text, pattern, self.span(ctx), self.tspan(ctx.name))
+    def visitStatement(self, ctx):
+        if ctx.pattern() is not None:
+            self._in_pattern = True
+            try:
+                value = self.visit(ctx.pattern())
+            finally:
+                self._in_pattern = False
+        else:
+            value = self.visit(ctx.expr())
+        return ast.Statement(ctx.name.text, value, self.span(ctx), self.tspan(ctx.name))
 
     # expressions ------------------------------------------------------------
-    def visitNegExpr(self, ctx):
-        return ast.Unary("-", self.visit(ctx.operand), self.span(ctx))
+    def visitExpr(self, ctx):
+        """Group the flat operand/operator sequence by precedence (precedence climbing)."""
+        items = ctx.children
+        position = 0
 
-    def visitNotExpr(self, ctx):
-        return ast.Unary("not", self.visit(ctx.operand), self.span(ctx))
+        def operand(min_level: int) -> ast.Expr:
+            nonlocal position
+            item = items[position]
+            position += 1
+            if isinstance(item, TerminalNode):  # a prefix operator: - or not
+                token = item.getSymbol()
+                op = "not" if token.text == "not" else "-"
+                level = ast.PRECEDENCE["not" if op == "not" else "neg"]
+                inner = binary(level)
+                return ast.Unary(op, inner, self._join(self.tspan(token), inner.span))
+            return self.visit(item)
 
-    def _binary(self, ctx):
-        return ast.Binary(ctx.op.text, self.visit(ctx.left), self.visit(ctx.right), self.span(ctx))
+        def binary(min_level: int) -> ast.Expr:
+            nonlocal position
+            left = operand(min_level)
+            while position < len(items):
+                op = items[position].getText()
+                level = ast.PRECEDENCE[op]
+                if level < min_level:
+                    break
+                position += 1
+                right = binary(level + 1)  # left-associative
+                left = ast.Binary(op, left, right, self._join(left.span, right.span))
+            return left
 
-    visitMulExpr = visitAddExpr = visitCompareExpr = visitAndExpr = visitOrExpr = _binary
+        return binary(0)
 
-    def visitAtomExpr(self, ctx):
-        return self.visit(ctx.atom())
+    def _join(self, first: ast.Span, last: ast.Span) -> ast.Span:
+        return ast.Span(self.file, first.line, first.column, last.end_line, last.end_column)
 
-    def visitParenAtom(self, ctx):
-        return self.visit(ctx.expr())
+    def visitAtom(self, ctx):
+        if ctx.name is not None:
+            if ctx.call is not None:
+                return self._call(ctx)
+            if ctx.attr is not None:
+                return ast.Attribute(ctx.name.text, ctx.attr.text, self.span(ctx))
+            return ast.Ref(ctx.name.text, False, self.span(ctx))
+        if ctx.inner is not None:
+            return self.visit(ctx.inner)
+        token = ctx.start
+        kind = token.type
+        if kind == SensorScriptLexer.NUMBER:
+            return ast.Number(float(token.text.replace("_", "")), token.text, self.tspan(token))
+        if kind == SensorScriptLexer.DURATION:
+            return self._duration(token)
+        value = _unquote(token.text)  # STRING
+        if self._in_pattern:
+            return ast.String(value, self.tspan(token))
+        return ast.Ref(value, True, self.tspan(token))
 
-    def visitNumberAtom(self, ctx):
-        text = ctx.getText()
-        return ast.Number(float(text.replace("_", "")), text, self.span(ctx))
-
-    def visitDurationAtom(self, ctx):
-        return self._duration(ctx.DURATION().getSymbol())
+    def _call(self, ctx):
+        func = ctx.name.text
+        args = tuple(self.visit(a) for a in ctx.args)
+        span = self.span(ctx)
+        if not self._in_pattern:
+            if func in WINDOW_FUNCTIONS and len(args) == 3 and all(_is_duration(a) for a in args[1:]):
+                return ast.Window(func, args[0], _as_duration(args[1]), _as_duration(args[2]), span)
+            if func == "union":
+                return ast.Union_(args, span)
+        return ast.Call(func, args, span)
 
     def _duration(self, token: Token) -> ast.Duration:
         text = token.text
@@ -211,30 +288,6 @@ class _Builder(SensorScriptVisitor):
                 self.tspan(token)))
             return ast.Duration(0, "", self.tspan(token))  # no text: already reported, not "non-positive"
         return ast.Duration(int(digits.replace("_", "")) * DURATION_UNITS[unit], text, self.tspan(token))
-
-    def visitNameAtom(self, ctx):
-        return ast.Ref(ctx.getText(), False, self.span(ctx))
-
-    def visitStringAtom(self, ctx):
-        value = _unquote(ctx.getText())
-        if self._in_pattern:
-            return ast.String(value, self.span(ctx))
-        return ast.Ref(value, True, self.span(ctx))
-
-    def visitAttributeAtom(self, ctx):
-        return ast.Attribute(ctx.var.text, ctx.attr.text, self.span(ctx))
-
-    def visitCallAtom(self, ctx):
-        func = ctx.func.text
-        args = tuple(self.visit(a) for a in ctx.args)
-        span = self.span(ctx)
-        if not self._in_pattern:
-            if func in WINDOW_FUNCTIONS and len(args) == 3 and all(_is_duration(a) for a in args[1:]):
-                stream = args[0]
-                return ast.Window(func, stream, _as_duration(args[1]), _as_duration(args[2]), span)
-            if func == "union":
-                return ast.Union_(args, span)
-        return ast.Call(func, args, span)
 
     # patterns ---------------------------------------------------------------
     def visitPattern(self, ctx):

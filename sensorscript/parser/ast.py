@@ -108,6 +108,18 @@ class Call:
 
 Expr = Union[Number, Duration, Ref, String, Attribute, Unary, Binary, Call]
 
+# Binding strength of operators, tighter is higher (the grammar's table). Binary
+# operators are left-associative; "neg" is unary minus, "not" is logical not.
+PRECEDENCE = {
+    "neg": 7,
+    "*": 6, "/": 6,
+    "+": 5, "-": 5,
+    ">": 4, ">=": 4, "<": 4, "<=": 4, "==": 4, "!=": 4,
+    "not": 3,
+    "and": 2,
+    "or": 1,
+}
+
 
 # ------------------------------------------------------------------ statements
 

@@ -57,7 +57,11 @@ def check_definitions(workflow: ast.Workflow, context: Context) -> Iterator[Diag
         if isinstance(value, ast.Pattern):
             continue
         yield from _check_top(statement, value)
+        # Durations where a window's length and slide stand, including in a misnamed
+        # window call (`avgg(S, 1s, 1s)`): one mistake, one message.
         window_arguments = {id(d) for w in ast.walk(value) if isinstance(w, ast.Window) for d in (w.length, w.slide)}
+        window_arguments |= {id(a) for c in ast.walk(value)
+                             if isinstance(c, ast.Call) and c.func not in CROSS_STREAM_FUNCTIONS for a in c.args}
         for node in ast.walk(value):
             if node is not value and isinstance(node, (ast.Window, ast.Union_)):
                 what = "window aggregation" if isinstance(node, ast.Window) else "union"
@@ -90,7 +94,7 @@ def _check_top(statement: ast.Statement, value: object) -> Iterator[Diagnostic]:
         for arg in value.streams:
             if not isinstance(arg, ast.Ref):
                 yield error("union takes stream names; name this expression first (X = ...;)", arg.span)
-    elif not any(isinstance(n, ast.Ref) for n in ast.walk(value)):
+    elif not any(isinstance(n, (ast.Ref, ast.Attribute)) for n in ast.walk(value)):  # attributes: reported apart
         yield error(f"'{statement.name}' reads no stream; an expression needs at least one stream",
                     statement.span)
 

@@ -11,9 +11,7 @@ import re
 
 from sensorscript.parser import ast
 
-# Binding strength, tighter is higher; matches the order of `expr` in the grammar.
-_PRECEDENCE = {"or": 1, "and": 2, "not": 3, ">": 4, ">=": 4, "<": 4, "<=": 4, "==": 4, "!=": 4,
-               "+": 5, "-": 5, "*": 6, "/": 6, "neg": 7}
+_PRECEDENCE = ast.PRECEDENCE
 _KEYWORDS = {"and", "or", "not", "pattern", "where", "within", "strategy", "emit", "partition", "by", "yield"}
 
 

@@ -10,52 +10,48 @@ else:
 
 def serializedATN():
     return [
-        4,1,40,134,2,0,7,0,2,1,7,1,2,2,7,2,2,3,7,3,2,4,7,4,2,5,7,5,2,6,7,
+        4,1,40,122,2,0,7,0,2,1,7,1,2,2,7,2,2,3,7,3,2,4,7,4,2,5,7,5,2,6,7,
         6,2,7,7,7,1,0,5,0,18,8,0,10,0,12,0,21,9,0,1,0,1,0,1,1,1,1,1,1,1,
-        1,1,1,1,1,1,1,1,1,1,1,1,1,3,1,35,8,1,1,2,1,2,1,2,1,2,1,2,1,2,3,2,
-        43,8,2,1,2,1,2,1,2,1,2,1,2,1,2,1,2,1,2,1,2,1,2,1,2,1,2,1,2,1,2,1,
-        2,5,2,60,8,2,10,2,12,2,63,9,2,1,3,1,3,1,3,1,3,1,3,5,3,70,8,3,10,
-        3,12,3,73,9,3,3,3,75,8,3,1,3,1,3,1,3,1,3,1,3,1,3,1,3,1,3,1,3,1,3,
-        1,3,1,3,3,3,89,8,3,1,4,1,4,1,4,1,4,1,4,5,4,96,8,4,10,4,12,4,99,9,
-        4,1,4,1,4,5,4,103,8,4,10,4,12,4,106,9,4,1,5,3,5,109,8,5,1,5,1,5,
-        1,5,1,5,3,5,115,8,5,1,6,1,6,1,7,1,7,1,7,1,7,1,7,1,7,1,7,1,7,1,7,
-        1,7,1,7,1,7,1,7,3,7,132,8,7,1,7,0,1,4,8,0,2,4,6,8,10,12,14,0,4,1,
-        0,4,5,2,0,3,3,6,6,1,0,7,12,1,0,33,34,151,0,19,1,0,0,0,2,34,1,0,0,
-        0,4,42,1,0,0,0,6,88,1,0,0,0,8,90,1,0,0,0,10,108,1,0,0,0,12,116,1,
-        0,0,0,14,131,1,0,0,0,16,18,3,2,1,0,17,16,1,0,0,0,18,21,1,0,0,0,19,
-        17,1,0,0,0,19,20,1,0,0,0,20,22,1,0,0,0,21,19,1,0,0,0,22,23,5,0,0,
-        1,23,1,1,0,0,0,24,25,5,33,0,0,25,26,5,1,0,0,26,27,3,8,4,0,27,28,
-        5,2,0,0,28,35,1,0,0,0,29,30,5,33,0,0,30,31,5,1,0,0,31,32,3,4,2,0,
-        32,33,5,2,0,0,33,35,1,0,0,0,34,24,1,0,0,0,34,29,1,0,0,0,35,3,1,0,
-        0,0,36,37,6,2,-1,0,37,38,5,3,0,0,38,43,3,4,2,8,39,40,5,22,0,0,40,
-        43,3,4,2,4,41,43,3,6,3,0,42,36,1,0,0,0,42,39,1,0,0,0,42,41,1,0,0,
-        0,43,61,1,0,0,0,44,45,10,7,0,0,45,46,7,0,0,0,46,60,3,4,2,8,47,48,
-        10,6,0,0,48,49,7,1,0,0,49,60,3,4,2,7,50,51,10,5,0,0,51,52,7,2,0,
-        0,52,60,3,4,2,6,53,54,10,3,0,0,54,55,5,20,0,0,55,60,3,4,2,4,56,57,
-        10,2,0,0,57,58,5,21,0,0,58,60,3,4,2,3,59,44,1,0,0,0,59,47,1,0,0,
-        0,59,50,1,0,0,0,59,53,1,0,0,0,59,56,1,0,0,0,60,63,1,0,0,0,61,59,
-        1,0,0,0,61,62,1,0,0,0,62,5,1,0,0,0,63,61,1,0,0,0,64,65,5,33,0,0,
-        65,74,5,13,0,0,66,71,3,4,2,0,67,68,5,14,0,0,68,70,3,4,2,0,69,67,
-        1,0,0,0,70,73,1,0,0,0,71,69,1,0,0,0,71,72,1,0,0,0,72,75,1,0,0,0,
-        73,71,1,0,0,0,74,66,1,0,0,0,74,75,1,0,0,0,75,76,1,0,0,0,76,89,5,
-        15,0,0,77,78,5,33,0,0,78,79,5,16,0,0,79,89,5,33,0,0,80,89,5,32,0,
-        0,81,89,5,31,0,0,82,89,5,33,0,0,83,89,5,34,0,0,84,85,5,13,0,0,85,
-        86,3,4,2,0,86,87,5,15,0,0,87,89,1,0,0,0,88,64,1,0,0,0,88,77,1,0,
-        0,0,88,80,1,0,0,0,88,81,1,0,0,0,88,82,1,0,0,0,88,83,1,0,0,0,88,84,
-        1,0,0,0,89,7,1,0,0,0,90,91,5,23,0,0,91,92,5,13,0,0,92,97,3,10,5,
-        0,93,94,5,17,0,0,94,96,3,10,5,0,95,93,1,0,0,0,96,99,1,0,0,0,97,95,
-        1,0,0,0,97,98,1,0,0,0,98,100,1,0,0,0,99,97,1,0,0,0,100,104,5,15,
-        0,0,101,103,3,14,7,0,102,101,1,0,0,0,103,106,1,0,0,0,104,102,1,0,
-        0,0,104,105,1,0,0,0,105,9,1,0,0,0,106,104,1,0,0,0,107,109,5,18,0,
-        0,108,107,1,0,0,0,108,109,1,0,0,0,109,110,1,0,0,0,110,111,5,33,0,
-        0,111,112,5,19,0,0,112,114,3,12,6,0,113,115,5,6,0,0,114,113,1,0,
-        0,0,114,115,1,0,0,0,115,11,1,0,0,0,116,117,7,3,0,0,117,13,1,0,0,
-        0,118,119,5,24,0,0,119,132,3,4,2,0,120,121,5,25,0,0,121,132,3,4,
-        2,0,122,123,5,26,0,0,123,132,5,33,0,0,124,125,5,27,0,0,125,132,5,
-        33,0,0,126,127,5,28,0,0,127,128,5,29,0,0,128,132,5,33,0,0,129,130,
-        5,30,0,0,130,132,3,4,2,0,131,118,1,0,0,0,131,120,1,0,0,0,131,122,
-        1,0,0,0,131,124,1,0,0,0,131,126,1,0,0,0,131,129,1,0,0,0,132,15,1,
-        0,0,0,13,19,34,42,59,61,71,74,88,97,104,108,114,131
+        1,3,1,29,8,1,1,1,1,1,1,2,5,2,34,8,2,10,2,12,2,37,9,2,1,2,1,2,1,2,
+        5,2,42,8,2,10,2,12,2,45,9,2,1,2,5,2,48,8,2,10,2,12,2,51,9,2,1,3,
+        1,3,1,3,1,3,1,3,5,3,58,8,3,10,3,12,3,61,9,3,3,3,63,8,3,1,3,1,3,1,
+        3,3,3,68,8,3,1,3,1,3,1,3,1,3,1,3,1,3,1,3,3,3,77,8,3,1,4,1,4,1,4,
+        1,4,1,4,5,4,84,8,4,10,4,12,4,87,9,4,1,4,1,4,5,4,91,8,4,10,4,12,4,
+        94,9,4,1,5,3,5,97,8,5,1,5,1,5,1,5,1,5,3,5,103,8,5,1,6,1,6,1,7,1,
+        7,1,7,1,7,1,7,1,7,1,7,1,7,1,7,1,7,1,7,1,7,1,7,3,7,120,8,7,1,7,0,
+        0,8,0,2,4,6,8,10,12,14,0,3,2,0,3,3,22,22,2,0,3,12,20,21,1,0,33,34,
+        135,0,19,1,0,0,0,2,24,1,0,0,0,4,35,1,0,0,0,6,76,1,0,0,0,8,78,1,0,
+        0,0,10,96,1,0,0,0,12,104,1,0,0,0,14,119,1,0,0,0,16,18,3,2,1,0,17,
+        16,1,0,0,0,18,21,1,0,0,0,19,17,1,0,0,0,19,20,1,0,0,0,20,22,1,0,0,
+        0,21,19,1,0,0,0,22,23,5,0,0,1,23,1,1,0,0,0,24,25,5,33,0,0,25,28,
+        5,1,0,0,26,29,3,8,4,0,27,29,3,4,2,0,28,26,1,0,0,0,28,27,1,0,0,0,
+        29,30,1,0,0,0,30,31,5,2,0,0,31,3,1,0,0,0,32,34,7,0,0,0,33,32,1,0,
+        0,0,34,37,1,0,0,0,35,33,1,0,0,0,35,36,1,0,0,0,36,38,1,0,0,0,37,35,
+        1,0,0,0,38,49,3,6,3,0,39,43,7,1,0,0,40,42,7,0,0,0,41,40,1,0,0,0,
+        42,45,1,0,0,0,43,41,1,0,0,0,43,44,1,0,0,0,44,46,1,0,0,0,45,43,1,
+        0,0,0,46,48,3,6,3,0,47,39,1,0,0,0,48,51,1,0,0,0,49,47,1,0,0,0,49,
+        50,1,0,0,0,50,5,1,0,0,0,51,49,1,0,0,0,52,67,5,33,0,0,53,62,5,13,
+        0,0,54,59,3,4,2,0,55,56,5,14,0,0,56,58,3,4,2,0,57,55,1,0,0,0,58,
+        61,1,0,0,0,59,57,1,0,0,0,59,60,1,0,0,0,60,63,1,0,0,0,61,59,1,0,0,
+        0,62,54,1,0,0,0,62,63,1,0,0,0,63,64,1,0,0,0,64,68,5,15,0,0,65,66,
+        5,16,0,0,66,68,5,33,0,0,67,53,1,0,0,0,67,65,1,0,0,0,67,68,1,0,0,
+        0,68,77,1,0,0,0,69,77,5,32,0,0,70,77,5,31,0,0,71,77,5,34,0,0,72,
+        73,5,13,0,0,73,74,3,4,2,0,74,75,5,15,0,0,75,77,1,0,0,0,76,52,1,0,
+        0,0,76,69,1,0,0,0,76,70,1,0,0,0,76,71,1,0,0,0,76,72,1,0,0,0,77,7,
+        1,0,0,0,78,79,5,23,0,0,79,80,5,13,0,0,80,85,3,10,5,0,81,82,5,17,
+        0,0,82,84,3,10,5,0,83,81,1,0,0,0,84,87,1,0,0,0,85,83,1,0,0,0,85,
+        86,1,0,0,0,86,88,1,0,0,0,87,85,1,0,0,0,88,92,5,15,0,0,89,91,3,14,
+        7,0,90,89,1,0,0,0,91,94,1,0,0,0,92,90,1,0,0,0,92,93,1,0,0,0,93,9,
+        1,0,0,0,94,92,1,0,0,0,95,97,5,18,0,0,96,95,1,0,0,0,96,97,1,0,0,0,
+        97,98,1,0,0,0,98,99,5,33,0,0,99,100,5,19,0,0,100,102,3,12,6,0,101,
+        103,5,6,0,0,102,101,1,0,0,0,102,103,1,0,0,0,103,11,1,0,0,0,104,105,
+        7,2,0,0,105,13,1,0,0,0,106,107,5,24,0,0,107,120,3,4,2,0,108,109,
+        5,25,0,0,109,120,3,4,2,0,110,111,5,26,0,0,111,120,5,33,0,0,112,113,
+        5,27,0,0,113,120,5,33,0,0,114,115,5,28,0,0,115,116,5,29,0,0,116,
+        120,5,33,0,0,117,118,5,30,0,0,118,120,3,4,2,0,119,106,1,0,0,0,119,
+        108,1,0,0,0,119,110,1,0,0,0,119,112,1,0,0,0,119,114,1,0,0,0,119,
+        117,1,0,0,0,120,15,1,0,0,0,14,19,28,35,43,49,59,62,67,76,85,92,96,
+        102,119
     ]
 
 class SensorScriptParser ( Parser ):
@@ -211,55 +207,28 @@ class SensorScriptParser ( Parser ):
         def __init__(self, parser, parent:ParserRuleContext=None, invokingState:int=-1):
             super().__init__(parent, invokingState)
             self.parser = parser
+            self.name = None # Token
+
+        def IDENT(self):
+            return self.getToken(SensorScriptParser.IDENT, 0)
+
+        def pattern(self):
+            return self.getTypedRuleContext(SensorScriptParser.PatternContext,0)
+
+
+        def expr(self):
+            return self.getTypedRuleContext(SensorScriptParser.ExprContext,0)
 
 
         def getRuleIndex(self):
             return SensorScriptParser.RULE_statement
 
-     
-        def copyFrom(self, ctx:ParserRuleContext):
-            super().copyFrom(ctx)
-
-
-
-    class PatternStatementContext(StatementContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.StatementContext
-            super().__init__(parser)
-            self.name = None # Token
-            self.copyFrom(ctx)
-
-        def pattern(self):
-            return self.getTypedRuleContext(SensorScriptParser.PatternContext,0)
-
-        def IDENT(self):
-            return self.getToken(SensorScriptParser.IDENT, 0)
-
         def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitPatternStatement" ):
-                return visitor.visitPatternStatement(self)
+            if hasattr( visitor, "visitStatement" ):
+                return visitor.visitStatement(self)
             else:
                 return visitor.visitChildren(self)
 
-
-    class ExprStatementContext(StatementContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.StatementContext
-            super().__init__(parser)
-            self.name = None # Token
-            self.copyFrom(ctx)
-
-        def expr(self):
-            return self.getTypedRuleContext(SensorScriptParser.ExprContext,0)
-
-        def IDENT(self):
-            return self.getToken(SensorScriptParser.IDENT, 0)
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitExprStatement" ):
-                return visitor.visitExprStatement(self)
-            else:
-                return visitor.visitChildren(self)
 
 
 
@@ -268,36 +237,27 @@ class SensorScriptParser ( Parser ):
         localctx = SensorScriptParser.StatementContext(self, self._ctx, self.state)
         self.enterRule(localctx, 2, self.RULE_statement)
         try:
-            self.state = 34
+            self.enterOuterAlt(localctx, 1)
+            self.state = 24
+            localctx.name = self.match(SensorScriptParser.IDENT)
+            self.state = 25
+            self.match(SensorScriptParser.T__0)
+            self.state = 28
             self._errHandler.sync(self)
-            la_ = self._interp.adaptivePredict(self._input,1,self._ctx)
-            if la_ == 1:
-                localctx = SensorScriptParser.PatternStatementContext(self, localctx)
-                self.enterOuterAlt(localctx, 1)
-                self.state = 24
-                localctx.name = self.match(SensorScriptParser.IDENT)
-                self.state = 25
-                self.match(SensorScriptParser.T__0)
+            token = self._input.LA(1)
+            if token in [23]:
                 self.state = 26
                 self.pattern()
+                pass
+            elif token in [3, 13, 22, 31, 32, 33, 34]:
                 self.state = 27
-                self.match(SensorScriptParser.T__1)
+                self.expr()
                 pass
+            else:
+                raise NoViableAltException(self)
 
-            elif la_ == 2:
-                localctx = SensorScriptParser.ExprStatementContext(self, localctx)
-                self.enterOuterAlt(localctx, 2)
-                self.state = 29
-                localctx.name = self.match(SensorScriptParser.IDENT)
-                self.state = 30
-                self.match(SensorScriptParser.T__0)
-                self.state = 31
-                self.expr(0)
-                self.state = 32
-                self.match(SensorScriptParser.T__1)
-                pass
-
-
+            self.state = 30
+            self.match(SensorScriptParser.T__1)
         except RecognitionException as re:
             localctx.exception = re
             self._errHandler.reportError(self, re)
@@ -314,345 +274,105 @@ class SensorScriptParser ( Parser ):
             super().__init__(parent, invokingState)
             self.parser = parser
 
+        def atom(self, i:int=None):
+            if i is None:
+                return self.getTypedRuleContexts(SensorScriptParser.AtomContext)
+            else:
+                return self.getTypedRuleContext(SensorScriptParser.AtomContext,i)
+
+
+        def NOT(self, i:int=None):
+            if i is None:
+                return self.getTokens(SensorScriptParser.NOT)
+            else:
+                return self.getToken(SensorScriptParser.NOT, i)
+
+        def AND(self, i:int=None):
+            if i is None:
+                return self.getTokens(SensorScriptParser.AND)
+            else:
+                return self.getToken(SensorScriptParser.AND, i)
+
+        def OR(self, i:int=None):
+            if i is None:
+                return self.getTokens(SensorScriptParser.OR)
+            else:
+                return self.getToken(SensorScriptParser.OR, i)
 
         def getRuleIndex(self):
             return SensorScriptParser.RULE_expr
 
-     
-        def copyFrom(self, ctx:ParserRuleContext):
-            super().copyFrom(ctx)
-
-
-    class NotExprContext(ExprContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.ExprContext
-            super().__init__(parser)
-            self.op = None # Token
-            self.operand = None # ExprContext
-            self.copyFrom(ctx)
-
-        def NOT(self):
-            return self.getToken(SensorScriptParser.NOT, 0)
-        def expr(self):
-            return self.getTypedRuleContext(SensorScriptParser.ExprContext,0)
-
-
         def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitNotExpr" ):
-                return visitor.visitNotExpr(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class AddExprContext(ExprContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.ExprContext
-            super().__init__(parser)
-            self.left = None # ExprContext
-            self.op = None # Token
-            self.right = None # ExprContext
-            self.copyFrom(ctx)
-
-        def expr(self, i:int=None):
-            if i is None:
-                return self.getTypedRuleContexts(SensorScriptParser.ExprContext)
-            else:
-                return self.getTypedRuleContext(SensorScriptParser.ExprContext,i)
-
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitAddExpr" ):
-                return visitor.visitAddExpr(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class NegExprContext(ExprContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.ExprContext
-            super().__init__(parser)
-            self.op = None # Token
-            self.operand = None # ExprContext
-            self.copyFrom(ctx)
-
-        def expr(self):
-            return self.getTypedRuleContext(SensorScriptParser.ExprContext,0)
-
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitNegExpr" ):
-                return visitor.visitNegExpr(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class MulExprContext(ExprContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.ExprContext
-            super().__init__(parser)
-            self.left = None # ExprContext
-            self.op = None # Token
-            self.right = None # ExprContext
-            self.copyFrom(ctx)
-
-        def expr(self, i:int=None):
-            if i is None:
-                return self.getTypedRuleContexts(SensorScriptParser.ExprContext)
-            else:
-                return self.getTypedRuleContext(SensorScriptParser.ExprContext,i)
-
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitMulExpr" ):
-                return visitor.visitMulExpr(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class AtomExprContext(ExprContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.ExprContext
-            super().__init__(parser)
-            self.copyFrom(ctx)
-
-        def atom(self):
-            return self.getTypedRuleContext(SensorScriptParser.AtomContext,0)
-
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitAtomExpr" ):
-                return visitor.visitAtomExpr(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class OrExprContext(ExprContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.ExprContext
-            super().__init__(parser)
-            self.left = None # ExprContext
-            self.op = None # Token
-            self.right = None # ExprContext
-            self.copyFrom(ctx)
-
-        def expr(self, i:int=None):
-            if i is None:
-                return self.getTypedRuleContexts(SensorScriptParser.ExprContext)
-            else:
-                return self.getTypedRuleContext(SensorScriptParser.ExprContext,i)
-
-        def OR(self):
-            return self.getToken(SensorScriptParser.OR, 0)
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitOrExpr" ):
-                return visitor.visitOrExpr(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class CompareExprContext(ExprContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.ExprContext
-            super().__init__(parser)
-            self.left = None # ExprContext
-            self.op = None # Token
-            self.right = None # ExprContext
-            self.copyFrom(ctx)
-
-        def expr(self, i:int=None):
-            if i is None:
-                return self.getTypedRuleContexts(SensorScriptParser.ExprContext)
-            else:
-                return self.getTypedRuleContext(SensorScriptParser.ExprContext,i)
-
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitCompareExpr" ):
-                return visitor.visitCompareExpr(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class AndExprContext(ExprContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.ExprContext
-            super().__init__(parser)
-            self.left = None # ExprContext
-            self.op = None # Token
-            self.right = None # ExprContext
-            self.copyFrom(ctx)
-
-        def expr(self, i:int=None):
-            if i is None:
-                return self.getTypedRuleContexts(SensorScriptParser.ExprContext)
-            else:
-                return self.getTypedRuleContext(SensorScriptParser.ExprContext,i)
-
-        def AND(self):
-            return self.getToken(SensorScriptParser.AND, 0)
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitAndExpr" ):
-                return visitor.visitAndExpr(self)
+            if hasattr( visitor, "visitExpr" ):
+                return visitor.visitExpr(self)
             else:
                 return visitor.visitChildren(self)
 
 
 
-    def expr(self, _p:int=0):
-        _parentctx = self._ctx
-        _parentState = self.state
-        localctx = SensorScriptParser.ExprContext(self, self._ctx, _parentState)
-        _prevctx = localctx
-        _startState = 4
-        self.enterRecursionRule(localctx, 4, self.RULE_expr, _p)
+
+    def expr(self):
+
+        localctx = SensorScriptParser.ExprContext(self, self._ctx, self.state)
+        self.enterRule(localctx, 4, self.RULE_expr)
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 42
+            self.state = 35
             self._errHandler.sync(self)
-            token = self._input.LA(1)
-            if token in [3]:
-                localctx = SensorScriptParser.NegExprContext(self, localctx)
-                self._ctx = localctx
-                _prevctx = localctx
-
+            _la = self._input.LA(1)
+            while _la==3 or _la==22:
+                self.state = 32
+                _la = self._input.LA(1)
+                if not(_la==3 or _la==22):
+                    self._errHandler.recoverInline(self)
+                else:
+                    self._errHandler.reportMatch(self)
+                    self.consume()
                 self.state = 37
-                localctx.op = self.match(SensorScriptParser.T__2)
-                self.state = 38
-                localctx.operand = self.expr(8)
-                pass
-            elif token in [22]:
-                localctx = SensorScriptParser.NotExprContext(self, localctx)
-                self._ctx = localctx
-                _prevctx = localctx
-                self.state = 39
-                localctx.op = self.match(SensorScriptParser.NOT)
-                self.state = 40
-                localctx.operand = self.expr(4)
-                pass
-            elif token in [13, 31, 32, 33, 34]:
-                localctx = SensorScriptParser.AtomExprContext(self, localctx)
-                self._ctx = localctx
-                _prevctx = localctx
-                self.state = 41
-                self.atom()
-                pass
-            else:
-                raise NoViableAltException(self)
-
-            self._ctx.stop = self._input.LT(-1)
-            self.state = 61
-            self._errHandler.sync(self)
-            _alt = self._interp.adaptivePredict(self._input,4,self._ctx)
-            while _alt!=2 and _alt!=ATN.INVALID_ALT_NUMBER:
-                if _alt==1:
-                    if self._parseListeners is not None:
-                        self.triggerExitRuleEvent()
-                    _prevctx = localctx
-                    self.state = 59
-                    self._errHandler.sync(self)
-                    la_ = self._interp.adaptivePredict(self._input,3,self._ctx)
-                    if la_ == 1:
-                        localctx = SensorScriptParser.MulExprContext(self, SensorScriptParser.ExprContext(self, _parentctx, _parentState))
-                        localctx.left = _prevctx
-                        self.pushNewRecursionContext(localctx, _startState, self.RULE_expr)
-                        self.state = 44
-                        if not self.precpred(self._ctx, 7):
-                            from antlr4.error.Errors import FailedPredicateException
-                            raise FailedPredicateException(self, "self.precpred(self._ctx, 7)")
-                        self.state = 45
-                        localctx.op = self._input.LT(1)
-                        _la = self._input.LA(1)
-                        if not(_la==4 or _la==5):
-                            localctx.op = self._errHandler.recoverInline(self)
-                        else:
-                            self._errHandler.reportMatch(self)
-                            self.consume()
-                        self.state = 46
-                        localctx.right = self.expr(8)
-                        pass
-
-                    elif la_ == 2:
-                        localctx = SensorScriptParser.AddExprContext(self, SensorScriptParser.ExprContext(self, _parentctx, _parentState))
-                        localctx.left = _prevctx
-                        self.pushNewRecursionContext(localctx, _startState, self.RULE_expr)
-                        self.state = 47
-                        if not self.precpred(self._ctx, 6):
-                            from antlr4.error.Errors import FailedPredicateException
-                            raise FailedPredicateException(self, "self.precpred(self._ctx, 6)")
-                        self.state = 48
-                        localctx.op = self._input.LT(1)
-                        _la = self._input.LA(1)
-                        if not(_la==3 or _la==6):
-                            localctx.op = self._errHandler.recoverInline(self)
-                        else:
-                            self._errHandler.reportMatch(self)
-                            self.consume()
-                        self.state = 49
-                        localctx.right = self.expr(7)
-                        pass
-
-                    elif la_ == 3:
-                        localctx = SensorScriptParser.CompareExprContext(self, SensorScriptParser.ExprContext(self, _parentctx, _parentState))
-                        localctx.left = _prevctx
-                        self.pushNewRecursionContext(localctx, _startState, self.RULE_expr)
-                        self.state = 50
-                        if not self.precpred(self._ctx, 5):
-                            from antlr4.error.Errors import FailedPredicateException
-                            raise FailedPredicateException(self, "self.precpred(self._ctx, 5)")
-                        self.state = 51
-                        localctx.op = self._input.LT(1)
-                        _la = self._input.LA(1)
-                        if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 8064) != 0)):
-                            localctx.op = self._errHandler.recoverInline(self)
-                        else:
-                            self._errHandler.reportMatch(self)
-                            self.consume()
-                        self.state = 52
-                        localctx.right = self.expr(6)
-                        pass
-
-                    elif la_ == 4:
-                        localctx = SensorScriptParser.AndExprContext(self, SensorScriptParser.ExprContext(self, _parentctx, _parentState))
-                        localctx.left = _prevctx
-                        self.pushNewRecursionContext(localctx, _startState, self.RULE_expr)
-                        self.state = 53
-                        if not self.precpred(self._ctx, 3):
-                            from antlr4.error.Errors import FailedPredicateException
-                            raise FailedPredicateException(self, "self.precpred(self._ctx, 3)")
-                        self.state = 54
-                        localctx.op = self.match(SensorScriptParser.AND)
-                        self.state = 55
-                        localctx.right = self.expr(4)
-                        pass
-
-                    elif la_ == 5:
-                        localctx = SensorScriptParser.OrExprContext(self, SensorScriptParser.ExprContext(self, _parentctx, _parentState))
-                        localctx.left = _prevctx
-                        self.pushNewRecursionContext(localctx, _startState, self.RULE_expr)
-                        self.state = 56
-                        if not self.precpred(self._ctx, 2):
-                            from antlr4.error.Errors import FailedPredicateException
-                            raise FailedPredicateException(self, "self.precpred(self._ctx, 2)")
-                        self.state = 57
-                        localctx.op = self.match(SensorScriptParser.OR)
-                        self.state = 58
-                        localctx.right = self.expr(3)
-                        pass
-
-             
-                self.state = 63
                 self._errHandler.sync(self)
-                _alt = self._interp.adaptivePredict(self._input,4,self._ctx)
+                _la = self._input.LA(1)
+
+            self.state = 38
+            self.atom()
+            self.state = 49
+            self._errHandler.sync(self)
+            _la = self._input.LA(1)
+            while (((_la) & ~0x3f) == 0 and ((1 << _la) & 3153912) != 0):
+                self.state = 39
+                _la = self._input.LA(1)
+                if not((((_la) & ~0x3f) == 0 and ((1 << _la) & 3153912) != 0)):
+                    self._errHandler.recoverInline(self)
+                else:
+                    self._errHandler.reportMatch(self)
+                    self.consume()
+                self.state = 43
+                self._errHandler.sync(self)
+                _la = self._input.LA(1)
+                while _la==3 or _la==22:
+                    self.state = 40
+                    _la = self._input.LA(1)
+                    if not(_la==3 or _la==22):
+                        self._errHandler.recoverInline(self)
+                    else:
+                        self._errHandler.reportMatch(self)
+                        self.consume()
+                    self.state = 45
+                    self._errHandler.sync(self)
+                    _la = self._input.LA(1)
+
+                self.state = 46
+                self.atom()
+                self.state = 51
+                self._errHandler.sync(self)
+                _la = self._input.LA(1)
 
         except RecognitionException as re:
             localctx.exception = re
             self._errHandler.reportError(self, re)
             self._errHandler.recover(self, re)
         finally:
-            self.unrollRecursionContexts(_parentctx)
+            self.exitRule()
         return localctx
 
 
@@ -662,82 +382,12 @@ class SensorScriptParser ( Parser ):
         def __init__(self, parser, parent:ParserRuleContext=None, invokingState:int=-1):
             super().__init__(parent, invokingState)
             self.parser = parser
-
-
-        def getRuleIndex(self):
-            return SensorScriptParser.RULE_atom
-
-     
-        def copyFrom(self, ctx:ParserRuleContext):
-            super().copyFrom(ctx)
-
-
-
-    class NameAtomContext(AtomContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.AtomContext
-            super().__init__(parser)
-            self.copyFrom(ctx)
-
-        def IDENT(self):
-            return self.getToken(SensorScriptParser.IDENT, 0)
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitNameAtom" ):
-                return visitor.visitNameAtom(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class CallAtomContext(AtomContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.AtomContext
-            super().__init__(parser)
-            self.func = None # Token
+            self.name = None # Token
+            self.call = None # Token
             self._expr = None # ExprContext
             self.args = list() # of ExprContexts
-            self.copyFrom(ctx)
-
-        def IDENT(self):
-            return self.getToken(SensorScriptParser.IDENT, 0)
-        def expr(self, i:int=None):
-            if i is None:
-                return self.getTypedRuleContexts(SensorScriptParser.ExprContext)
-            else:
-                return self.getTypedRuleContext(SensorScriptParser.ExprContext,i)
-
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitCallAtom" ):
-                return visitor.visitCallAtom(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class ParenAtomContext(AtomContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.AtomContext
-            super().__init__(parser)
-            self.copyFrom(ctx)
-
-        def expr(self):
-            return self.getTypedRuleContext(SensorScriptParser.ExprContext,0)
-
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitParenAtom" ):
-                return visitor.visitParenAtom(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class AttributeAtomContext(AtomContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.AtomContext
-            super().__init__(parser)
-            self.var = None # Token
             self.attr = None # Token
-            self.copyFrom(ctx)
+            self.inner = None # ExprContext
 
         def IDENT(self, i:int=None):
             if i is None:
@@ -745,59 +395,31 @@ class SensorScriptParser ( Parser ):
             else:
                 return self.getToken(SensorScriptParser.IDENT, i)
 
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitAttributeAtom" ):
-                return visitor.visitAttributeAtom(self)
+        def expr(self, i:int=None):
+            if i is None:
+                return self.getTypedRuleContexts(SensorScriptParser.ExprContext)
             else:
-                return visitor.visitChildren(self)
+                return self.getTypedRuleContext(SensorScriptParser.ExprContext,i)
 
-
-    class StringAtomContext(AtomContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.AtomContext
-            super().__init__(parser)
-            self.copyFrom(ctx)
-
-        def STRING(self):
-            return self.getToken(SensorScriptParser.STRING, 0)
-
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitStringAtom" ):
-                return visitor.visitStringAtom(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class NumberAtomContext(AtomContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.AtomContext
-            super().__init__(parser)
-            self.copyFrom(ctx)
 
         def NUMBER(self):
             return self.getToken(SensorScriptParser.NUMBER, 0)
 
-        def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitNumberAtom" ):
-                return visitor.visitNumberAtom(self)
-            else:
-                return visitor.visitChildren(self)
-
-
-    class DurationAtomContext(AtomContext):
-
-        def __init__(self, parser, ctx:ParserRuleContext): # actually a SensorScriptParser.AtomContext
-            super().__init__(parser)
-            self.copyFrom(ctx)
-
         def DURATION(self):
             return self.getToken(SensorScriptParser.DURATION, 0)
 
+        def STRING(self):
+            return self.getToken(SensorScriptParser.STRING, 0)
+
+        def getRuleIndex(self):
+            return SensorScriptParser.RULE_atom
+
         def accept(self, visitor:ParseTreeVisitor):
-            if hasattr( visitor, "visitDurationAtom" ):
-                return visitor.visitDurationAtom(self)
+            if hasattr( visitor, "visitAtom" ):
+                return visitor.visitAtom(self)
             else:
                 return visitor.visitChildren(self)
+
 
 
 
@@ -807,92 +429,81 @@ class SensorScriptParser ( Parser ):
         self.enterRule(localctx, 6, self.RULE_atom)
         self._la = 0 # Token type
         try:
-            self.state = 88
+            self.state = 76
             self._errHandler.sync(self)
-            la_ = self._interp.adaptivePredict(self._input,7,self._ctx)
-            if la_ == 1:
-                localctx = SensorScriptParser.CallAtomContext(self, localctx)
+            token = self._input.LA(1)
+            if token in [33]:
                 self.enterOuterAlt(localctx, 1)
-                self.state = 64
-                localctx.func = self.match(SensorScriptParser.IDENT)
-                self.state = 65
-                self.match(SensorScriptParser.T__12)
-                self.state = 74
+                self.state = 52
+                localctx.name = self.match(SensorScriptParser.IDENT)
+                self.state = 67
                 self._errHandler.sync(self)
-                _la = self._input.LA(1)
-                if (((_la) & ~0x3f) == 0 and ((1 << _la) & 32216457224) != 0):
-                    self.state = 66
-                    localctx._expr = self.expr(0)
-                    localctx.args.append(localctx._expr)
-                    self.state = 71
+                token = self._input.LA(1)
+                if token in [13]:
+                    self.state = 53
+                    localctx.call = self.match(SensorScriptParser.T__12)
+                    self.state = 62
                     self._errHandler.sync(self)
                     _la = self._input.LA(1)
-                    while _la==14:
-                        self.state = 67
-                        self.match(SensorScriptParser.T__13)
-                        self.state = 68
-                        localctx._expr = self.expr(0)
+                    if (((_la) & ~0x3f) == 0 and ((1 << _la) & 32216457224) != 0):
+                        self.state = 54
+                        localctx._expr = self.expr()
                         localctx.args.append(localctx._expr)
-                        self.state = 73
+                        self.state = 59
                         self._errHandler.sync(self)
                         _la = self._input.LA(1)
+                        while _la==14:
+                            self.state = 55
+                            self.match(SensorScriptParser.T__13)
+                            self.state = 56
+                            localctx._expr = self.expr()
+                            localctx.args.append(localctx._expr)
+                            self.state = 61
+                            self._errHandler.sync(self)
+                            _la = self._input.LA(1)
 
 
 
-                self.state = 76
-                self.match(SensorScriptParser.T__14)
+                    self.state = 64
+                    self.match(SensorScriptParser.T__14)
+                    pass
+                elif token in [16]:
+                    self.state = 65
+                    self.match(SensorScriptParser.T__15)
+                    self.state = 66
+                    localctx.attr = self.match(SensorScriptParser.IDENT)
+                    pass
+                elif token in [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 20, 21, 24, 25, 26, 27, 28, 30]:
+                    pass
+                else:
+                    pass
                 pass
-
-            elif la_ == 2:
-                localctx = SensorScriptParser.AttributeAtomContext(self, localctx)
+            elif token in [32]:
                 self.enterOuterAlt(localctx, 2)
-                self.state = 77
-                localctx.var = self.match(SensorScriptParser.IDENT)
-                self.state = 78
-                self.match(SensorScriptParser.T__15)
-                self.state = 79
-                localctx.attr = self.match(SensorScriptParser.IDENT)
-                pass
-
-            elif la_ == 3:
-                localctx = SensorScriptParser.NumberAtomContext(self, localctx)
-                self.enterOuterAlt(localctx, 3)
-                self.state = 80
+                self.state = 69
                 self.match(SensorScriptParser.NUMBER)
                 pass
-
-            elif la_ == 4:
-                localctx = SensorScriptParser.DurationAtomContext(self, localctx)
-                self.enterOuterAlt(localctx, 4)
-                self.state = 81
+            elif token in [31]:
+                self.enterOuterAlt(localctx, 3)
+                self.state = 70
                 self.match(SensorScriptParser.DURATION)
                 pass
-
-            elif la_ == 5:
-                localctx = SensorScriptParser.NameAtomContext(self, localctx)
-                self.enterOuterAlt(localctx, 5)
-                self.state = 82
-                self.match(SensorScriptParser.IDENT)
-                pass
-
-            elif la_ == 6:
-                localctx = SensorScriptParser.StringAtomContext(self, localctx)
-                self.enterOuterAlt(localctx, 6)
-                self.state = 83
+            elif token in [34]:
+                self.enterOuterAlt(localctx, 4)
+                self.state = 71
                 self.match(SensorScriptParser.STRING)
                 pass
-
-            elif la_ == 7:
-                localctx = SensorScriptParser.ParenAtomContext(self, localctx)
-                self.enterOuterAlt(localctx, 7)
-                self.state = 84
+            elif token in [13]:
+                self.enterOuterAlt(localctx, 5)
+                self.state = 72
                 self.match(SensorScriptParser.T__12)
-                self.state = 85
-                self.expr(0)
-                self.state = 86
+                self.state = 73
+                localctx.inner = self.expr()
+                self.state = 74
                 self.match(SensorScriptParser.T__14)
                 pass
-
+            else:
+                raise NoViableAltException(self)
 
         except RecognitionException as re:
             localctx.exception = re
@@ -950,36 +561,36 @@ class SensorScriptParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 90
+            self.state = 78
             self.match(SensorScriptParser.PATTERN)
-            self.state = 91
+            self.state = 79
             self.match(SensorScriptParser.T__12)
-            self.state = 92
+            self.state = 80
             localctx._patternElement = self.patternElement()
             localctx.elements.append(localctx._patternElement)
-            self.state = 97
+            self.state = 85
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             while _la==17:
-                self.state = 93
+                self.state = 81
                 self.match(SensorScriptParser.T__16)
-                self.state = 94
+                self.state = 82
                 localctx._patternElement = self.patternElement()
                 localctx.elements.append(localctx._patternElement)
-                self.state = 99
+                self.state = 87
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
-            self.state = 100
+            self.state = 88
             self.match(SensorScriptParser.T__14)
-            self.state = 104
+            self.state = 92
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             while (((_la) & ~0x3f) == 0 and ((1 << _la) & 1593835520) != 0):
-                self.state = 101
+                self.state = 89
                 localctx._patternClause = self.patternClause()
                 localctx.clauses.append(localctx._patternClause)
-                self.state = 106
+                self.state = 94
                 self._errHandler.sync(self)
                 _la = self._input.LA(1)
 
@@ -1029,25 +640,25 @@ class SensorScriptParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 108
+            self.state = 96
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==18:
-                self.state = 107
+                self.state = 95
                 localctx.negated = self.match(SensorScriptParser.T__17)
 
 
-            self.state = 110
+            self.state = 98
             localctx.var = self.match(SensorScriptParser.IDENT)
-            self.state = 111
+            self.state = 99
             self.match(SensorScriptParser.T__18)
-            self.state = 112
+            self.state = 100
             localctx.stream = self.streamRef()
-            self.state = 114
+            self.state = 102
             self._errHandler.sync(self)
             _la = self._input.LA(1)
             if _la==6:
-                self.state = 113
+                self.state = 101
                 localctx.kleene = self.match(SensorScriptParser.T__5)
 
 
@@ -1092,7 +703,7 @@ class SensorScriptParser ( Parser ):
         self._la = 0 # Token type
         try:
             self.enterOuterAlt(localctx, 1)
-            self.state = 116
+            self.state = 104
             _la = self._input.LA(1)
             if not(_la==33 or _la==34):
                 self._errHandler.recoverInline(self)
@@ -1247,58 +858,58 @@ class SensorScriptParser ( Parser ):
         localctx = SensorScriptParser.PatternClauseContext(self, self._ctx, self.state)
         self.enterRule(localctx, 14, self.RULE_patternClause)
         try:
-            self.state = 131
+            self.state = 119
             self._errHandler.sync(self)
             token = self._input.LA(1)
             if token in [24]:
                 localctx = SensorScriptParser.WhereClauseContext(self, localctx)
                 self.enterOuterAlt(localctx, 1)
-                self.state = 118
+                self.state = 106
                 self.match(SensorScriptParser.WHERE)
-                self.state = 119
-                self.expr(0)
+                self.state = 107
+                self.expr()
                 pass
             elif token in [25]:
                 localctx = SensorScriptParser.WithinClauseContext(self, localctx)
                 self.enterOuterAlt(localctx, 2)
-                self.state = 120
+                self.state = 108
                 self.match(SensorScriptParser.WITHIN)
-                self.state = 121
-                self.expr(0)
+                self.state = 109
+                self.expr()
                 pass
             elif token in [26]:
                 localctx = SensorScriptParser.StrategyClauseContext(self, localctx)
                 self.enterOuterAlt(localctx, 3)
-                self.state = 122
+                self.state = 110
                 self.match(SensorScriptParser.STRATEGY)
-                self.state = 123
+                self.state = 111
                 localctx.value = self.match(SensorScriptParser.IDENT)
                 pass
             elif token in [27]:
                 localctx = SensorScriptParser.EmitClauseContext(self, localctx)
                 self.enterOuterAlt(localctx, 4)
-                self.state = 124
+                self.state = 112
                 self.match(SensorScriptParser.EMIT)
-                self.state = 125
+                self.state = 113
                 localctx.value = self.match(SensorScriptParser.IDENT)
                 pass
             elif token in [28]:
                 localctx = SensorScriptParser.PartitionClauseContext(self, localctx)
                 self.enterOuterAlt(localctx, 5)
-                self.state = 126
+                self.state = 114
                 self.match(SensorScriptParser.PARTITION)
-                self.state = 127
+                self.state = 115
                 self.match(SensorScriptParser.BY)
-                self.state = 128
+                self.state = 116
                 localctx.value = self.match(SensorScriptParser.IDENT)
                 pass
             elif token in [30]:
                 localctx = SensorScriptParser.YieldClauseContext(self, localctx)
                 self.enterOuterAlt(localctx, 6)
-                self.state = 129
+                self.state = 117
                 self.match(SensorScriptParser.YIELD)
-                self.state = 130
-                self.expr(0)
+                self.state = 118
+                self.expr()
                 pass
             else:
                 raise NoViableAltException(self)
@@ -1311,38 +922,6 @@ class SensorScriptParser ( Parser ):
             self.exitRule()
         return localctx
 
-
-
-    def sempred(self, localctx:RuleContext, ruleIndex:int, predIndex:int):
-        if self._predicates == None:
-            self._predicates = dict()
-        self._predicates[2] = self.expr_sempred
-        pred = self._predicates.get(ruleIndex, None)
-        if pred is None:
-            raise Exception("No predicate with index:" + str(ruleIndex))
-        else:
-            return pred(localctx, predIndex)
-
-    def expr_sempred(self, localctx:ExprContext, predIndex:int):
-            if predIndex == 0:
-                return self.precpred(self._ctx, 7)
-         
-
-            if predIndex == 1:
-                return self.precpred(self._ctx, 6)
-         
-
-            if predIndex == 2:
-                return self.precpred(self._ctx, 5)
-         
-
-            if predIndex == 3:
-                return self.precpred(self._ctx, 3)
-         
-
-            if predIndex == 4:
-                return self.precpred(self._ctx, 2)
-         
 
 
 

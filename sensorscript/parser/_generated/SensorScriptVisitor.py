@@ -14,88 +14,18 @@ class SensorScriptVisitor(ParseTreeVisitor):
         return self.visitChildren(ctx)
 
 
-    # Visit a parse tree produced by SensorScriptParser#patternStatement.
-    def visitPatternStatement(self, ctx:SensorScriptParser.PatternStatementContext):
+    # Visit a parse tree produced by SensorScriptParser#statement.
+    def visitStatement(self, ctx:SensorScriptParser.StatementContext):
         return self.visitChildren(ctx)
 
 
-    # Visit a parse tree produced by SensorScriptParser#exprStatement.
-    def visitExprStatement(self, ctx:SensorScriptParser.ExprStatementContext):
+    # Visit a parse tree produced by SensorScriptParser#expr.
+    def visitExpr(self, ctx:SensorScriptParser.ExprContext):
         return self.visitChildren(ctx)
 
 
-    # Visit a parse tree produced by SensorScriptParser#notExpr.
-    def visitNotExpr(self, ctx:SensorScriptParser.NotExprContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#addExpr.
-    def visitAddExpr(self, ctx:SensorScriptParser.AddExprContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#negExpr.
-    def visitNegExpr(self, ctx:SensorScriptParser.NegExprContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#mulExpr.
-    def visitMulExpr(self, ctx:SensorScriptParser.MulExprContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#atomExpr.
-    def visitAtomExpr(self, ctx:SensorScriptParser.AtomExprContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#orExpr.
-    def visitOrExpr(self, ctx:SensorScriptParser.OrExprContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#compareExpr.
-    def visitCompareExpr(self, ctx:SensorScriptParser.CompareExprContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#andExpr.
-    def visitAndExpr(self, ctx:SensorScriptParser.AndExprContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#callAtom.
-    def visitCallAtom(self, ctx:SensorScriptParser.CallAtomContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#attributeAtom.
-    def visitAttributeAtom(self, ctx:SensorScriptParser.AttributeAtomContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#numberAtom.
-    def visitNumberAtom(self, ctx:SensorScriptParser.NumberAtomContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#durationAtom.
-    def visitDurationAtom(self, ctx:SensorScriptParser.DurationAtomContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#nameAtom.
-    def visitNameAtom(self, ctx:SensorScriptParser.NameAtomContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#stringAtom.
-    def visitStringAtom(self, ctx:SensorScriptParser.StringAtomContext):
-        return self.visitChildren(ctx)
-
-
-    # Visit a parse tree produced by SensorScriptParser#parenAtom.
-    def visitParenAtom(self, ctx:SensorScriptParser.ParenAtomContext):
+    # Visit a parse tree produced by SensorScriptParser#atom.
+    def visitAtom(self, ctx:SensorScriptParser.AtomContext):
         return self.visitChildren(ctx)
 
 

@@ -1,0 +1,126 @@
+"""Every mistake gets file:line:col, the line, a caret, and a did-you-mean where one helps."""
+
+import pytest
+from click.testing import CliRunner
+
+from sensorscript.cli import main
+from sensorscript.errors import SensorScriptError
+from sensorscript.parser import load
+
+
+def diagnostics(text: str, known_sensors=None):
+    try:
+        loaded = load(["w.ss"], known_sensors, texts={"w.ss": text})
+    except SensorScriptError as exc:
+        return [(d.severity, d.span.line if d.span else None, d.span.column if d.span else None, d.message)
+                for d in exc.diagnostics]
+    return [(d.severity, d.span.line, d.span.column, d.message) for d in loaded.warnings]
+
+
+def only_error(text, known_sensors=None):
+    found = [d for d in diagnostics(text, known_sensors) if d[0] == "error"]
+    assert len(found) == 1, found
+    return found[0][1:]
+
+
+@pytest.mark.parametrize("text, line, column, message", [
+    # syntax
+    ("A = avg(S, 1s, 1s)\nB = A;", 1, 19, "expected ';' here"),
+    ("A = avg(S, 1s 1s);", 1, 15, "unexpected '1s'"),
+    ("A = S + ;", 1, 9, "unexpected ';'"),
+    ("A = S # 2;", 1, 7, "unexpected character '#'"),
+    ('A = avg("S, 1s, 1s);', 1, 9, "unterminated quoted name"),
+    ("A = S;\n/* never closed", 2, 1, "unterminated comment"),
+    ("A = S", 1, 6, "expected ';' here"),
+    # lexical
+    ("A = avg(S, 10m, 1s);", 1, 12, "unknown duration unit 'm' in '10m'; did you mean 'ms'?"),
+    # names and definitions
+    ("A = avgg(S, 1s, 1s);", 1, 5, "unknown function 'avgg'; did you mean 'avg'?"),
+    ("A = S * 2;\nA = S;", 2, 1, "'A' is already defined on line 1"),
+    ("A = B + 1;\nB = A * 2;", 1, 1, "cycle: 'A' reads 'B' reads 'A'"),
+    ("A = A + 1;", 1, 1, "cycle: 'A' reads 'A'"),
+    ("A = avg(S, 0, 1s);", 1, 12, "the window length must be positive, not 0"),
+    ("A = avg(S, 1s, 0ms);", 1, 16, "the window slide must be positive, not 0ms"),
+    ("A = union(S);", 1, 5, "union takes two or more streams"),
+    ("A = union(S, T + 1);", 1, 14, "union takes stream names"),
+    ("A = avg(S, 1s, 1s) + 1;", 1, 5, "a window aggregation must be a statement of its own"),
+    ("A = avg(S + T, 1s, 1s);", 1, 9, "a window reads one stream"),
+    ("A = max(S);", 1, 5, "max over streams takes two or more arguments"),
+    ("A = count(S, T);", 1, 5, "count is a window aggregation"),
+    ("A = S + 10s;", 1, 9, "a duration ('10s') is only valid as a window length or slide"),
+    ("A = 1 + 2;", 1, 1, "'A' reads no stream"),
+    ("A = S < T < U;", 1, 5, "comparisons do not chain"),
+    ("A = S.value + 1;", 1, 5, "'S.value' is only valid inside a pattern"),
+    # patterns
+    ("P = pattern(a: X -> b: Y);", 1, 5, "a pattern needs 'within DURATION'"),
+    ("P = pattern(!a: X -> b: Y) within 1s;", 1, 13, "a pattern may not start with a negation"),
+    ("P = pattern(a: X -> !b: Y -> c: Z) within 1s strategy strict;", 1, 21,
+     "negation is not allowed with 'strategy strict'"),
+    ("P = pattern(a: X -> b: Y) where q.value > 1 within 1s;", 1, 33, "unknown pattern variable 'q'"),
+    ("P = pattern(a: X -> b: Y) where a.valeu > 1 within 1s;", 1, 33,
+     "unknown attribute 'valeu'; did you mean 'value'?"),
+    ("P = pattern(a: X -> b: Y) where count(b) > 1 within 1s;", 1, 33,
+     "count() aggregates over a Kleene variable, and 'b' is not one"),
+    ("P = pattern(a: X -> b: Y+) where avgg(b.value) > 1 within 1s;", 1, 34,
+     "unknown aggregate 'avgg'; did you mean 'avg'?"),
+    ("P = pattern(a: X -> b: Y) within 1s strategy anyy;", 1, 46, "unknown strategy 'anyy'; did you mean 'any'?"),
+    ("P = pattern(a: X -> b: Y) within 1s emit frist;", 1, 42, "unknown emit mode 'frist'; did you mean 'first'?"),
+    ("P = pattern(a: X -> b: Y) within 1s within 2s;", 1, 37, "a pattern takes one 'within' clause"),
+    ("P = pattern(a: X -> a: Y) within 1s;", 1, 21, "pattern variable 'a' is bound twice"),
+    ("P = pattern(a: X -> !b: Y+ -> c: Z) within 1s;", 1, 21, "a negated element cannot be Kleene"),
+    ("P = pattern(a: X -> !b: Y -> c: Z) within 1s yield b.value;", 1, 52, "'b' is negated"),
+    ("P = pattern(a: X -> b: Y) within 0;", 1, 34, "'within' must be positive"),
+])
+def test_error(text, line, column, message):
+    found_line, found_column, found = only_error(text)
+    assert message in found
+    assert (found_line, found_column) == (line, column), found
+
+
+def test_every_error_of_a_run_is_reported():
+    text = "A = avgg(S, 1s, 1s);\nB = union(S);\nC = max(S);\nP = pattern(a: X -> b: Y);\n"
+    errors = [d for d in diagnostics(text) if d[0] == "error"]
+    assert [d[1] for d in errors] == [1, 2, 3, 4]
+
+
+def test_rendering_shows_line_and_caret():
+    with pytest.raises(SensorScriptError) as raised:
+        load(["bridge.ss"], texts={"bridge.ss": 'MD1Z = avgg("8MD1-AZ", 10min, 5min);\n'})
+    assert raised.value.render() == (
+        "bridge.ss:1:8: error: unknown function 'avgg'; did you mean 'avg'?\n"
+        '    MD1Z = avgg("8MD1-AZ", 10min, 5min);\n'
+        "           ^^^^")
+
+
+def test_unknown_sensor_is_a_warning_with_a_registry():
+    found = diagnostics('A = avg("8MD1-AX", 1s, 1s);', known_sensors={"8MD1-AZ"})
+    assert found == [("warning", 1, 9, "'8MD1-AX' is neither a stream of this workflow nor a sensor of the "
+                      "registry; it is read as a raw sensor with the default frequency; did you mean '8MD1-AZ'?")]
+
+
+def test_without_registry_only_near_misses_of_streams_are_flagged():
+    assert diagnostics('MD1Z = avg("8MD1-AZ", 1s, 1s);\nX = MD1Z + S1;') == []
+    found = diagnostics("MD1Z = avg(S, 1s, 1s);\nX = MD1z + 1;")
+    assert found == [("warning", 2, 5, "'MD1z' is not defined in this workflow and is read as a raw sensor; "
+                      "did you mean 'MD1Z'?")]
+
+
+def test_workflows_with_the_same_name_are_rejected(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for d in ("a", "b"):
+        (tmp_path / d / "w.ss").write_text("X = avg(S, 1s, 1s);")
+    with pytest.raises(SensorScriptError, match="already given"):
+        load([tmp_path / "a" / "w.ss", tmp_path / "b" / "w.ss"])
+
+
+def test_check_command_exit_codes(write_scripts):
+    good, bad = write_scripts({"good": "X = avg(S, 1s, 1s);", "bad": "X = avgg(S, 1s, 1s);"})
+    runner = CliRunner()
+    ok = runner.invoke(main, ["check", good])
+    assert ok.exit_code == 0 and "ok: 1 workflow(s)" in ok.output
+    failed = runner.invoke(main, ["check", good, bad])
+    assert failed.exit_code == 1
+    assert "bad.ss:1:5: error: unknown function 'avgg'" in failed.output
+    missing = runner.invoke(main, ["check", "nowhere.ss"])
+    assert missing.exit_code == 1 and "cannot read the workflow" in missing.output

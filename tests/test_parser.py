@@ -1,0 +1,144 @@
+"""Parsing: what each construct becomes, precedence, and parse -> print -> parse round trips."""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from sensorscript.parser import ast, load, parse, parse_file
+from sensorscript.parser.printer import print_workflow
+from tests.conftest import EXAMPLES
+
+
+def value(source: str):
+    return parse(source).statements[0].value
+
+
+def test_bridge_example_is_the_papers_seven_statements():
+    workflow = parse_file(EXAMPLES[0].parent / "bridge.ss")
+    names = [s.name for s in workflow.statements]
+    assert names == ["MD1Z", "UNI", "MD23", "MD4Z", "UNIF", "out_MZ", "out_AZ"]
+    assert workflow.outputs == ("out_MZ", "out_AZ")
+    md1z = workflow.statements[0].value
+    assert md1z == ast.Window("avg", ast.Ref("8MD1-AZ"), ast.Duration(600_000), ast.Duration(300_000))
+    assert md1z.stream.quoted
+    assert workflow.statements[1].value == ast.Union_((ast.Ref("8MD2-A"), ast.Ref("8MD3-A")))
+
+
+@pytest.mark.parametrize("text, ms", [("600000", 600_000), ("600_000", 600_000), ("10min", 600_000),
+                                      ("5s", 5_000), ("250ms", 250), ("1h", 3_600_000), ("1_000ms", 1_000)])
+def test_durations(text, ms):
+    window = value(f"X = max(S, {text}, {text});")
+    assert window.length.ms == ms and window.slide.ms == ms
+
+
+def test_window_form_needs_exactly_three_arguments_with_two_durations():
+    assert isinstance(value("X = avg(S, 10s, 5s);"), ast.Window)
+    assert isinstance(value("X = count(S, 1, 1);"), ast.Window)
+    cross = value("X = max(A, B, C);")
+    assert cross == ast.Call("max", (ast.Ref("A"), ast.Ref("B"), ast.Ref("C")))
+    assert isinstance(value("X = avg(S, 1.5, 300);"), ast.Call)  # 1.5 is no duration: a mean of three
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("a + b * c", "+(a, *(b, c))"),
+    ("a - b - c", "-(-(a, b), c)"),
+    ("a / b / c", "/(/(a, b), c)"),
+    ("-a * b", "*(neg(a), b)"),
+    ("- - a", "neg(neg(a))"),
+    ("(a + b) * c", "*(+(a, b), c)"),
+    ("a + b > c * 2", ">(+(a, b), *(c, 2))"),
+    ("not a > b and c", "and(not(>(a, b)), c)"),
+    ("a or b and c", "or(a, and(b, c))"),
+    ("a and b or c and d", "or(and(a, b), and(c, d))"),
+    ("not not a", "not(not(a))"),
+    ("a == b != c", "!=(==(a, b), c)"),
+    ("-max(a, b) + 1", "+(neg(max(a, b)), 1)"),
+])
+def test_precedence_and_associativity(source, expected):
+    def show(node):
+        if isinstance(node, ast.Binary):
+            return f"{node.op}({show(node.left)}, {show(node.right)})"
+        if isinstance(node, ast.Unary):
+            return f"{'neg' if node.op == '-' else 'not'}({show(node.operand)})"
+        if isinstance(node, ast.Call):
+            return f"{node.func}(" + ", ".join(show(a) for a in node.args) + ")"
+        if isinstance(node, ast.Number):
+            return node.text
+        return node.name
+
+    assert show(value(f"X = {source};")) == expected
+
+
+def test_quoted_and_bare_references_are_the_same_stream():
+    assert value('X = "A" + B;') == value('X = A + "B";')
+
+
+def test_comments_of_both_styles():
+    workflow = parse("// line\nA = avg(S, 1s, 1s); /* block\n spanning */ B = A * 2; // end")
+    assert [s.name for s in workflow.statements] == ["A", "B"]
+
+
+def test_pattern_with_every_clause():
+    pattern = value("""P = pattern(a: X -> !b: Y -> c: Z+)
+        where a.value > 0.5 and count(c) >= 2 and avg(c.value) > a.value
+        within 10min strategy next emit first partition by sensor
+        yield last(c.value) - a.value;""")
+    assert [(e.var, e.stream.name, e.kleene, e.negated) for e in pattern.elements] == [
+        ("a", "X", False, False), ("b", "Y", False, True), ("c", "Z", True, False)]
+    assert pattern.within.ms == 600_000
+    assert (pattern.strategy, pattern.emit, pattern.partition_by) == ("next", "first", "sensor")
+    assert isinstance(pattern.yield_, ast.Binary)
+
+
+def test_pattern_defaults():
+    pattern = value("P = pattern(a: X -> b: Y) within 5s;")
+    assert (pattern.strategy, pattern.emit, pattern.partition_by, pattern.where, pattern.yield_) == (
+        "any", "all", None, None, None)
+
+
+def test_string_literals_in_pattern_predicates():
+    pattern = value('P = pattern(a: X -> b: Y) where a.sensor == "8MD1-AZ" within 5s;')
+    assert pattern.where.right == ast.String("8MD1-AZ")
+
+
+def test_spans_point_at_the_source():
+    statement = parse("\n  MD1Z = avg(\"S\", 1s, 1s);", "f.ss").statements[0]
+    assert (statement.span.line, statement.span.column) == (2, 3)
+    assert (statement.value.stream.span.line, statement.value.stream.span.column) == (2, 14)
+
+
+def test_nodes_are_hashable_and_spans_do_not_count():
+    a = parse("X = avg(S, 10s, 5s);", "a.ss").statements[0]
+    b = parse("\n\n  X   =  avg( S ,10_000, 5000 ) ;", "b.ss").statements[0]
+    assert a == b and hash(a) == hash(b)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_examples_round_trip(path):
+    workflow = load([path]).workflows[0]
+    again = parse(print_workflow(workflow), str(path), workflow.name)
+    assert again.statements == workflow.statements
+    assert print_workflow(again) == print_workflow(workflow)
+
+
+# Random expressions: print -> parse gives the same tree (precedence and parentheses).
+names = st.sampled_from(["A", "B", "c_1", "S"]).map(ast.Ref)
+numbers = st.integers(0, 999).map(lambda n: ast.Number(float(n), str(n)))
+leaves = st.one_of(names, numbers)
+
+
+def _compound(children):
+    binary = st.builds(ast.Binary, st.sampled_from(sorted(set(ast.PRECEDENCE) - {"neg", "not"})), children, children)
+    unary = st.builds(ast.Unary, st.sampled_from(["-", "not"]), children)
+    call = st.builds(ast.Call, st.sampled_from(["max", "min", "avg", "sum"]), st.tuples(children, children))
+    return st.one_of(binary, unary, call)
+
+
+expressions = st.recursive(leaves, _compound, max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(expressions)
+def test_random_expressions_round_trip(expr):
+    statement = ast.Statement("X", expr)
+    workflow = ast.Workflow("w", (statement,))
+    assert parse(print_workflow(workflow)).statements[0].value == expr
