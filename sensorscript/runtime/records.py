@@ -1,0 +1,104 @@
+"""Raw input records (SPEC §1): one line of CSV (`sensor_id,ts,value`) or one JSON object.
+
+These rules are the contract between the reference evaluator (`parse_line`) and
+the Spark job, which applies the same rules with Spark SQL functions
+(sensorscript/runtime/source.py); the differential tests hold them to it.
+
+- blank lines and the CSV header `sensor_id,ts,value` are skipped, not quarantined;
+- a line starting with `{` is JSON: an object with sensor_id, ts and value;
+- otherwise CSV: exactly three comma-separated fields, each stripped of spaces;
+- sensor_id must be non-empty; ts an integer (epoch milliseconds, optional sign);
+- value a decimal number (`12`, `-0.5`, `1e-3`) or a boolean (`true` = 1.0, `false` = 0.0,
+  any case); nan, inf and numbers too large for a double are not values.
+
+The first failing rule, in the order above, gives the quarantine reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+HEADER = "sensor_id,ts,value"
+
+REASON_FIELDS = "expected 3 comma-separated fields: sensor_id,ts,value"
+REASON_JSON = "not a JSON object with sensor_id, ts and value"
+REASON_SENSOR = "empty sensor_id"
+REASON_TS = "ts is not an integer (epoch milliseconds)"
+REASON_VALUE = "value is not a number"
+
+# The same patterns are used by Spark's rlike in the job (Java regex; identical here).
+TS_PATTERN = r"^[+-]?[0-9]{1,18}$"
+VALUE_PATTERN = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+BOOLEANS = {"true": 1.0, "false": 0.0}
+
+_TS = re.compile(TS_PATTERN)
+_VALUE = re.compile(VALUE_PATTERN)
+
+
+@dataclass(frozen=True)
+class Reading:
+    sensor_id: str
+    ts: int
+    value: float
+
+
+@dataclass(frozen=True)
+class Rejected:
+    raw: str
+    reason: str
+
+
+def parse_line(line: str) -> Reading | Rejected | None:
+    """A reading, a rejection with its reason, or None for a line to skip."""
+    raw = line.rstrip("\r\n")
+    text = raw.strip()
+    if not text or text == HEADER:
+        return None
+    if text.startswith("{"):
+        fields = _json_fields(text)
+        if fields is None:
+            return Rejected(raw, REASON_JSON)
+    else:
+        fields = [f.strip() for f in text.split(",")]
+        if len(fields) != 3:
+            return Rejected(raw, REASON_FIELDS)
+    sensor_id, ts, value = fields
+    if not sensor_id:
+        return Rejected(raw, REASON_SENSOR)
+    if not _TS.match(ts):
+        return Rejected(raw, REASON_TS)
+    number = _number(value)
+    if number is None:
+        return Rejected(raw, REASON_VALUE)
+    return Reading(sensor_id, int(ts), number)
+
+
+def _number(text: str) -> float | None:
+    if text.lower() in BOOLEANS:
+        return BOOLEANS[text.lower()]
+    if not _VALUE.match(text):
+        return None
+    number = float(text)
+    return number if math.isfinite(number) else None
+
+
+def _json_fields(text: str) -> list[str] | None:
+    """[sensor_id, ts, value] as text (numbers as written), or None if not such an object."""
+    try:
+        obj = json.loads(text, parse_int=str, parse_float=str)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or not {"sensor_id", "ts", "value"} <= obj.keys():
+        return None
+    fields = []
+    for key in ("sensor_id", "ts", "value"):
+        item = obj[key]
+        if isinstance(item, bool):
+            item = "true" if item else "false"
+        if not isinstance(item, str):  # null, a list, an object
+            return None
+        fields.append(item.strip())
+    return fields
