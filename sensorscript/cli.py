@@ -59,5 +59,121 @@ def check(files: tuple[str, ...], sensors: str | None, show: bool) -> None:
                f"{len(loaded.warnings)} warning(s)")
 
 
+_files = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+_sensors = click.option("--sensors", metavar="DB_OR_CSV",
+                        help="Sensor registry: a SQLite sensors.db or a CSV (default: ./sensors.db if present).")
+_partitions = click.option("--partitions", "-n", default=2, show_default=True, type=click.IntRange(1, 4096),
+                           help="Number of partitions (Spark tasks) to place sensors on.")
+_epsilon = click.option("--epsilon", default=0.1, show_default=True, type=click.FloatRange(0, 10),
+                        help="Allowed imbalance: the most loaded partition may carry (1 + epsilon) x the average.")
+
+
+@main.command(name="compile")
+@_files
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@_sensors
+@_partitions
+@_epsilon
+def compile_command(files, out, sensors, partitions, epsilon) -> None:
+    """Compile workflow FILES into one job: OUT/job.py, OUT/plan.json and OUT/plan.txt."""
+    from sensorscript.compiler import compile_workflows
+
+    try:
+        compiled = compile_workflows(files, out, sensors, partitions, epsilon)
+    except SensorScriptError as exc:
+        _fail(exc)
+        return
+    if compiled.warnings:
+        click.echo(render_all(compiled.warnings, compiled.sources), err=True)
+    plan = compiled.plan
+    cost = plan.cost
+    click.echo(f"compiled {len(plan.graph.workflows)} workflow(s) into {compiled.out}/: "
+               f"{len(plan.graph)} nodes ({len(plan.graph.shared())} shared), {plan.partitions.count} partitions, "
+               f"balance {plan.partitions.balance:.3f}, {cost.ours:,.0f} tuples/min cross the network "
+               f"(lower bound {cost.lower_bound:,.0f})")
+    for name in sorted(p.name for p in compiled.out.iterdir() if p.is_file()):
+        click.echo(f"  {compiled.out / name}")
+
+
+@main.command()
+@_files
+@_sensors
+@_partitions
+@_epsilon
+def explain(files, sensors, partitions, epsilon) -> None:
+    """Print the plan for people: shared computations, slices, partitions and their cost."""
+    from sensorscript.compiler import plan_workflows
+    from sensorscript.partition.explain import explain as explain_plan
+
+    try:
+        plan, warnings, sources = plan_workflows(files, sensors, partitions, epsilon)
+    except SensorScriptError as exc:
+        _fail(exc)
+        return
+    if warnings:
+        click.echo(render_all(warnings, sources), err=True)
+    click.echo(explain_plan(plan), nl=False)
+
+
+@main.command()
+@_files
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False),
+              help="dag.svg, dag.png or dag.dot (Graphviz text).")
+def graph(files, out) -> None:
+    """Draw the shared DAG of FILES, workflows as clusters, shared nodes marked."""
+    from sensorscript.graph.build import build_graph
+    from sensorscript.graph.draw import draw
+    from sensorscript.parser import load
+
+    path = Path(out)
+    if path.suffix not in (".svg", ".png", ".dot"):
+        raise click.BadParameter("the drawing must end in .svg, .png or .dot", param_hint="--out")
+    try:
+        loaded = load(files)
+    except SensorScriptError as exc:
+        _fail(exc)
+        return
+    draw(build_graph(loaded.workflows), path)
+    click.echo(f"wrote {path}")
+
+
+@main.group()
+def sensors() -> None:
+    """The sensor registry (SQLite): import from CSV, list."""
+
+
+@sensors.command(name="import")
+@click.argument("csv_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--db", default="sensors.db", show_default=True, type=click.Path(dir_okay=False))
+def sensors_import(csv_file, db) -> None:
+    """Insert or update the sensors of CSV_FILE (sensor_id,frequency_hz[,type]) in the registry."""
+    from sensorscript.registry import SensorRegistry
+
+    try:
+        count = SensorRegistry.create(db).import_csv(csv_file)
+    except SensorScriptError as exc:
+        _fail(exc)
+        return
+    click.echo(f"imported {count} sensor(s) into {db}")
+
+
+@sensors.command(name="list")
+@click.option("--db", default="sensors.db", show_default=True, type=click.Path(dir_okay=False))
+def sensors_list(db) -> None:
+    """List the sensors of the registry."""
+    from sensorscript.registry import SensorRegistry
+
+    try:
+        registry = SensorRegistry.open(db)
+    except SensorScriptError as exc:
+        _fail(exc)
+        return
+    rows = registry.sensors()
+    click.echo(f"{'sensor_id':<20} {'Hz':>8}  type")
+    for sensor in rows:
+        click.echo(f"{sensor.sensor_id:<20} {sensor.frequency_hz:>8g}  {sensor.type}")
+    click.echo(f"{len(rows)} sensor(s) in {db}")
+
+
 if __name__ == "__main__":
     main()

@@ -10,6 +10,7 @@ always gives the same sensors, scripts and data.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 from sensorscript.registry import Sensor
@@ -61,8 +62,28 @@ def _zipf_pick(rng: random.Random, sensors: list[Sensor], weights: list[float], 
     return chosen
 
 
+def neighbours(sensors: list[Sensor]) -> dict[str, str]:
+    """Each sensor's neighbour: the next sensor of the same type in its bridge section.
+
+    As in the paper's example (union("8MD2-A", "8MD3-A")), a union joins adjacent
+    measuring points of one kind, not sensors from anywhere on the bridge.
+    """
+    groups: dict[tuple[str, str], list[str]] = {}
+    for sensor in sensors:
+        section = re.match(r"[0-9]+", sensor.sensor_id).group()
+        groups.setdefault((section, sensor.type), []).append(sensor.sensor_id)
+    pairs = {}
+    for members in groups.values():
+        for i, sensor_id in enumerate(members):
+            pairs[sensor_id] = members[(i + 1) % len(members)]
+    return pairs
+
+
 def bridge_workflow(rng: random.Random, picks: list[str]) -> str:
-    """Seven statements in the shape of the paper's example, with drawn parameters."""
+    """Seven statements in the shape of the paper's example, with drawn parameters.
+
+    `picks` are four sensors: a single point, a pair of neighbours for the union, a single point.
+    """
     a, b, c, d = (f'"{p}"' for p in picks)
     inner = rng.choice(WINDOWS_MS[:5])
     outer = rng.choice([w for w in WINDOWS_MS if w[0] % inner[1] == 0] or [inner])
@@ -88,6 +109,9 @@ def bridge_workload(workflows: int = 1_024, sensors: int = 1_000, seed: int = 7,
     rng.shuffle(order)
     weights = [1.0 / (rank + 1) ** zipf_s for rank in range(len(order))]
     scripts = {}
+    pairs = neighbours(fleet)
     for i in range(workflows):
-        scripts[f"wf{i:04d}"] = bridge_workflow(rng, _zipf_pick(rng, order, weights, 4))
+        a, b, d = _zipf_pick(rng, order, weights, 3)
+        c = pairs[b] if pairs[b] not in (a, b, d) else next(s.sensor_id for s in fleet if s.sensor_id not in (a, b, d))
+        scripts[f"wf{i:04d}"] = bridge_workflow(rng, [a, b, c, d])
     return Workload(fleet, scripts)

@@ -23,3 +23,28 @@ def write_scripts(tmp_path):
         return paths
 
     return write
+
+
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite the golden files under tests/golden/ from the current output")
+
+
+@pytest.fixture
+def golden(request):
+    """Compare text with tests/golden/NAME, or rewrite it with --update-golden."""
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN / name
+        if request.config.getoption("--update-golden"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            return
+        assert path.exists(), f"no golden file {path}; run pytest --update-golden and review the diff"
+        assert text == path.read_text(), f"{name} differs from its golden file; if intended, run " \
+                                         f"pytest --update-golden and review the diff"
+
+    return check

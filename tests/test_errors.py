@@ -47,6 +47,8 @@ def only_error(text, known_sensors=None):
     ("A = avg(S + T, 1s, 1s);", 1, 9, "a window reads one stream"),
     ("A = max(S);", 1, 5, "max over streams takes two or more arguments"),
     ("A = count(S, T);", 1, 5, "count is a window aggregation"),
+    ("A = avg(S, 10min);", 1, 5, "a window aggregation takes a stream, a length and a slide: avg(STREAM, LENGTH, "
+                                 "SLIDE); this call has 2 argument(s)"),
     ("A = S + 10s;", 1, 9, "a duration ('10s') is only valid as a window length or slide"),
     ("A = 1 + 2;", 1, 1, "'A' reads no stream"),
     ("A = S < T < U;", 1, 5, "comparisons do not chain"),

@@ -5,10 +5,15 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Collection, Iterable
 
 from sensorscript.errors import Diagnostic, SensorScriptError
+from sensorscript.memory import paused_gc
 from sensorscript.parser import ast
 from sensorscript.parser.antlr import build_workflow, parse_tree
 from sensorscript.parser.check import Context, check
@@ -36,6 +41,30 @@ def _parse(text: str, file: str, name: str | None) -> tuple[ast.Workflow, list[D
 def parse_file(path: str | Path) -> ast.Workflow:
     path = Path(path)
     return parse(path.read_text(encoding="utf-8"), str(path), path.stem)
+
+
+# Below this many workflows, starting worker processes costs more than it saves.
+PARALLEL_THRESHOLD = 64
+
+
+def _parse_and_check(item: tuple[str, str], context: Context) -> tuple[ast.Workflow, list[Diagnostic]]:
+    path, text = item
+    workflow, found, whole = _parse(text, path, Path(path).stem)
+    if whole:
+        found = sorted([*found, *check(workflow, context)],
+                       key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
+    return workflow, found
+
+
+def _parse_and_check_all(items: list[tuple[str, str]], context: Context):
+    """Each workflow parses and checks on its own, so large sets use every core (in order)."""
+    workers = min(os.cpu_count() or 1, len(items) // (PARALLEL_THRESHOLD // 2))
+    if len(items) < PARALLEL_THRESHOLD or workers < 2 or "fork" not in mp.get_all_start_methods():
+        return [_parse_and_check(item, context) for item in items]
+    # fork: the children inherit the loaded parser instead of importing it again.
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+        return list(pool.map(partial(_parse_and_check, context=context), items,
+                             chunksize=max(1, len(items) // (workers * 4))))
 
 
 class Loaded:
@@ -68,7 +97,6 @@ def load(paths: Iterable[str | Path], known_sensors: Collection[str] | None = No
             except (OSError, UnicodeDecodeError) as exc:
                 diagnostics.append(Diagnostic("error", f"{path}: cannot read the workflow: {exc}"))
                 continue
-        sources[path] = text
         stem = Path(path).stem
         if stem in stems:
             diagnostics.append(Diagnostic("error", f"{path}: a workflow named '{stem}' is already given "
@@ -76,10 +104,10 @@ def load(paths: Iterable[str | Path], known_sensors: Collection[str] | None = No
                                                    f"so workflow file names must differ"))
             continue
         stems[stem] = path
-        workflow, found, whole = _parse(text, path, stem)
-        if whole:
-            found = sorted([*found, *check(workflow, context)],
-                           key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
+        sources[path] = text
+    with paused_gc():
+        results = _parse_and_check_all(list(sources.items()), context)
+    for workflow, found in results:
         diagnostics.extend(found)
         workflows.append(workflow)
     errors = [d for d in diagnostics if d.is_error]

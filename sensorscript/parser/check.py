@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Callable, Collection, Iterator
 
 import networkx as nx
+from graphlib import CycleError, TopologicalSorter
 
 from sensorscript.errors import Diagnostic, did_you_mean, error, warning
 from sensorscript.parser import ast
@@ -60,8 +61,8 @@ def check_definitions(workflow: ast.Workflow, context: Context) -> Iterator[Diag
         # Durations where a window's length and slide stand, including in a misnamed
         # window call (`avgg(S, 1s, 1s)`): one mistake, one message.
         window_arguments = {id(d) for w in ast.walk(value) if isinstance(w, ast.Window) for d in (w.length, w.slide)}
-        window_arguments |= {id(a) for c in ast.walk(value)
-                             if isinstance(c, ast.Call) and c.func not in CROSS_STREAM_FUNCTIONS for a in c.args}
+        window_arguments |= {id(a) for c in ast.walk(value) if isinstance(c, ast.Call)
+                             and (c.func not in CROSS_STREAM_FUNCTIONS or _looks_like_window(c)) for a in c.args}
         for node in ast.walk(value):
             if node is not value and isinstance(node, (ast.Window, ast.Union_)):
                 what = "window aggregation" if isinstance(node, ast.Window) else "union"
@@ -99,6 +100,11 @@ def _check_top(statement: ast.Statement, value: object) -> Iterator[Diagnostic]:
                     statement.span)
 
 
+def _looks_like_window(call: ast.Call) -> bool:
+    """A call with a duration argument meant to be a window (durations have no other use)."""
+    return call.func in WINDOW_FUNCTIONS and any(isinstance(a, ast.Duration) for a in call.args)
+
+
 def _check_call(call: ast.Call) -> Iterator[Diagnostic]:
     name_span = ast.Span(call.span.file, call.span.line, call.span.column,
                          call.span.line, call.span.column + len(call.func))
@@ -106,6 +112,9 @@ def _check_call(call: ast.Call) -> Iterator[Diagnostic]:
         yield error(f"unknown function '{call.func}'{did_you_mean(call.func, ALL_FUNCTIONS)}", name_span)
     elif call.func == "count":
         yield error("count is a window aggregation: count(STREAM, LENGTH, SLIDE)", call.span)
+    elif _looks_like_window(call):
+        yield error(f"a window aggregation takes a stream, a length and a slide: {call.func}(STREAM, LENGTH, "
+                    f"SLIDE); this call has {len(call.args)} argument(s)", call.span)
     elif len(call.args) < 2:
         yield error(f"{call.func} over streams takes two or more arguments; "
                     f"for a window write {call.func}(STREAM, LENGTH, SLIDE)", call.span)
@@ -141,6 +150,12 @@ def check_references(workflow: ast.Workflow, context: Context) -> Iterator[Diagn
 
 def check_cycles(workflow: ast.Workflow, context: Context) -> Iterator[Diagnostic]:
     defined = workflow.defined
+    reads = {s.name: [r.name for r in ast.references(s.value) if r.name in defined] for s in workflow.statements}
+    try:
+        TopologicalSorter(reads).prepare()  # cheap test first; networkx only to name the cycles
+        return
+    except CycleError:
+        pass
     graph = nx.DiGraph()
     for statement in workflow.statements:
         for ref in ast.references(statement.value):

@@ -1,0 +1,52 @@
+"""`sscript compile`: workflows -> OUT/plan.json, OUT/plan.txt and OUT/job.py.
+
+Compiling is a stage of its own, separate from running (as dbt separates compile
+from run): it writes everything a run needs into one folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from sensorscript.errors import Diagnostic
+from sensorscript.parser import load
+from sensorscript.partition.explain import explain
+from sensorscript.partition.plan import Plan, make_plan, write_plan
+from sensorscript.registry import DEFAULT_DB, SensorRegistry
+
+
+@dataclass(frozen=True)
+class Compiled:
+    plan: Plan
+    out: Path
+    warnings: tuple[Diagnostic, ...]
+    sources: dict[str, str]
+
+
+def open_registry(sensors: str | None) -> SensorRegistry | None:
+    """The registry named, or ./sensors.db when it exists, or none (default frequencies)."""
+    if sensors is not None:
+        return SensorRegistry.open(sensors)
+    if Path(DEFAULT_DB).exists():
+        return SensorRegistry.open(DEFAULT_DB)
+    return None
+
+
+def plan_workflows(files: Sequence[str], sensors: str | None = None, partitions: int = 2,
+                   epsilon: float = 0.1) -> tuple[Plan, tuple[Diagnostic, ...], dict[str, str]]:
+    registry = open_registry(sensors)
+    loaded = load(files, registry.ids() if registry is not None else None)
+    plan = make_plan(loaded.workflows, registry, partitions, epsilon)
+    return plan, (*loaded.warnings, *plan.warnings), loaded.sources
+
+
+def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None = None,
+                      partitions: int = 2, epsilon: float = 0.1) -> Compiled:
+    plan, warnings, sources = plan_workflows(files, sensors, partitions, epsilon)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_plan(plan, out / "plan.json")
+    (out / "plan.txt").write_text(explain(plan))
+    return Compiled(plan, out, warnings, sources)

@@ -1,0 +1,111 @@
+"""Checked workflows -> one shared `Graph` (SPEC §5).
+
+Each statement becomes a node whose key says what it computes with inputs named
+by node id; equal keys across workflows are one node. Expressions are put in a
+canonical form first: operands of commutative operators and arguments of the
+cross-stream functions are sorted, and pattern variables are renamed by
+position, so that the same computation written two ways is still shared. Only
+exact rewrites are made: `a + b` = `b + a` bit for bit, but `(a + b) + c` is
+not re-associated because floating-point addition is not associative.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from graphlib import TopologicalSorter
+
+from sensorscript.graph import nodes
+from sensorscript.graph.graph import Graph
+from sensorscript.parser import ast
+
+COMMUTATIVE = {"+", "*", "==", "!=", "and", "or"}
+
+
+def build_graph(workflows: Iterable[ast.Workflow]) -> Graph:
+    graph = Graph()
+    for workflow in workflows:
+        graph.workflows[workflow.name] = workflow.path
+        ids = _add_workflow(graph, workflow)
+        for name in workflow.outputs:
+            graph.add_output(workflow.name, name, ids[name])
+    return graph
+
+
+def _add_workflow(graph: Graph, workflow: ast.Workflow) -> dict[str, str]:
+    """Add every statement of one workflow; returns stream name -> node id."""
+    statements = workflow.defined
+    order = TopologicalSorter({s.name: [r.name for r in ast.references(s.value) if r.name in statements]
+                               for s in statements.values()})
+    ids: dict[str, str] = {}
+
+    def stream(ref: ast.Ref) -> str:
+        if ref.name in ids:
+            return ids[ref.name]
+        return graph.add(nodes.sensor(ref.name))
+
+    for name in order.static_order():  # deterministic: follows statement order where free
+        statement = statements[name]
+        origin = nodes.Origin(workflow.name, name, workflow.path, statement.span.line if statement.span else 0)
+        ids[name] = graph.add(_node(statement.value, stream, origin))
+    return ids
+
+
+def _node(value, stream, origin: nodes.Origin) -> nodes.Node:
+    if isinstance(value, ast.Window):
+        return nodes.window(value.func, stream(value.stream), value.length.ms, value.slide.ms, origin)
+    if isinstance(value, ast.Union_):
+        return nodes.union([stream(s) for s in value.streams], origin)
+    if isinstance(value, ast.Pattern):
+        return _pattern(value, stream, origin)
+    inputs: list[str] = []
+    expression = canonical(value, lambda ref: ("in", _collect(inputs, stream(ref))))
+    return nodes.combine(expression, inputs, origin)
+
+
+def _collect(inputs: list[str], node_id: str) -> str:
+    inputs.append(node_id)
+    return node_id
+
+
+def canonical(expr, leaf) -> tuple:
+    """A hashable canonical form of an expression; `leaf(ref_or_var)` names its inputs."""
+    if isinstance(expr, ast.Number):
+        return ("num", expr.value)
+    if isinstance(expr, ast.String):
+        return ("str", expr.value)
+    if isinstance(expr, (ast.Ref, ast.Attribute)):
+        return leaf(expr)
+    if isinstance(expr, ast.Unary):
+        return ("neg" if expr.op == "-" else "not", canonical(expr.operand, leaf))
+    if isinstance(expr, ast.Binary):
+        left, right = canonical(expr.left, leaf), canonical(expr.right, leaf)
+        if expr.op in COMMUTATIVE and repr(right) < repr(left):
+            left, right = right, left
+        return (expr.op, left, right)
+    if isinstance(expr, ast.Call):
+        # avg/max/min/sum over streams are symmetric in their arguments; so are the pattern
+        # aggregates, which take one argument.
+        return ("call", expr.func, *sorted((canonical(a, leaf) for a in expr.args), key=repr))
+    raise TypeError(f"not an expression: {expr!r}")
+
+
+def _pattern(pattern: ast.Pattern, stream, origin: nodes.Origin) -> nodes.Node:
+    position = {e.var: i for i, e in enumerate(pattern.elements)}
+
+    def leaf(node):
+        if isinstance(node, ast.Attribute):
+            return ("attr", position[node.var], node.attr)
+        return ("var", position[node.name])  # count(c)
+
+    inputs = [stream(e.stream) for e in pattern.elements]
+    description = (
+        tuple((e.negated, e.kleene, input_id) for e, input_id in zip(pattern.elements, inputs)),
+        canonical(pattern.where, leaf) if pattern.where is not None else None,
+        pattern.within.ms,
+        pattern.strategy,
+        pattern.emit,
+        pattern.partition_by,
+        canonical(pattern.yield_, leaf) if pattern.yield_ is not None else None,
+    )
+    return nodes.pattern(description, inputs, origin)

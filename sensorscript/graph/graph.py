@@ -1,0 +1,99 @@
+"""The shared computation graph of all workflows: a small domain class over networkx."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import networkx as nx
+
+from sensorscript.graph.nodes import SENSOR, WINDOW, Node, Origin
+
+
+class Graph:
+    """Nodes are computations (keyed by what they compute); edges run from input to consumer.
+
+    `outputs` maps every workflow output `WORKFLOW.NAME` to the node that computes it;
+    several outputs may name one node when workflows share a computation.
+    """
+
+    def __init__(self) -> None:
+        self._dag = nx.DiGraph()
+        self.outputs: dict[str, str] = {}
+        self.workflows: dict[str, str] = {}  # workflow name -> file
+        self._order: list[str] | None = None
+
+    # building -----------------------------------------------------------------
+    def add(self, node: Node) -> str:
+        """Add a node, or merge it into the equal one already there; returns its id."""
+        node_id = node.id
+        if node_id in self._dag:
+            existing: Node = self._dag.nodes[node_id]["node"]
+            merged = tuple(dict.fromkeys(existing.origins + node.origins))
+            self._dag.nodes[node_id]["node"] = Node(existing.kind, existing.key, existing.inputs, merged)
+        else:
+            self._order = None
+            self._dag.add_node(node_id, node=node)
+            for input_id in node.inputs:
+                self._dag.add_edge(input_id, node_id)
+        return node_id
+
+    def add_output(self, workflow: str, stream: str, node_id: str) -> None:
+        self.outputs[f"{workflow}.{stream}"] = node_id
+
+    # reading ------------------------------------------------------------------
+    def __contains__(self, node_id: str) -> bool:
+        return node_id in self._dag
+
+    def __len__(self) -> int:
+        return self._dag.number_of_nodes()
+
+    def node(self, node_id: str) -> Node:
+        return self._dag.nodes[node_id]["node"]
+
+    def nodes(self) -> Iterator[Node]:
+        """Every node in a deterministic dependency order (inputs before consumers)."""
+        if self._order is None:
+            self._order = list(nx.lexicographical_topological_sort(self._dag))
+        for node_id in self._order:
+            yield self.node(node_id)
+
+    def consumers(self, node_id: str) -> list[str]:
+        return sorted(self._dag.successors(node_id))
+
+    def sensors(self) -> list[str]:
+        return sorted(n.sensor_id for n in self.nodes() if n.kind == SENSOR)
+
+    def upstream_sensors(self) -> dict[str, frozenset[str]]:
+        """For every node, the sensor node ids it reads, directly or through other nodes."""
+        upstream: dict[str, frozenset[str]] = {}
+        for node in self.nodes():
+            if node.kind == SENSOR:
+                upstream[node.id] = frozenset((node.id,))
+            else:
+                upstream[node.id] = frozenset().union(*(upstream[i] for i in node.inputs))
+        return upstream
+
+    def windows_over(self, node_id: str) -> list[Node]:
+        return [self.node(c) for c in self.consumers(node_id) if self.node(c).kind == WINDOW]
+
+    def workflows_of(self, node_id: str) -> list[str]:
+        """The workflows whose outputs depend on this node."""
+        reach = nx.descendants(self._dag, node_id) | {node_id}
+        return sorted({name.rsplit(".", 1)[0] for name, out in self.outputs.items() if out in reach})
+
+    def shared(self) -> list[Node]:
+        """Computations (not sensors) that more than one workflow wrote."""
+        return [n for n in self.nodes() if n.kind != SENSOR and len({o.workflow for o in n.origins}) > 1]
+
+    def components(self) -> list[set[str]]:
+        """Weakly connected subgraphs, each a set of node ids, in a deterministic order."""
+        return sorted((set(c) for c in nx.weakly_connected_components(self._dag)), key=lambda c: min(c))
+
+    def ancestors(self, node_id: str) -> set[str]:
+        return nx.ancestors(self._dag, node_id)
+
+    def edges(self) -> list[tuple[str, str]]:
+        return sorted(self._dag.edges())
+
+    def origins(self, node_id: str) -> tuple[Origin, ...]:
+        return self.node(node_id).origins

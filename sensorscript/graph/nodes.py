@@ -1,0 +1,95 @@
+"""Nodes of the computation graph.
+
+A node is identified by what it computes, never by who wrote it: its `key` is a
+canonical, hashable description (function, inputs by node id, parameters).
+Two statements in different workflows with equal keys are one node; this is
+the whole of computation sharing (as ibis shares equal expressions).
+Inputs of unions and commutative functions are sorted, so `union(A, B)` and
+`union(B, A)` are one node, and so are `A + B` and `B + A`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+
+SENSOR, WINDOW, UNION, COMBINE, PATTERN = "sensor", "window", "union", "combine", "pattern"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a node was written: for comments in the generated job and for `explain`."""
+
+    workflow: str
+    stream: str
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.workflow}.{self.stream} ({self.file}:{self.line})"
+
+
+@dataclass(frozen=True)
+class Node:
+    kind: str
+    key: tuple  # canonical description; equal keys = the same computation
+    inputs: tuple[str, ...]  # node ids, in the order the computation reads them
+    origins: tuple[Origin, ...] = field(default=(), compare=False)
+
+    @cached_property
+    def id(self) -> str:
+        return node_id(self.kind, self.key)
+
+    # Parameters by kind, for readable code --------------------------------
+    @property
+    def sensor_id(self) -> str:
+        return self.key[1]
+
+    @property
+    def func(self) -> str:  # window aggregate
+        return self.key[1]
+
+    @property
+    def length(self) -> int:
+        return self.key[3]
+
+    @property
+    def slide(self) -> int:
+        return self.key[4]
+
+    @property
+    def label(self) -> str:
+        """A short human name: the sensor id, or the first stream name that defines it."""
+        if self.kind == SENSOR:
+            return self.sensor_id
+        return self.origins[0].stream if self.origins else self.id
+
+
+def node_id(kind: str, key: tuple) -> str:
+    if kind == SENSOR:
+        return f"sensor:{key[1]}"
+    digest = hashlib.sha1(repr(key).encode()).hexdigest()[:10]
+    return f"{kind}:{digest}"
+
+
+def sensor(sensor_id: str) -> Node:
+    return Node(SENSOR, (SENSOR, sensor_id), ())
+
+
+def window(func: str, input_id: str, length: int, slide: int, origin: Origin) -> Node:
+    return Node(WINDOW, (WINDOW, func, input_id, length, slide), (input_id,), (origin,))
+
+
+def union(input_ids: list[str], origin: Origin) -> Node:
+    ordered = tuple(sorted(input_ids))  # a multiset: order does not matter, repeats do
+    return Node(UNION, (UNION, ordered), ordered, (origin,))
+
+
+def combine(expression: tuple, input_ids: list[str], origin: Origin) -> Node:
+    """An event-triggered (combine-latest) computation; `expression` reads inputs by node id."""
+    return Node(COMBINE, (COMBINE, expression), tuple(sorted(set(input_ids))), (origin,))
+
+
+def pattern(description: tuple, input_ids: list[str], origin: Origin) -> Node:
+    return Node(PATTERN, (PATTERN, description), tuple(dict.fromkeys(input_ids)), (origin,))

@@ -1,0 +1,149 @@
+"""The plan the generated job follows: shared graph, slices, placement and cost, as one object.
+
+`make_plan` runs the planning passes in order; `plan_json` renders the plan as
+stable, diff-friendly JSON (sorted keys, no timestamps, no absolute paths).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from sensorscript.errors import Diagnostic, warning
+from sensorscript.graph.build import build_graph
+from sensorscript.memory import paused_gc
+from sensorscript.graph.graph import Graph
+from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW, Node
+from sensorscript.graph.slicing import SlicePlan, plan_slices
+from sensorscript.parser import ast
+from sensorscript.partition.cost import CommunicationCost, communication_cost
+from sensorscript.partition.greedy import PartitionPlan, node_rates, partition
+from sensorscript.registry import DEFAULT_FREQUENCY_HZ, SensorRegistry
+
+PLAN_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    graph: Graph
+    frequencies: dict[str, float]  # every referenced sensor, Hz
+    slices: dict[str, SlicePlan]
+    partitions: PartitionPlan
+    cost: CommunicationCost
+    warnings: tuple[Diagnostic, ...]
+
+
+def make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None = None,
+              partitions: int = 2, epsilon: float = 0.1) -> Plan:
+    with paused_gc():
+        graph = build_graph(workflows)
+    known = registry.frequencies() if registry is not None else {}
+    frequencies, warnings = {}, []
+    for sensor_id in graph.sensors():
+        if sensor_id in known:
+            frequencies[sensor_id] = known[sensor_id]
+        else:
+            frequencies[sensor_id] = DEFAULT_FREQUENCY_HZ
+            if registry is not None:
+                warnings.append(warning(f"sensor '{sensor_id}' is not in the registry; planning with the "
+                                        f"default {DEFAULT_FREQUENCY_HZ:g} Hz"))
+    placement = partition(graph, frequencies, partitions, epsilon)
+    return Plan(graph, frequencies, plan_slices(graph), placement,
+                communication_cost(graph, frequencies, placement), tuple(warnings))
+
+
+def describe_node(node: Node) -> dict:
+    """A node's parameters in plain JSON terms."""
+    if node.kind == SENSOR:
+        return {"sensor_id": node.sensor_id}
+    if node.kind == WINDOW:
+        return {"function": node.func, "length_ms": node.length, "slide_ms": node.slide}
+    if node.kind == UNION:
+        return {}
+    if node.kind == COMBINE:
+        return {"expression": _expression_text(node.key[1])}
+    if node.kind == PATTERN:
+        elements, where, within, strategy, emit, partition_by, yield_ = node.key[1]
+        return {"elements": [{"negated": n, "kleene": k, "input": i} for n, k, i in elements],
+                "where": None if where is None else _expression_text(where), "within_ms": within,
+                "strategy": strategy, "emit": emit, "partition_by": partition_by,
+                "yield": None if yield_ is None else _expression_text(yield_)}
+    raise ValueError(node.kind)
+
+
+def _expression_text(expression: tuple) -> str:
+    kind = expression[0]
+    if kind == "in":
+        return expression[1]
+    if kind == "num":
+        return repr(expression[1])
+    if kind == "str":
+        return json.dumps(expression[1])
+    if kind == "attr":
+        return f"${expression[1]}.{expression[2]}"
+    if kind == "var":
+        return f"${expression[1]}"
+    if kind in ("neg", "not"):
+        return f"{'-' if kind == 'neg' else 'not '}({_expression_text(expression[1])})"
+    if kind == "call":
+        return f"{expression[1]}(" + ", ".join(_expression_text(a) for a in expression[2:]) + ")"
+    return f"({_expression_text(expression[1])} {kind} {_expression_text(expression[2])})"
+
+
+def plan_json(plan: Plan) -> dict:
+    graph, placement = plan.graph, plan.partitions
+    rates = node_rates(graph, plan.frequencies)
+    nodes = []
+    for node in graph.nodes():
+        entry = {
+            "id": node.id,
+            "kind": node.kind,
+            "label": node.label,
+            "inputs": list(node.inputs),
+            "partition": placement.node_partition[node.id],
+            "rate_per_s": round(rates[node.id], 6),
+            "defined_in": [f"{Path(o.file).name}:{o.line} {o.workflow}.{o.stream}" for o in node.origins],
+            **describe_node(node),
+        }
+        if node.kind == SENSOR:
+            entry["frequency_hz"] = plan.frequencies[node.sensor_id]
+        nodes.append(entry)
+    return {
+        "format": PLAN_FORMAT,
+        "workflows": {name: {"file": Path(path).name,
+                             "outputs": {out.split(".", 1)[1]: node_id for out, node_id in graph.outputs.items()
+                                         if out.rsplit(".", 1)[0] == name}}
+                      for name, path in sorted(graph.workflows.items())},
+        "nodes": nodes,
+        "shared": {n.id: sorted({o.workflow for o in n.origins}) for n in graph.shared()},
+        "slices": {
+            stream: {"mode": s.mode, "period_ms": s.period_ms, "offsets_ms": list(s.offsets_ms),
+                     "windows": list(s.windows), "partials": list(s.partials),
+                     "slices_per_minute": round(s.slices_per_minute, 6),
+                     "gcd_slices_per_minute": round(s.gcd_slices_per_minute, 6),
+                     "edge_slices_per_minute": None if s.edge_slices_per_minute is None
+                     else round(s.edge_slices_per_minute, 6)}
+            for stream, s in sorted(plan.slices.items())},
+        "partitions": {
+            "count": placement.count,
+            "epsilon": placement.epsilon,
+            "loads_hz": [round(x, 6) for x in placement.loads],
+            "balance": round(placement.balance, 6),
+            "split_subgraphs": placement.split_subgraphs,
+            "sensors": dict(sorted(placement.sensor_partition.items())),
+            "crossings": [{"from": c.source, "to": c.target, "from_partition": c.from_partition,
+                           "to_partition": c.to_partition, "rate_per_s": round(c.rate_per_s, 6), "kind": c.kind}
+                          for c in placement.crossings],
+        },
+        "cost_tuples_per_minute": {
+            "ours": round(plan.cost.ours, 3),
+            "lower_bound": round(plan.cost.lower_bound, 3),
+            "naive_sensor_hash": round(plan.cost.naive_sensor_hash, 3),
+            "naive_workflow_hash": round(plan.cost.naive_workflow_hash, 3),
+        },
+    }
+
+
+def write_plan(plan: Plan, path: Path) -> None:
+    path.write_text(json.dumps(plan_json(plan), indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,173 @@
+"""The plan: shared graph, slicing, partitioning and cost (SPEC §5)."""
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from sensorscript.graph.build import build_graph
+from sensorscript.graph.slicing import slice_index, slice_stream, slice_start
+from sensorscript.parser import load
+from sensorscript.partition.greedy import partition
+from sensorscript.partition.plan import make_plan, plan_json
+from sensorscript.registry import Sensor, SensorRegistry
+from sensorscript.workload import bridge_workload
+from tests.conftest import EXAMPLES, ROOT
+from tests.strategies import workflows_and_lines
+
+
+def workflows(scripts: dict[str, str]):
+    return load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()}).workflows
+
+
+def example_plan(partitions=2):
+    loaded = load([p for p in EXAMPLES if p.name != "pier_alarms.ss"] + [ROOT / "workflows" / "pier_alarms.ss"])
+    return make_plan(loaded.workflows, SensorRegistry.open(ROOT / "workflows" / "sensors.csv"), partitions)
+
+
+# ------------------------------------------------------------------- golden files, one per pass
+
+@pytest.mark.parametrize("section", ["nodes", "shared", "slices", "partitions", "cost_tuples_per_minute"])
+def test_golden_plan_of_the_examples(section, golden):
+    document = plan_json(example_plan())
+    golden(f"plan/examples.{section}.json", json.dumps(document[section], indent=2, sort_keys=True) + "\n")
+
+
+def test_plan_json_is_deterministic():
+    assert json.dumps(plan_json(example_plan()), sort_keys=True) == json.dumps(plan_json(example_plan()),
+                                                                               sort_keys=True)
+
+
+# ---------------------------------------------------------------------------------- sharing
+
+def test_identical_statements_in_two_workflows_are_one_node():
+    graph = build_graph(workflows({
+        "a": 'M = avg("S1", 10s, 5s);\nU = union(S2, S3);\nW = max(U, 10s, 5s);\nX = M + W;',
+        "b": 'N = avg(S1, 10_000, 5000);\nV = union(S3, S2);\nZ = max(V, 10s, 5s);\nY = Z + N;',
+    }))
+    assert graph.outputs["a.X"] == graph.outputs["b.Y"]  # same computation: commutative + and union
+    assert {n.label for n in graph.shared()} == {"M", "U", "W", "X"}  # labelled by their first definition
+    assert len([n for n in graph.nodes() if n.kind == "window"]) == 2
+
+
+def test_different_parameters_are_not_shared():
+    graph = build_graph(workflows({"a": "M = avg(S, 10s, 5s);", "b": "M = avg(S, 10s, 2s);",
+                                   "c": "M = max(S, 10s, 5s);", "d": "M = S - T;", "e": "M = T - S;"}))
+    assert len(set(graph.outputs.values())) == 5
+
+
+def test_patterns_share_up_to_variable_names():
+    graph = build_graph(workflows({
+        "a": "P = pattern(x: S -> y: T+) where x.value > 1 and count(y) > 2 within 1min;",
+        "b": "Q = pattern(first: S -> rest: T+) where first.value > 1 and count(rest) > 2 within 60s;",
+    }))
+    assert graph.outputs["a.P"] == graph.outputs["b.Q"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workflows_and_lines())
+def test_merging_never_changes_what_an_output_denotes(example):
+    scripts, _ = example
+    merged = build_graph(workflows(scripts))
+    for name, text in scripts.items():
+        alone = build_graph(workflows({name: text}))
+        for output, node_id in alone.outputs.items():
+            assert merged.outputs[output] == node_id
+            assert merged.node(node_id).key == alone.node(node_id).key
+
+
+# ---------------------------------------------------------------------------------- slicing
+
+def test_gcd_slices_for_the_bridge():
+    plan = slice_stream("s", [("w1", "avg", 600_000, 300_000), ("w2", "max", 600_000, 300_000)])
+    assert (plan.mode, plan.period_ms, plan.offsets_ms, plan.partials) == ("gcd", 300_000, (0,), ("count", "max", "sum"))
+
+
+def test_gcd_of_lengths_and_slides():
+    plan = slice_stream("s", [("w1", "sum", 30_000, 10_000), ("w2", "sum", 20_000, 10_000)])
+    assert (plan.mode, plan.period_ms, plan.slices_per_minute) == ("gcd", 10_000, 6)
+
+
+def test_edges_win_when_fewer_cuts_repeat():
+    # gcd 5 s gives 12 slices a minute; the windows only start or end at 0, 10, 15, 20 s
+    # of every 30 s, 8 slices a minute.
+    plan = slice_stream("s", [("w1", "sum", 30_000, 10_000), ("w2", "sum", 60_000, 15_000)])
+    assert (plan.mode, plan.period_ms, plan.offsets_ms) == ("edges", 30_000, (0, 10_000, 15_000, 20_000))
+    assert (plan.gcd_slices_per_minute, plan.slices_per_minute) == (12, 8)
+
+
+def test_edges_win_for_sampling_windows():
+    plan = slice_stream("s", [("w", "avg", 7_000, 10_000)])  # gcd 1 s: 10 slices per 10 s; edges: 2
+    assert (plan.mode, plan.period_ms, plan.offsets_ms) == ("edges", 10_000, (0, 7_000))
+    assert plan.gcd_slices_per_minute == 60 and plan.slices_per_minute == 12
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1, 2, 3, 5, 6, 7, 10, 12]), st.sampled_from([1, 2, 3, 4, 5, 10])),
+                min_size=1, max_size=4), st.integers(-50, 200))
+def test_every_window_is_a_whole_number_of_slices(windows, ts):
+    plan = slice_stream("s", [(f"w{i}", "sum", length, slide) for i, (length, slide) in enumerate(windows)])
+    index = slice_index(plan, ts)
+    assert slice_start(plan, index) <= ts < slice_start(plan, index + 1)
+    for length, slide in windows:
+        for k in range(-2, 5):
+            start, end = k * slide, k * slide + length
+            assert slice_start(plan, slice_index(plan, start)) == start
+            assert slice_start(plan, slice_index(plan, end)) == end
+
+
+# ----------------------------------------------------------------------------- partitioning
+
+def test_partitioner_updates_the_load_after_each_assignment():
+    # Four independent workflows of equal weight on two partitions: two on each
+    # (the paper's pseudo-code, without the update, would put all four on partition 0).
+    scripts = {f"w{i}": f"X = avg(S{i}, 1s, 1s);" for i in range(4)}
+    graph = build_graph(workflows(scripts))
+    plan = partition(graph, {f"S{i}": 20.0 for i in range(4)}, 2)
+    assert sorted(plan.loads) == [40.0, 40.0]
+    assert plan.crossings == ()
+
+
+def test_heaviest_first():
+    graph = build_graph(workflows({"a": "X = avg(A, 1s, 1s);", "b": "X = avg(B, 1s, 1s);",
+                                   "c": "X = avg(C, 1s, 1s);"}))
+    plan = partition(graph, {"A": 50.0, "B": 30.0, "C": 20.0}, 2)
+    assert plan.sensor_partition == {"A": 0, "B": 1, "C": 1}
+
+
+def test_a_heavy_subgraph_is_split_along_its_lowest_rate_edges():
+    # One workflow over 20 sensors joined only by their window outputs: splitting it
+    # should cut window outputs (one tuple a second), never raw readings.
+    sensors = [f"S{i}" for i in range(20)]
+    text = "".join(f"W{i} = avg({s}, 1s, 1s);\n" for i, s in enumerate(sensors))
+    text += "ALL = union(" + ", ".join(f"W{i}" for i in range(20)) + ");\nOUT = max(ALL, 10s, 10s);\n"
+    graph = build_graph(workflows({"wide": text}))
+    plan = partition(graph, {s: 20.0 for s in sensors}, 4)
+    assert plan.balance <= 1.1
+    assert plan.split_subgraphs == 1
+    assert plan.crossings and all(c.kind == "derived" and c.rate_per_s == 1.0 for c in plan.crossings)
+
+
+def test_cost_of_the_examples():
+    plan = example_plan()
+    cost = plan.cost
+    assert cost.lower_bound == 60 * sum(plan.frequencies.values())
+    assert cost.lower_bound <= cost.ours
+    assert cost.ours == cost.lower_bound + 60 * sum(c.rate_per_s for c in plan.partitions.crossings)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.sampled_from([2, 3, 4, 8]), st.sampled_from([32, 64, 128]))
+def test_placement_properties_on_bridge_workloads(seed, count, size):
+    workload = bridge_workload(size, 300, seed)
+    registry = SensorRegistry.of(workload.sensors + [Sensor("UNUSED-1", 20.0), Sensor("UNUSED-2", 50.0)])
+    loaded = load([f"{n}.ss" for n in workload.workflows],
+                  texts={f"{n}.ss": t for n, t in workload.workflows.items()})
+    plan = make_plan(loaded.workflows, registry, count)
+    placement = plan.partitions.sensor_partition
+    referenced = set(plan.graph.sensors())
+    assert set(placement) == referenced  # every referenced sensor on exactly one partition; no others
+    assert all(0 <= p < count for p in placement.values())
+    assert set(plan.partitions.node_partition) == {n.id for n in plan.graph.nodes()}
+    assert plan.partitions.balance <= 1.1 + 1e-9
+    assert plan.cost.ours >= plan.cost.lower_bound
