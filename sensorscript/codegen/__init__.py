@@ -1,0 +1,1 @@
+"""Code generation: the plan -> one readable PySpark job (templates/job.py.j2)."""

@@ -1,0 +1,297 @@
+"""The stateful engine that runs one partition's computations, batch by batch.
+
+Spark hands each partition's readings of a micro-batch to `Engine.process`
+together with the watermark in force. Every node then emits exactly its tuples
+with event time in [previous watermark, watermark): windows whose end has
+passed, combine-latest rows whose inputs are complete; unions pass tuples on at
+once. At the end of the input the watermark is +infinity, so everything
+pending is emitted, and the union of all batches is what SPEC §3 defines.
+
+State is a small picklable object per partition: per sliced stream the partial
+aggregates of the slices still needed, per window how far it has emitted, per
+combine the latest value of each input and the tuples not yet final.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from sensorscript.runtime import program as p
+from sensorscript.runtime.expressions import evaluate
+
+NEG_INF = np.iinfo(np.int64).min
+POS_INF = np.iinfo(np.int64).max
+
+
+@dataclass
+class Tuples:
+    """A column batch of stream tuples: event time, value, and (window outputs) the window bounds.
+
+    `source` is the sensor code of raw tuples (-1 for derived ones); patterns and
+    `partition by sensor` will read it.
+    """
+
+    ts: np.ndarray
+    value: np.ndarray
+    source: np.ndarray
+    start: np.ndarray | None = None
+    end: np.ndarray | None = None
+
+    @staticmethod
+    def empty() -> "Tuples":
+        return Tuples(np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.int32))
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    @staticmethod
+    def concat(parts: list["Tuples"]) -> "Tuples":
+        """The multiset union; window bounds are not carried (a union is no window, SPEC §7)."""
+        parts = [t for t in parts if len(t)]
+        if not parts:
+            return Tuples.empty()
+        return Tuples(np.concatenate([t.ts for t in parts]), np.concatenate([t.value for t in parts]),
+                      np.concatenate([t.source for t in parts]))
+
+
+@dataclass
+class SliceState:
+    """Partial aggregates of the non-empty slices of one stream, by slice index (sorted)."""
+
+    index: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    partials: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class CombineState:
+    latest: np.ndarray  # one value per input, NaN until the input has had a tuple
+    pending_ts: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    pending_input: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    pending_value: np.ndarray = field(default_factory=lambda: np.empty(0, np.float64))
+
+
+@dataclass
+class EngineState:
+    watermark: int = NEG_INF  # the watermark of the last batch: everything below it has been emitted
+    slices: dict[str, SliceState] = field(default_factory=dict)
+    combines: dict[str, CombineState] = field(default_factory=dict)
+
+
+@dataclass
+class BatchResult:
+    outputs: dict[str, Tuples]  # node id -> tuples emitted this batch (output nodes only)
+    late: int = 0
+    division_by_zero: dict[str, int] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ slicing
+
+def slice_of(ts: np.ndarray, slices: p.Slices) -> np.ndarray:
+    cycle, offset = np.divmod(ts, slices.period)
+    position = np.searchsorted(np.asarray(slices.offsets, np.int64), offset, side="right") - 1
+    return cycle * len(slices.offsets) + position
+
+
+def slice_start(index: np.ndarray, slices: p.Slices) -> np.ndarray:
+    cycle, position = np.divmod(index, len(slices.offsets))
+    return cycle * slices.period + np.asarray(slices.offsets, np.int64)[position]
+
+
+_REDUCE = {"sum": np.add, "count": np.add, "min": np.minimum, "max": np.maximum}
+
+
+def add_to_slices(state: SliceState, slices: p.Slices, tuples: Tuples) -> None:
+    """Add each tuple to exactly one slice (vectorised group-by on the slice index)."""
+    if not len(tuples):
+        return
+    index = slice_of(tuples.ts, slices)
+    frame = pd.DataFrame({"slice": index, "value": tuples.value})
+    grouped = frame.groupby("slice", sort=True)["value"]
+    new = {"sum": grouped.sum(), "count": grouped.count().astype(np.float64), "min": grouped.min(),
+           "max": grouped.max()}
+    new_index = new["sum"].index.to_numpy(np.int64)
+    new_partials = {name: new[name].to_numpy(np.float64) for name in slices.partials}
+    if not len(state.index):
+        state.index, state.partials = new_index, new_partials
+        return
+    merged = np.union1d(state.index, new_index)
+    old_at = np.searchsorted(merged, state.index)
+    new_at = np.searchsorted(merged, new_index)
+    for name in slices.partials:
+        identity = {"sum": 0.0, "count": 0.0, "min": np.inf, "max": -np.inf}[name]
+        values = np.full(len(merged), identity)
+        values[old_at] = state.partials[name]
+        _REDUCE[name].at(values, new_at, new_partials[name])
+        state.partials[name] = values
+    state.index = merged
+
+
+def emit_windows(state: SliceState, slices: p.Slices, window: p.Window, after: int, upto: int) -> Tuples:
+    """The windows over these slices with after < end <= upto that hold at least one tuple."""
+    if not len(state.index) or upto <= after:
+        return Tuples.empty()
+    L, S = window.length, window.slide
+    starts = slice_start(state.index, slices)
+    ends = slice_start(state.index + 1, slices)
+    # Windows k overlap slice [s, e) iff k*S < e and k*S + L > s.
+    k_lo = np.floor_divide(starts - L, S) + 1
+    k_hi = np.floor_divide(ends - 1, S)
+    counts = np.maximum(k_hi - k_lo + 1, 0)
+    if not counts.sum():
+        return Tuples.empty()
+    k = np.unique(np.repeat(k_lo, counts) + _ranges(counts))
+    window_end = k * S + L
+    k = k[(window_end > after) & (window_end <= upto)]
+    if not len(k):
+        return Tuples.empty()
+    window_start, window_end = k * S, k * S + L
+    lo = np.searchsorted(state.index, slice_of(window_start, slices))
+    hi = np.searchsorted(state.index, slice_of(window_end, slices))
+    nonempty = hi > lo
+    lo, hi = lo[nonempty], hi[nonempty]
+    window_start, window_end = window_start[nonempty], window_end[nonempty]
+    value = _compose(state, window.func, lo, hi)
+    return Tuples(window_end - 1, value, np.full(len(value), -1, np.int32), window_start, window_end)
+
+
+def _ranges(counts: np.ndarray) -> np.ndarray:
+    """[0..c0-1, 0..c1-1, ...] for counts c."""
+    total = int(counts.sum())
+    offsets = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.arange(total) - offsets
+
+
+def _compose(state: SliceState, func: str, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Aggregate slices [lo, hi) of the sorted slice arrays for every window at once."""
+
+    def prefix(name: str) -> np.ndarray:
+        return np.concatenate([[0.0], np.cumsum(state.partials[name])])
+
+    if func in ("sum", "count"):
+        c = prefix(func)
+        return c[hi] - c[lo]
+    if func == "avg":
+        s, c = prefix("sum"), prefix("count")
+        return (s[hi] - s[lo]) / (c[hi] - c[lo])
+    reduce = np.maximum if func == "max" else np.minimum
+    return np.array([reduce.reduce(state.partials[func][a:b]) for a, b in zip(lo, hi)], dtype=np.float64)
+
+
+def forget_slices(state: SliceState, slices: p.Slices, windows: list[p.Window], watermark: int) -> None:
+    """Drop slices no window still to be emitted can need: those before the earliest open window."""
+    if watermark == NEG_INF or not len(state.index):
+        return
+    if watermark == POS_INF:
+        state.index = state.index[:0]
+        state.partials = {k: v[:0] for k, v in state.partials.items()}
+        return
+    # The earliest window not yet emitted starts at the smallest k*S with k*S + L > watermark.
+    keep_from = min(((watermark - w.length) // w.slide + 1) * w.slide for w in windows)
+    keep = state.index >= slice_of(np.array([keep_from], np.int64), slices)[0]
+    state.index = state.index[keep]
+    state.partials = {k: v[keep] for k, v in state.partials.items()}
+
+
+# ----------------------------------------------------------------- combine
+
+def combine_latest(state: CombineState, node: p.Combine, arrivals: list[Tuples], watermark: int,
+                   dbz: dict[str, int]) -> Tuples:
+    """Emit combine-latest rows for every final timestamp (< watermark); keep the rest pending."""
+    ts = np.concatenate([state.pending_ts] + [t.ts for t in arrivals])
+    which = np.concatenate([state.pending_input] + [np.full(len(t), i, np.int32) for i, t in enumerate(arrivals)])
+    value = np.concatenate([state.pending_value] + [t.value for t in arrivals])
+    final = ts < watermark
+    state.pending_ts, state.pending_input, state.pending_value = ts[~final], which[~final], value[~final]
+    if not final.any():
+        return Tuples.empty()
+    frame = pd.DataFrame({"ts": ts[final], "input": which[final], "value": value[final]})
+    # One value per input and timestamp: the mean when it has several tuples there.
+    wide = frame.groupby(["ts", "input"], sort=True)["value"].mean().unstack("input")
+    wide = wide.reindex(columns=range(len(node.inputs)))
+    carried = pd.DataFrame([state.latest], columns=range(len(node.inputs)))
+    filled = pd.concat([carried, wide]).ffill().iloc[1:]
+    state.latest = filled.iloc[-1].to_numpy(np.float64)
+    complete = filled.notna().all(axis=1).to_numpy()
+    filled = filled[complete]
+    if filled.empty:
+        return Tuples.empty()
+    columns = {input_id: filled[i].to_numpy(np.float64) for i, input_id in enumerate(node.inputs)}
+    result, bad = evaluate(node.expression, columns, len(filled))
+    if bad.any():
+        dbz[node.id] = dbz.get(node.id, 0) + int(bad.sum())
+    out_ts = filled.index.to_numpy(np.int64)[~bad]
+    return Tuples(out_ts, result[~bad], np.full(len(out_ts), -1, np.int32))
+
+
+# ------------------------------------------------------------------ engine
+
+class Engine:
+    """Runs one partition's `Program` over successive batches of readings."""
+
+    def __init__(self, program: p.Program):
+        self.program = program
+        self.sensors = {n.code: n.id for n in program.nodes if isinstance(n, p.Sensor)}
+        self.slices = {s.stream: s for s in program.slices}
+        self.windows_by_stream: dict[str, list[p.Window]] = {}
+        for node in program.nodes:
+            if isinstance(node, p.Window):
+                self.windows_by_stream.setdefault(node.input, []).append(node)
+
+    def new_state(self) -> EngineState:
+        state = EngineState()
+        for node in self.program.nodes:
+            if isinstance(node, p.Combine):
+                state.combines[node.id] = CombineState(np.full(len(node.inputs), np.nan))
+        return state
+
+    def process(self, state: EngineState, code: np.ndarray, ts: np.ndarray, value: np.ndarray,
+                watermark: int) -> BatchResult:
+        """One batch: readings (sensor code, ts, value) and the watermark in force for it.
+
+        Readings below the watermark are late: dropped and counted (at their sensor's home
+        partition only). Everything below the watermark is then final and is emitted.
+        `watermark` = POS_INF means the end of the input: emit everything pending.
+        """
+        previous = state.watermark
+        current = max(previous, watermark)
+        late_mask = ts < current
+        late = 0
+        if late_mask.any():
+            late = int(np.isin(code[late_mask], np.fromiter(self.program.home_sensors, np.int64)).sum())
+            code, ts, value = code[~late_mask], ts[~late_mask], value[~late_mask]
+        streams: dict[str, Tuples] = {}
+        dbz: dict[str, int] = {}
+        if len(code):
+            order = np.argsort(code, kind="stable")
+            code, ts, value = code[order], ts[order], value[order]
+            firsts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+            for start, end in zip(firsts, [*firsts[1:], len(code)]):
+                node_id = self.sensors.get(int(code[start]))
+                if node_id is not None:
+                    streams[node_id] = Tuples(ts[start:end], value[start:end], code[start:end].astype(np.int32))
+        # Dependency order: a stream's tuples of this batch are in its slices before any window
+        # over it is emitted, which matters for derived inputs (their new tuples lie below the
+        # watermark and belong to windows that close in this very batch).
+        for node in self.program.nodes:
+            if isinstance(node, p.Sensor):
+                tuples = streams.get(node.id, Tuples.empty())
+            elif isinstance(node, p.Union):
+                tuples = Tuples.concat([streams[i] for i in node.inputs])
+            elif isinstance(node, p.Window):
+                tuples = emit_windows(state.slices.get(node.input, SliceState()), self.slices[node.input],
+                                      node, previous, current)
+            else:
+                tuples = combine_latest(state.combines[node.id], node, [streams[i] for i in node.inputs],
+                                        current, dbz)
+            streams[node.id] = tuples
+            if node.id in self.slices:
+                add_to_slices(state.slices.setdefault(node.id, SliceState()), self.slices[node.id], tuples)
+        for stream, slices in self.slices.items():
+            forget_slices(state.slices.setdefault(stream, SliceState()), slices, self.windows_by_stream[stream],
+                          current)
+        state.watermark = current
+        outputs = {node_id: streams[node_id] for node_id in self.program.outputs if node_id in streams}
+        return BatchResult(outputs, late, dbz)
