@@ -10,46 +10,33 @@ from sensorscript.codegen.program import programs, sensor_codes
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
 from sensorscript.reference import ResultRow, evaluate
-from sensorscript.runtime.engine import POS_INF, Engine
+from sensorscript.runtime.tasks import LocalRun
 from sensorscript.runtime.records import Reading, parse_line
 from tests.strategies import workflows_and_lines
 
 
-def run_engine(scripts: dict[str, str], batches: list[list[str]], delay_ms: int = 0, partitions: int = 1):
+def run_local(scripts: dict[str, str], batches: list[list[str]], delay_ms: int = 0, partitions: int = 1):
+    """The compiled job's stages without Spark; returns (rows, late, plan)."""
     loaded = load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()})
     plan = make_plan(loaded.workflows, None, partitions)
     codes = sensor_codes(plan)
-    engines = [Engine(program) for program in programs(plan)]
-    states = [e.new_state() for e in engines]
-    placement = plan.partitions.node_partition
-    rows, late, dbz = [], 0, {}
-    max_ts = None
-    for batch in [*batches, None]:
-        readings = [] if batch is None else [r for r in map(parse_line, batch) if isinstance(r, Reading)]
-        readings = [r for r in readings if r.sensor_id in codes]
-        watermark = POS_INF if batch is None else (max_ts - delay_ms if max_ts is not None else -(2**63))
-        for engine, state in zip(engines, states):
-            program = engine.program
-            mine = [r for r in readings if codes[r.sensor_id] in {n.code for n in program.nodes if hasattr(n, "code")}]
-            result = engine.process(state, np.array([codes[r.sensor_id] for r in mine], np.int64),
-                                    np.array([r.ts for r in mine], np.int64),
-                                    np.array([r.value for r in mine], np.float64), watermark)
+    run = LocalRun(*programs(plan), watermark=f"fixed:{delay_ms}")
+    rows, late = [], 0
+    for index, batch in enumerate([*batches, []]):
+        readings = [r for r in map(parse_line, batch) if isinstance(r, Reading) and r.sensor_id in codes]
+        emitted = run.batch(np.array([codes[r.sensor_id] for r in readings], np.int64),
+                            np.array([r.ts for r in readings], np.int64),
+                            np.array([r.value for r in readings], np.float64),
+                            end_of_input=index == len(batches))
+        for program, result in emitted:
             late += result.late
-            for node_id, count in result.division_by_zero.items():
-                for name in program.outputs.get(node_id, ()) or [node_id]:
-                    dbz[name] = dbz.get(name, 0) + count
             for node_id, tuples in result.outputs.items():
                 for name in program.outputs[node_id]:
-                    for i in range(len(tuples)):
-                        rows.append(ResultRow(name, int(tuples.ts[i]),
-                                              None if tuples.start is None else int(tuples.start[i]),
-                                              None if tuples.end is None else int(tuples.end[i]),
-                                              float(tuples.value[i])))
-        if readings:
-            batch_max = max(r.ts for r in readings)
-            max_ts = batch_max if max_ts is None else max(max_ts, batch_max)
-    rows.sort(key=lambda r: (r.stream, r.ts, r.window_start if r.window_start is not None else -1))
-    return rows, late
+                    rows.extend(ResultRow(name, int(tuples.ts[i]),
+                                          None if tuples.start is None else int(tuples.start[i]),
+                                          None if tuples.end is None else int(tuples.end[i]),
+                                          float(tuples.value[i])) for i in range(len(tuples)))
+    return rows, late, plan
 
 
 def canonical_order(rows):
@@ -66,9 +53,10 @@ def same_rows(actual, expected):
         assert math.isclose(a.value, e.value, rel_tol=1e-9, abs_tol=1e-9), (a, e)
 
 
-def reference(scripts, batches, delay_ms=0):
+def reference(scripts, batches, delay_ms=0, plan=None):
     loaded = load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()})
-    return evaluate(loaded.workflows, batches, delay_ms)
+    return evaluate(loaded.workflows, batches, delay_ms,
+                    plan.partitions.sensor_partition if plan is not None else None)
 
 
 def test_bridge_shape_in_one_batch():
@@ -78,25 +66,41 @@ def test_bridge_shape_in_one_batch():
     rng = random.Random(1)
     lines = [f"{s},{t},{rng.randint(-50, 50) / 4}" for t in range(0, 60) for s in "ABCD"]
     rng.shuffle(lines)
-    rows, _ = run_engine(scripts, [lines])
-    same_rows(rows, reference(scripts, [lines]).rows)
+    for partitions in (1, 2, 3):
+        rows, _, _ = run_local(scripts, [lines], partitions=partitions)
+        same_rows(rows, reference(scripts, [lines]).rows)
 
 
 def test_combine_latest_and_division_by_zero():
     scripts = {"c": "X = A / B;\nY = max(A, B, 0.5) - (A > B);"}
     lines = ["A,1,1", "B,2,0", "A,3,4", "B,3,2", "A,3,6", "B,7,0", "A,9,3"]
-    rows, _ = run_engine(scripts, [lines])
-    expected = reference(scripts, [lines])
-    same_rows(rows, expected.rows)
+    rows, _, _ = run_local(scripts, [lines])
+    same_rows(rows, reference(scripts, [lines]).rows)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(workflows_and_lines(), st.integers(1, 4), st.sampled_from([0, 500, 5000]), st.randoms(use_true_random=False))
-def test_engine_matches_reference_on_random_workflows(example, batch_count, delay_ms, rng):
+@given(workflows_and_lines(), st.integers(1, 4), st.sampled_from([0, 500, 5000]), st.integers(1, 3),
+       st.randoms(use_true_random=False))
+def test_job_stages_match_reference_on_random_workflows(example, batch_count, delay_ms, partitions, rng):
     scripts, lines = example
     cuts = sorted(rng.randint(0, len(lines)) for _ in range(batch_count - 1))
     batches = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
-    expected = reference(scripts, batches, delay_ms)
-    rows, late = run_engine(scripts, batches, delay_ms)
+    rows, late, plan = run_local(scripts, batches, delay_ms, partitions)
+    expected = reference(scripts, batches, delay_ms, plan)
     same_rows(rows, expected.rows)
     assert late == expected.late
+
+
+def test_forwarding_across_partitions_is_exercised():
+    """A workflow too heavy for one partition is split; its forwarded tuples must still add up."""
+    sensors = [f"S{i}" for i in range(8)]
+    text = "".join(f"W{i} = avg({s}, 1000, 500);\n" for i, s in enumerate(sensors))
+    text += "ALL = union(" + ", ".join(f"W{i}" for i in range(8)) + ");\nTOP = max(ALL, 2000, 1000);\n"
+    text += "GAP = TOP - W0;\n"
+    scripts = {"wide": text}
+    rng = random.Random(3)
+    lines = [f"{s},{t * 10},{rng.randint(0, 40) / 4}" for t in range(300) for s in sensors]
+    batches = [lines[:800], lines[800:1600], lines[1600:]]
+    rows, _, plan = run_local(scripts, batches, 200, partitions=3)
+    assert plan.partitions.crossings, "the plan should have split the workflow"
+    same_rows(rows, reference(scripts, batches, 200, plan).rows)

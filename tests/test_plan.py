@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from sensorscript.graph.build import build_graph
 from sensorscript.graph.slicing import slice_index, slice_stream, slice_start
 from sensorscript.parser import load
-from sensorscript.partition.greedy import partition
+from sensorscript.partition.greedy import _two_hop_edges, partition
 from sensorscript.partition.plan import make_plan, plan_json
 from sensorscript.registry import Sensor, SensorRegistry
 from sensorscript.workload import bridge_workload
@@ -171,3 +171,4 @@ def test_placement_properties_on_bridge_workloads(seed, count, size):
     assert set(plan.partitions.node_partition) == {n.id for n in plan.graph.nodes()}
     assert plan.partitions.balance <= 1.1 + 1e-9
     assert plan.cost.ours >= plan.cost.lower_bound
+    assert not _two_hop_edges(plan.graph, plan.partitions.node_partition)  # the job forwards once

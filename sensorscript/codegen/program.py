@@ -1,4 +1,12 @@
-"""The plan -> the runtime's per-partition programs (sensorscript.runtime.program)."""
+"""The plan -> the runtime's programs: for each partition a stage 1 and, if needed, a stage 2.
+
+Stage 1 of a partition runs every computation that reads only what lands there:
+its sensors' readings and what is computed from them. Where the plan cut an edge
+to keep the balance, the tuples on it are forwarded: stage 1 of the source
+partition sends them to stage 2 of the destination, which runs the computations
+that depend on them (and whatever they need from the same partition, forwarded
+too). Without cut edges there is no stage 2, and the job shuffles once.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +20,71 @@ def sensor_codes(plan: Plan) -> dict[str, int]:
     return {sensor_id: code for code, sensor_id in enumerate(plan.graph.sensors())}
 
 
-def runtime_node(plan: Plan, node_id: str, codes: dict[str, int]) -> rt.Node:
-    node = plan.graph.node(node_id)
+def check_supported(plan: Plan) -> None:
+    patterns = [n for n in plan.graph.nodes() if n.kind == PATTERN]
+    if patterns:
+        where = "; ".join(str(o) for n in patterns for o in n.origins)
+        raise NotImplementedError(f"pattern streams run in the CEP stage, which is not built yet: {where}")
+
+
+def second_stage(plan: Plan) -> set[str]:
+    """Nodes that read a tuple forwarded from another partition, directly or through others."""
+    placement = plan.partitions.node_partition
+    stage2: set[str] = set()
+    for node in plan.graph.nodes():
+        here = placement[node.id]
+        if any(placement[i] != here or i in stage2 for i in node.inputs):
+            stage2.add(node.id)
+    return stage2
+
+
+def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | None, ...]]:
+    """(stage-1 programs, stage-2 programs or None), one of each per partition."""
+    check_supported(plan)
+    graph, placement = plan.graph, plan.partitions.node_partition
+    codes = sensor_codes(plan)
+    stage2 = second_stage(plan)
+    outputs: dict[str, list[str]] = {}
+    for name, node_id in sorted(graph.outputs.items()):
+        outputs.setdefault(node_id, []).append(name)
+    # Every edge into a stage-2 node from a stage-1 node is a forward (across partitions or not).
+    forwarded: dict[int, list[str]] = {}  # destination partition -> forwarded node ids, in order
+    for node in graph.nodes():
+        if node.id in stage2:
+            for i in node.inputs:
+                if i not in stage2 and i not in forwarded.setdefault(placement[node.id], []):
+                    forwarded[placement[node.id]].append(i)
+    forward_code = {(dest, node_id): code for dest, ids in forwarded.items() for code, node_id in enumerate(ids)}
+    firsts, seconds = [], []
+    for partition in range(plan.partitions.count):
+        mine = [n for n in graph.nodes() if placement[n.id] == partition]
+        first = [n for n in mine if n.id not in stage2]
+        firsts.append(rt.Program(
+            partition=partition, stage=1,
+            nodes=tuple(_node(n, codes) for n in first),
+            slices=_slices(plan, {n.id for n in first}, {n.id for n in first}),
+            outputs={n.id: tuple(outputs[n.id]) for n in first if n.id in outputs},
+            forwards=tuple(rt.Forward(node_id, dest, forward_code[dest, node_id])
+                           for dest, ids in sorted(forwarded.items()) for node_id in ids
+                           if placement[node_id] == partition),
+        ))
+        second = [n for n in mine if n.id in stage2]
+        if not second:
+            seconds.append(None)
+            continue
+        sources = [rt.Sensor(node_id, graph.node(node_id).label, forward_code[partition, node_id])
+                   for node_id in forwarded.get(partition, [])]
+        seconds.append(rt.Program(
+            partition=partition, stage=2,
+            nodes=(*sources, *(_node(n, codes) for n in second)),
+            slices=_slices(plan, {n.id for n in second} | {s.id for s in sources}, {n.id for n in second}),
+            outputs={n.id: tuple(outputs[n.id]) for n in second if n.id in outputs},
+            senders=tuple(sorted({placement[i] for i in forwarded.get(partition, [])})),
+        ))
+    return tuple(firsts), tuple(seconds)
+
+
+def _node(node, codes: dict[str, int]) -> rt.Node:
     if node.kind == SENSOR:
         return rt.Sensor(node.id, node.sensor_id, codes[node.sensor_id])
     if node.kind == WINDOW:
@@ -22,48 +93,11 @@ def runtime_node(plan: Plan, node_id: str, codes: dict[str, int]) -> rt.Node:
         return rt.Union(node.id, node.inputs)
     if node.kind == COMBINE:
         return rt.Combine(node.id, node.inputs, node.key[1])
-    raise NotImplementedError(
-        f"{', '.join(str(o) for o in node.origins)}: pattern streams run in the CEP stage, "
-        f"which is not built yet")
+    raise ValueError(node.kind)
 
 
-def partition_nodes(plan: Plan, partition: int) -> list[str]:
-    """Node ids computed on a partition, in dependency order, with the sensors they read."""
-    placement = plan.partitions.node_partition
-    graph = plan.graph
-    needed: set[str] = set()
-    for node in graph.nodes():
-        if placement[node.id] == partition:
-            needed.add(node.id)
-            needed.update(i for i in node.inputs if graph.node(i).kind == SENSOR)  # raw crossings: replicas
-    return [n.id for n in graph.nodes() if n.id in needed]
-
-
-def programs(plan: Plan) -> list[rt.Program]:
-    codes = sensor_codes(plan)
-    graph = plan.graph
-    if any(n.kind == PATTERN for n in graph.nodes()):
-        pattern = next(n for n in graph.nodes() if n.kind == PATTERN)
-        raise NotImplementedError(
-            f"{', '.join(str(o) for o in pattern.origins)}: pattern streams run in the CEP stage, "
-            f"which is not built yet")
-    derived = [c for c in plan.partitions.crossings if c.kind != "raw"]
-    if derived:
-        raise NotImplementedError("derived crossings need the forwarding stage")
-    outputs: dict[str, list[str]] = {}
-    for name, node_id in sorted(plan.graph.outputs.items()):
-        outputs.setdefault(node_id, []).append(name)
-    result = []
-    for partition in range(plan.partitions.count):
-        ids = partition_nodes(plan, partition)
-        home = frozenset(codes[graph.node(i).sensor_id] for i in ids
-                         if graph.node(i).kind == SENSOR and plan.partitions.node_partition[i] == partition)
-        result.append(rt.Program(
-            partition=partition,
-            nodes=tuple(runtime_node(plan, i, codes) for i in ids),
-            slices=tuple(rt.Slices(s.stream, s.period_ms, s.offsets_ms, s.partials)
-                         for stream, s in sorted(plan.slices.items()) if stream in ids),
-            outputs={i: tuple(outputs[i]) for i in ids if i in outputs},
-            home_sensors=home,
-        ))
-    return result
+def _slices(plan: Plan, streams: set[str], computed: set[str]) -> tuple[rt.Slices, ...]:
+    """The slice plans of the streams present here (computed or received) that feed a window computed here."""
+    return tuple(rt.Slices(s.stream, s.period_ms, s.offsets_ms, s.partials)
+                 for stream, s in sorted(plan.slices.items()) if stream in streams
+                 and any(w in computed for w in s.windows))

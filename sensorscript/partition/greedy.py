@@ -115,25 +115,48 @@ def partition(graph: Graph, frequencies: dict[str, float], count: int, epsilon: 
     # First try pieces up to the balance bound itself (fewest cuts). If the greedy
     # assignment then overshoots, use pieces of at most epsilon x average: the
     # heaviest-first greedy ends within one piece of the average, so this bound holds.
-    for cap in ((1 + epsilon) * average, epsilon * average):
-        pieces: list[set[str]] = []
-        split = 0
-        for component in components:
-            if sum(weight[n] for n in component) <= cap:
-                pieces.append(component)
-            else:
-                split += 1
-                pieces.extend(_split(graph, component, weight, rates, stage, cap))
-        placement, loads = _assign(pieces, weight, count)
-        if max(loads) <= (1 + epsilon) * average + 1e-9:
+    kept: set[tuple[str, str]] = set()
+    while True:
+        for cap in ((1 + epsilon) * average, epsilon * average):
+            pieces: list[set[str]] = []
+            split = 0
+            for component in components:
+                if sum(weight[n] for n in component) <= cap:
+                    pieces.append(component)
+                else:
+                    split += 1
+                    pieces.extend(_split(graph, component, weight, rates, stage, cap, kept))
+            placement, loads = _assign(pieces, weight, count)
+            if max(loads) <= (1 + epsilon) * average + 1e-9:
+                break
+        # The job forwards a cut edge's tuples once, from the first stage of one partition to the
+        # second stage of another. A cut edge whose source already reads forwarded tuples would
+        # need a third hop: keep such edges whole and place again (rare: it takes a raw-rate
+        # computation downstream of a cut).
+        two_hops = _two_hop_edges(graph, placement)
+        if not two_hops:
             break
+        kept |= two_hops
     crossings = tuple(
         Crossing(u, v, placement[u], placement[v], rates[u], RAW if graph.node(u).kind == SENSOR else DERIVED)
         for u, v in graph.edges() if placement[u] != placement[v])
     return PartitionPlan(count, epsilon, dict(sorted(placement.items())), tuple(loads), crossings, split)
 
 
-def _split(graph: Graph, component: set[str], weight, rates, stage, cap: float) -> list[set[str]]:
+def _two_hop_edges(graph: Graph, placement: dict[str, int]) -> set[tuple[str, str]]:
+    forwarded: set[str] = set()  # nodes that read a cut edge, directly or through others
+    hops = set()
+    for node in graph.nodes():
+        for i in node.inputs:
+            if placement[i] != placement[node.id] or i in forwarded:
+                forwarded.add(node.id)
+            if placement[i] != placement[node.id] and i in forwarded:
+                hops.add((i, node.id))
+    return hops
+
+
+def _split(graph: Graph, component: set[str], weight, rates, stage, cap: float,
+           kept: set[tuple[str, str]]) -> list[set[str]]:
     """Cut a subgraph into pieces under `cap`, leaving the lowest-rate edges cut.
 
     Only edges the job can carry across may be cut: from a sensor (its readings are
@@ -155,7 +178,7 @@ def _split(graph: Graph, component: set[str], weight, rates, stage, cap: float) 
 
     edges = sorted(((u, v) for u, v in graph.edges() if u in component), key=lambda e: (-rates[e[0]], e))
     cuttable = [(u, v) for u, v in edges if graph.node(u).kind == SENSOR or stage[v] == 2]
-    keep = set(edges).difference(cuttable)
+    keep = set(edges).difference(cuttable) | kept
     for u, v in edges:
         if (u, v) in keep and find(u) != find(v):
             merge(find(u), find(v))

@@ -83,6 +83,7 @@ class EngineState:
 @dataclass
 class BatchResult:
     outputs: dict[str, Tuples]  # node id -> tuples emitted this batch (output nodes only)
+    forwards: list[tuple[p.Forward, Tuples]] = field(default_factory=list)
     late: int = 0
     division_by_zero: dict[str, int] = field(default_factory=dict)
 
@@ -251,16 +252,19 @@ class Engine:
                 watermark: int) -> BatchResult:
         """One batch: readings (sensor code, ts, value) and the watermark in force for it.
 
-        Readings below the watermark are late: dropped and counted (at their sensor's home
-        partition only). Everything below the watermark is then final and is emitted.
+        Readings below the watermark are late: dropped and counted. (Stage 1 receives only
+        its own sensors, so each reading is judged once; forwarded tuples reaching stage 2
+        are never below its watermark, the smallest of its senders'.) Everything below the
+        watermark is then final and is emitted.
         `watermark` = POS_INF means the end of the input: emit everything pending.
         """
         previous = state.watermark
         current = max(previous, watermark)
-        late_mask = ts < current
-        late = 0
-        if late_mask.any():
-            late = int(np.isin(code[late_mask], np.fromiter(self.program.home_sensors, np.int64)).sum())
+        # Stage 2 receives tuples forwarded from stage 1, where lateness was decided already;
+        # they lie below its new watermark by construction, never below the previous one.
+        late_mask = ts < current if self.program.stage == 1 else np.zeros(len(ts), bool)
+        late = int(late_mask.sum())
+        if late:
             code, ts, value = code[~late_mask], ts[~late_mask], value[~late_mask]
         streams: dict[str, Tuples] = {}
         dbz: dict[str, int] = {}
@@ -294,4 +298,5 @@ class Engine:
                           current)
         state.watermark = current
         outputs = {node_id: streams[node_id] for node_id in self.program.outputs if node_id in streams}
-        return BatchResult(outputs, late, dbz)
+        forwards = [(f, streams[f.node]) for f in self.program.forwards if len(streams[f.node])]
+        return BatchResult(outputs, forwards, late, dbz)

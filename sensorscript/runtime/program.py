@@ -57,17 +57,30 @@ Node = Sensor | Window | Union | Combine
 
 
 @dataclass(frozen=True)
-class Program:
-    """Everything one partition of the job computes.
+class Forward:
+    """Tuples of `node` go on to partition `dest`'s second stage, where they enter as input `code`."""
 
-    `nodes` are in dependency order. `outputs` maps a node id to the result stream
-    names (WORKFLOW.NAME) it is written under. `home_sensors` are the sensor codes
-    whose readings belong to this partition (lateness is counted there only; other
-    sensors may be replicated here for a computation that reads them).
+    node: str
+    dest: int
+    code: int
+
+
+@dataclass(frozen=True)
+class Program:
+    """Everything one stage of one partition computes.
+
+    `nodes` are in dependency order; in stage 1 the `Sensor` nodes are the sensors
+    whose readings land here; in stage 2 they are the streams forwarded to it
+    (`code` = the forward's code). `outputs` maps a node id to the result stream
+    names (WORKFLOW.NAME) it is written under. `forwards` lists what stage 1 sends
+    on; `senders` are the partitions whose stage 1 sends to this stage 2 (its
+    watermark is the smallest of theirs).
     """
 
     partition: int
+    stage: int
     nodes: tuple[Node, ...]
     slices: tuple[Slices, ...]
     outputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    home_sensors: frozenset[int] = frozenset()
+    forwards: tuple[Forward, ...] = ()
+    senders: tuple[int, ...] = ()

@@ -6,7 +6,9 @@ the Spark job, which applies the same rules with Spark SQL functions
 
 - blank lines and the CSV header `sensor_id,ts,value` are skipped, not quarantined;
 - a line starting with `{` is JSON: an object with sensor_id, ts and value;
-- otherwise CSV: exactly three comma-separated fields, each stripped of spaces;
+- otherwise CSV: exactly three comma-separated fields;
+- lines and fields are stripped of spaces, tabs and carriage returns (only those: the
+  same characters Spark strips);
 - sensor_id must be non-empty; ts an integer (epoch milliseconds, optional sign);
 - value a decimal number (`12`, `-0.5`, `1e-3`) or a boolean (`true` = 1.0, `false` = 0.0,
   any case); nan, inf and numbers too large for a double are not values.
@@ -34,6 +36,8 @@ TS_PATTERN = r"^[+-]?[0-9]{1,18}$"
 VALUE_PATTERN = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 BOOLEANS = {"true": 1.0, "false": 0.0}
 
+BLANKS = " \t\r"
+
 _TS = re.compile(TS_PATTERN)
 _VALUE = re.compile(VALUE_PATTERN)
 
@@ -53,8 +57,8 @@ class Rejected:
 
 def parse_line(line: str) -> Reading | Rejected | None:
     """A reading, a rejection with its reason, or None for a line to skip."""
-    raw = line.rstrip("\r\n")
-    text = raw.strip()
+    raw = line.rstrip("\n").rstrip("\r")
+    text = raw.strip(BLANKS)
     if not text or text == HEADER:
         return None
     if text.startswith("{"):
@@ -62,7 +66,7 @@ def parse_line(line: str) -> Reading | Rejected | None:
         if fields is None:
             return Rejected(raw, REASON_JSON)
     else:
-        fields = [f.strip() for f in text.split(",")]
+        fields = [f.strip(BLANKS) for f in text.split(",")]
         if len(fields) != 3:
             return Rejected(raw, REASON_FIELDS)
     sensor_id, ts, value = fields
@@ -88,7 +92,7 @@ def _number(text: str) -> float | None:
 def _json_fields(text: str) -> list[str] | None:
     """[sensor_id, ts, value] as text (numbers as written), or None if not such an object."""
     try:
-        obj = json.loads(text, parse_int=str, parse_float=str)
+        obj = json.loads(text, parse_int=str, parse_float=str, parse_constant=_reject)
     except ValueError:
         return None
     if not isinstance(obj, dict) or not {"sensor_id", "ts", "value"} <= obj.keys():
@@ -100,5 +104,10 @@ def _json_fields(text: str) -> list[str] | None:
             item = "true" if item else "false"
         if not isinstance(item, str):  # null, a list, an object
             return None
-        fields.append(item.strip())
+        fields.append(item.strip(BLANKS))
     return fields
+
+
+def _reject(constant: str):
+    """NaN and Infinity are not JSON; Python's parser accepts them unless told not to."""
+    raise ValueError(constant)

@@ -1,0 +1,159 @@
+"""Sinks for results and quarantined rows (SPEC §7).
+
+A sink receives each micro-batch's rows on the driver (`foreachBatch`) and writes
+them once: a batch id already written is skipped, so a batch that Spark replays
+after a failure does not duplicate rows.
+
+    sqlite:PATH   tables `results` and `quarantine` (the default)
+    csv:PATH      one CSV file with a header; quarantine/ folder beside it
+    parquet:PATH  a folder of Parquet files, one per batch; quarantine/ folder beside it
+    console       printed
+"""
+
+from __future__ import annotations
+
+import csv
+from abc import ABC, abstractmethod
+import json
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+
+RESULT_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version")
+QUARANTINE_COLUMNS = ("raw", "reason")
+
+
+class Sink(ABC):
+    """Write one batch's results and quarantined rows; skip a batch already written."""
+
+    @abstractmethod
+    def write(self, batch_id: int, results: pd.DataFrame, quarantine: pd.DataFrame) -> None: ...
+
+    @abstractmethod
+    def describe(self) -> str: ...
+
+
+def open_sink(spec: str) -> Sink:
+    kind, _, path = spec.partition(":")
+    if kind == "sqlite":
+        return SQLiteSink(Path(path))
+    if kind == "csv":
+        return CsvSink(Path(path))
+    if kind == "parquet":
+        return ParquetSink(Path(path))
+    if kind == "console":
+        return ConsoleSink()
+    raise ValueError(f"unknown sink '{spec}': use sqlite:PATH, csv:PATH, parquet:PATH or console")
+
+
+class SQLiteSink(Sink):
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.executescript("""
+                CREATE TABLE IF NOT EXISTS results (stream TEXT NOT NULL, ts INTEGER NOT NULL,
+                    window_start INTEGER, window_end INTEGER, value REAL NOT NULL, version INTEGER NOT NULL);
+                CREATE TABLE IF NOT EXISTS quarantine (raw TEXT NOT NULL, reason TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS sscript_batches (batch_id INTEGER PRIMARY KEY);
+                CREATE INDEX IF NOT EXISTS results_by_stream ON results (stream, ts);
+            """)
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=60)
+
+    def write(self, batch_id, results, quarantine):
+        with self._connect() as db:  # one transaction: the rows and the batch id, or nothing
+            if db.execute("SELECT 1 FROM sscript_batches WHERE batch_id = ?", (batch_id,)).fetchone():
+                return
+            db.executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?)", _records(results, RESULT_COLUMNS))
+            db.executemany("INSERT INTO quarantine VALUES (?, ?)", _records(quarantine, QUARANTINE_COLUMNS))
+            db.execute("INSERT INTO sscript_batches VALUES (?)", (batch_id,))
+
+    def describe(self) -> str:
+        return f"sqlite:{self.path} (tables results, quarantine)"
+
+
+class _FileSink(Sink):
+    """Shared by the CSV and Parquet sinks: a journal of written batch ids beside the output."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.quarantine = path.parent / "quarantine"
+        self.journal = path.parent / f".{path.name}.batches"
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def _written(self, batch_id: int) -> bool:
+        return self.journal.exists() and str(batch_id) in self.journal.read_text().split()
+
+    def _done(self, batch_id: int) -> None:
+        with self.journal.open("a") as f:
+            f.write(f"{batch_id}\n")
+
+    def _write_quarantine(self, batch_id: int, quarantine: pd.DataFrame) -> None:
+        if len(quarantine):
+            self.quarantine.mkdir(exist_ok=True)
+            quarantine.loc[:, list(QUARANTINE_COLUMNS)].to_csv(
+                self.quarantine / f"batch-{batch_id:06d}.csv", index=False)
+
+
+class CsvSink(_FileSink):
+    def write(self, batch_id, results, quarantine):
+        if self._written(batch_id):
+            return
+        new = not self.path.exists()
+        with self.path.open("a", newline="") as f:
+            writer = csv.writer(f)
+            if new:
+                writer.writerow(RESULT_COLUMNS)
+            writer.writerows(("" if v is None else v for v in row) for row in _records(results, RESULT_COLUMNS))
+        self._write_quarantine(batch_id, quarantine)
+        self._done(batch_id)
+
+    def describe(self) -> str:
+        return f"csv:{self.path} (quarantine in {self.quarantine}/)"
+
+
+class ParquetSink(_FileSink):
+    def __init__(self, path: Path):
+        super().__init__(path / "part")  # the journal and quarantine sit inside the folder
+        self.folder = path
+        path.mkdir(parents=True, exist_ok=True)
+
+    def write(self, batch_id, results, quarantine):
+        if self._written(batch_id):
+            return
+        if len(results):
+            results.loc[:, list(RESULT_COLUMNS)].astype(
+                {"window_start": "Int64", "window_end": "Int64", "ts": "int64", "version": "int32"}).to_parquet(
+                self.folder / f"batch-{batch_id:06d}.parquet", index=False)
+        self._write_quarantine(batch_id, quarantine)
+        self._done(batch_id)
+
+    def describe(self) -> str:
+        return f"parquet:{self.folder} (quarantine in {self.quarantine}/)"
+
+
+class ConsoleSink(Sink):
+    def write(self, batch_id, results, quarantine):
+        for row in _records(results, RESULT_COLUMNS):
+            print(json.dumps(dict(zip(RESULT_COLUMNS, row))))
+        for row in _records(quarantine, QUARANTINE_COLUMNS):
+            print("quarantine: " + json.dumps(dict(zip(QUARANTINE_COLUMNS, row))))
+
+    def describe(self) -> str:
+        return "console"
+
+
+def _records(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple]:
+    """Rows as plain Python values, with None for missing window bounds."""
+    if frame is None or not len(frame):
+        return []
+    out = frame.loc[:, list(columns)].astype(object)
+    out = out.where(pd.notna(out), None)
+    rows = []
+    for row in out.itertuples(index=False, name=None):
+        rows.append(tuple(int(v) if isinstance(v, float) and c in ("ts", "window_start", "window_end", "version")
+                          and v is not None else v for v, c in zip(row, columns)))
+    return rows
