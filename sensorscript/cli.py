@@ -95,6 +95,34 @@ def compile_command(files, out, sensors, partitions, epsilon) -> None:
         click.echo(f"  {compiled.out / name}")
 
 
+@main.command(name="run")
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--input", "source", required=True,
+              help="A folder of CSV/JSON-lines files, socket://HOST:PORT or kafka://BROKERS/TOPIC.")
+@click.option("--once", is_flag=True, help="Process what is there, emit every window, and stop.")
+@click.option("--sink", help="sqlite:PATH (default OUT/results.db), csv:PATH, parquet:PATH or console.")
+@click.option("--cluster", metavar="MASTER_URL", help="Submit to a Spark cluster, e.g. spark://HOST:7077.")
+@click.option("--max-files-per-trigger", type=int, help="Bound each micro-batch to this many new files.")
+def run_command(out, source, once, sink, cluster, max_files_per_trigger) -> None:
+    """Run the job compiled into OUT on local Spark (local[2]) or on a cluster."""
+    from sensorscript import running
+
+    try:
+        if cluster:
+            sys.exit(running.submit(Path(out), cluster, source, once, sink, echo=click.echo))
+        summary = running.run_local(Path(out), source, once, sink, echo=click.echo,
+                                    max_files_per_trigger=max_files_per_trigger)
+    except SensorScriptError as exc:
+        _fail(exc)
+        return
+    except (ValueError, RuntimeError) as exc:  # a bad option, or the job failed (JobFailed)
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(f"done: {summary.readings:,} readings in {summary.batches} batch(es) -> {summary.results:,} results, "
+               f"{summary.quarantined:,} quarantined, {summary.late:,} late, in {summary.seconds:.1f} s")
+    click.echo(f"results: {sink or 'sqlite:' + str(Path(out) / 'results.db')}")
+
+
 @main.command()
 @_files
 @_sensors

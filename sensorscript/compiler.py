@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from sensorscript.codegen.job import render_job
 from sensorscript.errors import Diagnostic
 from sensorscript.parser import load
 from sensorscript.partition.explain import explain
@@ -43,10 +44,11 @@ def plan_workflows(files: Sequence[str], sensors: str | None = None, partitions:
 
 
 def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None = None,
-                      partitions: int = 2, epsilon: float = 0.1) -> Compiled:
+                      partitions: int = 2, epsilon: float = 0.1, watermark: str = "fixed:0") -> Compiled:
     plan, warnings, sources = plan_workflows(files, sensors, partitions, epsilon)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_plan(plan, out / "plan.json")
     (out / "plan.txt").write_text(explain(plan))
+    (out / "job.py").write_text(render_job(plan, sources, str(out), watermark))
     return Compiled(plan, out, warnings, sources)

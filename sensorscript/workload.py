@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from sensorscript.registry import Sensor
 
@@ -115,3 +116,45 @@ def bridge_workload(workflows: int = 1_024, sensors: int = 1_000, seed: int = 7,
         c = pairs[b] if pairs[b] not in (a, b, d) else next(s.sensor_id for s in fleet if s.sensor_id not in (a, b, d))
         scripts[f"wf{i:04d}"] = bridge_workflow(rng, [a, b, c, d])
     return Workload(fleet, scripts)
+
+
+def write_readings(sensors: list[Sensor], folder, seconds: float, start_ms: int = 1_767_225_600_000,
+                   files: int = 4, seed: int = 7, bad_lines: int = 0, disorder_ms: int = 0) -> int:
+    """Write CSV files of readings, each sensor at its frequency, in event-time order per file.
+
+    Values are a slow sine plus noise per sensor, so windows have something to show.
+    `bad_lines` malformed lines are mixed in (for the quarantine); `disorder_ms` shifts
+    each reading's position in the file by up to that much event time (out-of-order
+    arrival). Returns the number of good readings written.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    ids, ts, values = [], [], []
+    for index, sensor in enumerate(sensors):
+        count = max(1, int(seconds * sensor.frequency_hz))
+        t = start_ms + (np.arange(count) * (1000.0 / sensor.frequency_hz)).astype(np.int64) \
+            + int(rng.integers(0, max(1, int(1000 / sensor.frequency_hz))))
+        phase = rng.uniform(0, 2 * np.pi)
+        v = 10 * np.sin(2 * np.pi * (t - start_ms) / 600_000 + phase) + rng.normal(0, 1, count)
+        ids.append(np.full(count, index, np.int32))
+        ts.append(t)
+        values.append(np.round(v, 4))
+    ids, ts, values = np.concatenate(ids), np.concatenate(ts), np.concatenate(values)
+    arrival = ts + (rng.integers(0, disorder_ms + 1, len(ts)) if disorder_ms else 0)
+    order = np.argsort(arrival, kind="stable")
+    names = np.array([s.sensor_id for s in sensors], dtype=object)
+    lines = (names[ids[order]] + "," + ts[order].astype(str).astype(object) + ","
+             + values[order].astype(str).astype(object))
+    bad = ["8MD1-AZ,not-a-time,1.0", ",1767225600000,2.0", "8MD1-AZ,1767225600000", '{"sensor_id": "8MD1-AZ"}',
+           "8MD1-AZ,1767225600000,NaN"]
+    lines = list(lines)
+    for i in range(bad_lines):
+        lines.insert(int(rng.integers(0, len(lines) + 1)), bad[i % len(bad)])
+    per_file = -(-len(lines) // files)
+    for f in range(files):
+        chunk = lines[f * per_file:(f + 1) * per_file]
+        (folder / f"readings-{f:03d}.csv").write_text("sensor_id,ts,value\n" + "\n".join(chunk) + "\n")
+    return len(ts)

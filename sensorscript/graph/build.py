@@ -109,3 +109,22 @@ def _pattern(pattern: ast.Pattern, stream, origin: nodes.Origin) -> nodes.Node:
         canonical(pattern.yield_, leaf) if pattern.yield_ is not None else None,
     )
     return nodes.pattern(description, inputs, origin)
+
+
+def without_patterns(graph: Graph) -> tuple[Graph, list[str]]:
+    """The graph without pattern streams and the outputs that depend on them.
+
+    Pattern streams run in the CEP stage (SPEC §4), which this version does not build
+    yet; the compiler leaves them out of the job, names them in a warning, and keeps
+    every other output. Returns the reduced graph and the outputs left out.
+    """
+    patterns = [n.id for n in graph.nodes() if n.kind == nodes.PATTERN]
+    if not patterns:
+        return graph, []
+    tainted = set(patterns)
+    for node in graph.nodes():
+        if any(i in tainted for i in node.inputs):
+            tainted.add(node.id)
+    kept = {name: node_id for name, node_id in graph.outputs.items() if node_id not in tainted}
+    dropped = sorted(name for name in graph.outputs if name not in kept)
+    return graph.restricted_to_outputs(kept), dropped

@@ -95,5 +95,19 @@ class Graph:
     def edges(self) -> list[tuple[str, str]]:
         return sorted(self._dag.edges())
 
+    def restricted_to_outputs(self, outputs: dict[str, str]) -> "Graph":
+        """A new graph with only these outputs and the nodes they need."""
+        keep: set[str] = set()
+        for node_id in outputs.values():
+            keep |= nx.ancestors(self._dag, node_id) | {node_id}
+        graph = Graph()
+        graph.workflows = {w: f for w, f in self.workflows.items()
+                           if any(o.rsplit(".", 1)[0] == w for o in outputs)}
+        for node in self.nodes():
+            if node.id in keep:
+                graph.add(node)
+        graph.outputs = dict(outputs)
+        return graph
+
     def origins(self, node_id: str) -> tuple[Origin, ...]:
         return self.node(node_id).origins

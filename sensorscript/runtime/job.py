@@ -1,8 +1,9 @@
-"""What a generated job.py calls: its stages as functions, the Spark session, `main`.
+"""What a generated job.py calls: its stages as functions, the Spark session and `main`.
 
-The generated job lists its plan (sensors, partitions, programs) and wires these
-stages in order; everything stateful runs in one operator per partition, right
-after the single shuffle of raw readings.
+The generated job holds its plan as data (sensors, partitions, programs) and
+wires these stages in order. The stateful work runs in one Spark operator per
+partition right after the single shuffle of raw readings; a second operator
+exists only when the plan cut edges to keep the balance (SPEC §5).
 """
 
 from __future__ import annotations
@@ -13,168 +14,414 @@ import pickle
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime.engine import POS_INF, Engine, EngineState
+from sensorscript.runtime.engine import BatchResult, Tuples
 from sensorscript.runtime.program import Program
-from sensorscript.runtime.sinks import QUARANTINE_COLUMNS, RESULT_COLUMNS, open_sink
-from sensorscript.runtime.watermark import NONE_YET, parse_policy
+from sensorscript.runtime.sinks import open_sink
+from sensorscript.runtime.tasks import FirstStage, SecondStage
 
-# Rows leaving the stateful stage: results, quarantined input, and per-batch counters.
+# Rows leaving a stateful stage: results, quarantined input, counters, and (to stage 2)
+# forwarded tuples and watermark heartbeats. `dest` is the key of the partition a row goes to.
 OUTPUT_SCHEMA = ("kind string, stream string, ts long, window_start long, window_end long, value double, "
-                 "version int, raw string, reason string")
-END_OF_INPUT = "__sscript_end_of_input__"  # the control line --once writes after the input
+                 "version int, raw string, reason string, dest int, fcode int")
+OUTPUT_COLUMNS = [c.split()[0] for c in OUTPUT_SCHEMA.split(", ")]
+END_OF_INPUT = "__sscript_end_of_input__"  # the control line `--once` feeds after the input
 QUARANTINE_CODE, CONTROL_CODE = -1, -2
 
 
 @dataclass(frozen=True)
 class Job:
-    """A compiled job: the plan as data. `sensors` maps sensor id -> (code, partitions reading it)."""
+    """A compiled job: the plan as data. `sensors` maps sensor id -> (code, home partition)."""
 
     name: str
     workflows: tuple[str, ...]
-    sensors: dict[str, tuple[int, tuple[int, ...]]]
-    programs: tuple[Program, ...]
-    bucket_keys: tuple[int, ...]  # partition p is keyed by bucket_keys[p]: Spark hashes it to task p
-    default_watermark: str = "fixed:0"
-    defaults: dict = field(default_factory=dict)
+    sensors: dict[str, tuple[int, int]]
+    first_stage: tuple[Program, ...]
+    second_stage: tuple[Program | None, ...]
+    bucket_keys: tuple[int, ...]  # partition p's rows carry key bucket_keys[p]: Spark hashes it to task p
+    watermark: str = "fixed:0"
 
     @property
     def partitions(self) -> int:
-        return len(self.programs)
+        return len(self.first_stage)
+
+    @property
+    def has_second_stage(self) -> bool:
+        return any(p is not None for p in self.second_stage)
 
 
 # ----------------------------------------------------------------------------- stages
 
 def assign_partitions(records, job: Job):
-    """Stage 4: each reading gets the key of every partition that reads its sensor (home first).
+    """Each reading gets its sensor's code and the key of its partition.
 
-    Most sensors have one partition; a sensor whose edges the plan cut to keep the
-    balance is sent to each partition that reads it. Quarantined rows go to
-    partition 0, which writes them out. Sensor ids become small integer codes here,
-    so the shuffle and the Python workers carry integers, not strings.
+    Sensor ids become small integer codes here; quarantined rows go to partition 0,
+    which writes them out.
     """
     from pyspark.sql import functions as F
 
-    codes = F.create_map(*[x for sid, (code, _) in sorted(job.sensors.items()) for x in (F.lit(sid), F.lit(code))])
-    keys = F.create_map(*[x for sid, (_, parts) in sorted(job.sensors.items())
-                          for x in (F.lit(sid), F.array(*[F.lit(job.bucket_keys[p]) for p in parts]))])
+    items = sorted(job.sensors.items())
+    codes = F.create_map(*[x for sid, (code, _) in items for x in (F.lit(sid), F.lit(code))])
+    keys = F.create_map(*[x for sid, (_, p) in items for x in (F.lit(sid), F.lit(job.bucket_keys[p]))])
     good = F.col("reason").isNull()
     return records.select(
-        F.when(good, F.element_at(codes, F.col("sensor_id"))).otherwise(F.lit(QUARANTINE_CODE)).alias("code"),
-        F.col("ts"),
-        F.col("value"),
+        F.when(good, F.try_element_at(codes, F.col("sensor_id"))).otherwise(F.lit(QUARANTINE_CODE)).alias("code"),
+        "ts", "value",
         F.when(good, F.lit(None).cast("string")).otherwise(F.col("raw")).alias("raw"),
-        F.col("reason"),
-        F.explode(F.when(good, F.element_at(keys, F.col("sensor_id")))
-                  .otherwise(F.array(F.lit(job.bucket_keys[0])))).alias("pkey"),
+        "reason",
+        F.when(good, F.try_element_at(keys, F.col("sensor_id"))).otherwise(F.lit(job.bucket_keys[0])).alias("pkey"),
     )
 
 
-def run_partitions(keyed, job: Job, watermark: str):
-    """Stages 5-8: the watermark, then slices and windows, combine (and CEP) per partition.
+def control_rows(lines, job: Job):
+    """The end-of-input line becomes one control row per partition (watermark to +infinity)."""
+    from pyspark.sql import functions as F
 
-    `repartition(n, pkey)` is the job's one shuffle; the grouping on the same key
-    reuses it (spark.sql.shuffle.partitions = n), so each partition's operator runs
-    where its readings landed.
+    return lines.select(
+        F.lit(CONTROL_CODE).alias("code"), F.lit(None).cast("long").alias("ts"),
+        F.lit(None).cast("double").alias("value"), F.lit(None).cast("string").alias("raw"),
+        F.lit(None).cast("string").alias("reason"),
+        F.explode(F.array(*[F.lit(k) for k in job.bucket_keys])).alias("pkey"))
+
+
+def run_partitions(keyed, job: Job):
+    """The watermark, slices and windows, combine (and CEP) stages, per partition.
+
+    `repartition(n, pkey)` is the job's one shuffle of raw readings; grouping on the
+    same key reuses it (spark.sql.shuffle.partitions = n), so each partition's operator
+    runs where its readings landed. Edges the plan cut are forwarded to a second
+    operator keyed by their destination.
     """
-    return (keyed.repartition(job.partitions, "pkey")
-            .groupBy("pkey")
-            .transformWithStateInPandas(
-                statefulProcessor=PartitionProcessor(job, watermark),
-                outputStructType=OUTPUT_SCHEMA,
-                outputMode="Append",
-                timeMode="None"))
+    first = (keyed.repartition(job.partitions, "pkey").groupBy("pkey")
+             .transformWithStateInPandas(statefulProcessor=FirstStageProcessor(job), outputStructType=OUTPUT_SCHEMA,
+                                         outputMode="Append", timeMode="None"))
+    if not job.has_second_stage:
+        return first
+    return (first.groupBy("dest")
+            .transformWithStateInPandas(statefulProcessor=SecondStageProcessor(job), outputStructType=OUTPUT_SCHEMA,
+                                        outputMode="Append", timeMode="None"))
 
 
-def _stateful_processor_base():
+# ------------------------------------------------------------------------- operators
+
+def _processor_base():
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
     return StatefulProcessor
 
 
-class PartitionProcessor(_stateful_processor_base()):
-    """Spark's stateful operator for one partition: the engine, its state kept in RocksDB."""
-
-    def __init__(self, job: Job, watermark: str):
+class FirstStageProcessor(_processor_base()):
+    def __init__(self, job: Job):
         self.job = job
-        self.watermark = watermark
-        self.partition_of_key = {key: p for p, key in enumerate(job.bucket_keys)}
 
     def init(self, handle) -> None:
-        self.state = handle.getValueState("engine", "blob binary")
-        self.engines: dict[int, Engine] = {}
+        self.state = handle.getValueState("stage1", "blob binary")
+        self.tasks: dict[int, FirstStage] = {}
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:  # noqa: N802 (Spark's name)
-        partition = self.partition_of_key[int(key[0])]
-        engine = self.engines.get(partition)
-        if engine is None:
-            engine = self.engines[partition] = Engine(self.job.programs[partition])
-        if self.state.exists():
-            state, policy = pickle.loads(self.state.get()[0])
-        else:
-            state, policy = engine.new_state(), parse_policy(self.watermark)
+        job = self.job
+        partition = job.bucket_keys.index(int(key[0]))
+        task = self.tasks.get(partition) or self.tasks.setdefault(
+            partition, FirstStage(job.first_stage[partition], job.watermark))
+        state = pickle.loads(self.state.get()[0]) if self.state.exists() else task.new_state()
         frame = pd.concat(list(rows), ignore_index=True)
         code = frame["code"].to_numpy(np.int64)
-        control = code == CONTROL_CODE
-        bad = code == QUARANTINE_CODE
-        good = ~(control | bad)
-        out = [_quarantine_rows(frame[bad])]
-        code, ts, value = code[good], frame["ts"].to_numpy(np.int64)[good], frame["value"].to_numpy(np.float64)[good]
-        results = [engine.process(state, code, ts, value, policy.current())]
-        policy.observe(ts[np.isin(code, np.fromiter(engine.program.home_sensors, np.int64))])
-        if control.any():  # end of the input: the watermark moves to +infinity
-            empty = np.empty(0, np.int64)
-            results.append(engine.process(state, empty, empty, np.empty(0, np.float64), POS_INF))
-        self.state.update((pickle.dumps((state, policy), protocol=5),))
-        for result in results:
-            out.append(_result_rows(result, engine.program))
-        out.append(_metric_rows({"readings": int(good.sum()), "quarantined": int(bad.sum()),
-                                 "late": sum(r.late for r in results),
-                                 **{f"division_by_zero:{n}": c for r in results
-                                    for node, c in r.division_by_zero.items()
-                                    for n in engine.program.outputs.get(node, (node,))}}))
-        yield pd.concat([o for o in out if len(o)], ignore_index=True) if any(len(o) for o in out) \
-            else _empty_output()
+        bad, control = code == QUARANTINE_CODE, code == CONTROL_CODE
+        good = ~(bad | control)
+        readings = frame[good]
+        step = task.step(state, code[good], readings["ts"].to_numpy(np.int64),
+                         readings["value"].to_numpy(np.float64), bool(control.any()))
+        self.state.update((pickle.dumps(state, protocol=5),))
+        own = job.bucket_keys[partition]
+        parts = [_quarantine(frame[bad], own)]
+        parts += [_results(r, task.engine.program, own) for r in step.results]
+        parts += [_forwards(r, job) for r in step.results]
+        parts.append(_heartbeats(task.engine.program, step.heartbeat, job))
+        parts.append(_counters(step.results, task.engine.program, own, readings=int(good.sum()),
+                               quarantined=int(bad.sum())))
+        yield _frame(parts)
 
     def close(self) -> None:
         pass
 
 
-def _empty_output() -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in (
-        ("kind", object), ("stream", object), ("ts", "Int64"), ("window_start", "Int64"), ("window_end", "Int64"),
-        ("value", float), ("version", "Int32"), ("raw", object), ("reason", object))})
+class SecondStageProcessor(_processor_base()):
+    """Stage 2 of a partition: computations fed by forwarded tuples; other rows pass through."""
+
+    def __init__(self, job: Job):
+        self.job = job
+
+    def init(self, handle) -> None:
+        self.state = handle.getValueState("stage2", "blob binary")
+        self.tasks: dict[int, SecondStage] = {}
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:  # noqa: N802
+        job = self.job
+        own = int(key[0])
+        partition = job.bucket_keys.index(own)
+        frame = pd.concat(list(rows), ignore_index=True)
+        kind = frame["kind"].to_numpy()
+        passing = frame[(kind != "forward") & (kind != "heartbeat")]
+        program = job.second_stage[partition]
+        if program is None:
+            yield _frame([passing])
+            return
+        task = self.tasks.get(partition) or self.tasks.setdefault(partition, SecondStage(program))
+        state = pickle.loads(self.state.get()[0]) if self.state.exists() else task.new_state()
+        forwards = frame[kind == "forward"]
+        received = [(int(c), Tuples(g["ts"].to_numpy(np.int64), g["value"].to_numpy(np.float64),
+                                    np.full(len(g), -1, np.int32)))
+                    for c, g in forwards.groupby("fcode", sort=True)]
+        beats = frame[kind == "heartbeat"]
+        heartbeats = {int(s): int(w) for s, w in zip(beats["fcode"], beats["ts"])}
+        result = task.step(state, received, heartbeats)
+        self.state.update((pickle.dumps(state, protocol=5),))
+        yield _frame([passing, _results(result, program, own), _counters([result], program, own)])
+
+    def close(self) -> None:
+        pass
 
 
-def _result_rows(result, program: Program) -> pd.DataFrame:
+# ------------------------------------------------------------------ output rows
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in OUTPUT_COLUMNS})
+
+
+_INTEGER_COLUMNS = ("ts", "window_start", "window_end", "version", "dest", "fcode")
+_TEXT_COLUMNS = ("kind", "stream", "raw", "reason")
+
+
+def _frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """One output frame in OUTPUT_SCHEMA's columns, converted as Spark's Arrow writer needs.
+
+    Integer columns become Python ints or None, part by part, before concatenation: pandas
+    would otherwise turn a column with gaps into floats, which cannot hold the watermark
+    sentinels of +-2^63 exactly (and pandas' nullable Int64 cannot go through Spark's
+    conversion, which passes a mask). Text becomes plain objects: columns read from Spark
+    arrive as pandas' `string` dtype, which converts to chunked arrays Spark does not take.
+    """
+    fixed = []
+    for part in parts:
+        if not len(part):
+            continue
+        part = part.reindex(columns=OUTPUT_COLUMNS)
+        for column in _INTEGER_COLUMNS + _TEXT_COLUMNS:
+            values = part[column]
+            part[column] = values.astype(object).where(values.notna(), None)
+        part["value"] = part["value"].astype("float64")
+        fixed.append(part)
+    if not fixed:
+        return _empty()
+    return pd.concat(fixed, ignore_index=True)
+
+
+def _results(result: BatchResult, program: Program, dest: int) -> pd.DataFrame:
     parts = []
     for node_id, tuples in result.outputs.items():
-        if not len(tuples):
-            continue
-        for name in program.outputs[node_id]:
+        for name in program.outputs[node_id] if len(tuples) else ():
             parts.append(pd.DataFrame({
                 "kind": "result", "stream": name, "ts": tuples.ts,
-                "window_start": pd.array(tuples.start, dtype="Int64") if tuples.start is not None else pd.NA,
-                "window_end": pd.array(tuples.end, dtype="Int64") if tuples.end is not None else pd.NA,
-                "value": tuples.value, "version": 1, "raw": None, "reason": None}))
-    return pd.concat(parts, ignore_index=True) if parts else _empty_output()
+                "window_start": tuples.start if tuples.start is not None else None,
+                "window_end": tuples.end if tuples.end is not None else None,
+                "value": tuples.value, "version": 1, "dest": dest}))
+    return pd.concat(parts, ignore_index=True) if parts else _empty()
 
 
-def _quarantine_rows(frame: pd.DataFrame) -> pd.DataFrame:
+def _forwards(result: BatchResult, job: Job) -> pd.DataFrame:
+    parts = [pd.DataFrame({"kind": "forward", "ts": t.ts, "value": t.value,
+                           "dest": job.bucket_keys[f.dest], "fcode": f.code})
+             for f, t in result.forwards]
+    return pd.concat(parts, ignore_index=True) if parts else _empty()
+
+
+def _heartbeats(program: Program, watermark: int, job: Job) -> pd.DataFrame:
+    dests = sorted({f.dest for f in program.forwards})
+    if not dests:
+        return _empty()
+    return pd.DataFrame({"kind": "heartbeat", "ts": watermark, "fcode": program.partition,
+                         "dest": [job.bucket_keys[d] for d in dests]})
+
+
+def _counters(results: list[BatchResult], program: Program, dest: int, **extra: int) -> pd.DataFrame:
+    counters = dict(extra)
+    counters["late"] = sum(r.late for r in results)
+    for r in results:
+        for node_id, count in r.division_by_zero.items():
+            for name in program.outputs.get(node_id, (node_id,)):
+                counters[f"division_by_zero:{name}"] = counters.get(f"division_by_zero:{name}", 0) + count
+    return pd.DataFrame({"kind": "metric", "stream": list(counters), "value": [float(v) for v in counters.values()],
+                         "dest": dest})
+
+
+def _quarantine(frame: pd.DataFrame, dest: int) -> pd.DataFrame:
     if not len(frame):
-        return _empty_output()
-    return pd.DataFrame({"kind": "quarantine", "stream": None, "ts": pd.NA, "window_start": pd.NA,
-                         "window_end": pd.NA, "value": np.nan, "version": pd.NA,
-                         "raw": frame["raw"].to_numpy(), "reason": frame["reason"].to_numpy()})
+        return _empty()
+    return pd.DataFrame({"kind": "quarantine", "raw": frame["raw"].to_numpy(), "reason": frame["reason"].to_numpy(),
+                         "dest": dest})
 
 
-def _metric_rows(counters: dict[str, int]) -> pd.DataFrame:
-    return pd.DataFrame({"kind": "metric", "stream": list(counters), "ts": pd.NA, "window_start": pd.NA,
-                         "window_end": pd.NA, "value": [float(v) for v in counters.values()], "version": pd.NA,
-                         "raw": None, "reason": None})
+# --------------------------------------------------------------------------- session
+
+def spark_session(job: Job, master: str | None, ui: bool = False, app_name: str | None = None):
+    """A Spark session fitted to the job: shuffle partitions = plan partitions, RocksDB state, quiet."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (SparkSession.builder.appName(app_name or f"sensorscript:{job.name}")
+               .config("spark.sql.shuffle.partitions", str(job.partitions))
+               .config("spark.sql.streaming.stateStore.providerClass",
+                       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+               .config("spark.ui.enabled", "true" if ui else "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.streaming.stopGracefullyOnShutdown", "true"))
+    if master:
+        builder = builder.master(master)
+    spark = builder.getOrCreate()
+    # Progress and errors are reported in the user's terms (batches, readings, windows);
+    # Spark's own log is for debugging: SSCRIPT_SPARK_LOG=WARN brings it back.
+    spark.sparkContext.setLogLevel(os.environ.get("SSCRIPT_SPARK_LOG", "OFF"))
+    return spark
+
+
+# ------------------------------------------------------------------------------ run
+
+@dataclass
+class RunSummary:
+    batches: int = 0
+    readings: int = 0
+    quarantined: int = 0
+    late: int = 0
+    results: int = 0
+    division_by_zero: int = 0
+    seconds: float = 0.0
+
+
+def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink: str | None = None, spark=None,
+        master: str | None = None, trigger_seconds: float = 1.0, max_files_per_trigger: int | None = None,
+        echo=print) -> RunSummary:
+    """Run the job's query (`build_query`, from job.py). `once`: process what is there, then end
+    the input, so that every window is emitted, and stop."""
+    out = Path(out)
+    sink_spec = sink or f"sqlite:{out / 'results.db'}"
+    if once and source.startswith(("socket://", "kafka://")):
+        raise ValueError("--once reads a folder of files; a socket or Kafka source runs until stopped")
+    checkpoint = out / ("checkpoint-once" if once else "checkpoint")
+    if once:  # a bounded run starts afresh and writes its own results
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        _reset_sink(sink_spec)
+    control = checkpoint / "control"
+    control.mkdir(parents=True, exist_ok=True)
+    target = open_sink(sink_spec)
+    spark = spark or spark_session(job, master)
+    summary = RunSummary()
+    started = time.monotonic()
+
+    def write_batch(batch, batch_id: int) -> None:
+        t0 = time.monotonic()
+        rows = batch.toPandas()
+        kinds = rows["kind"]
+        results = rows[kinds == "result"]
+        quarantine = rows[kinds == "quarantine"]
+        metrics = rows[kinds == "metric"].groupby("stream")["value"].sum()
+        target.write(batch_id, results, quarantine)
+        readings, late = int(metrics.get("readings", 0)), int(metrics.get("late", 0))
+        dbz = int(sum(v for k, v in metrics.items() if k.startswith("division_by_zero:")))
+        summary.batches += 1
+        summary.readings += readings
+        summary.quarantined += len(quarantine)
+        summary.late += late
+        summary.results += len(results)
+        summary.division_by_zero += dbz
+        echo(f"batch {batch_id}: {readings:,} readings, {len(quarantine):,} quarantined, {late:,} late, "
+             f"{len(results):,} results" + (f", {dbz} divisions by zero skipped" if dbz else "")
+             + f" ({time.monotonic() - t0:.1f} s to write)")
+
+    streamed = source.startswith(("socket://", "kafka://"))
+
+    def start():
+        query = build_query(spark, source, None if streamed else str(control), max_files_per_trigger)
+        writer = query.writeStream.foreachBatch(write_batch).option("checkpointLocation", str(checkpoint / "state"))
+        writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=f"{trigger_seconds} seconds")
+        return writer.queryName(f"sensorscript_{job.name}_{int(time.time() * 1000)}").start()
+
+    query = start()
+    try:
+        _await(query)
+        if once:
+            # The end of the input moves the watermark to +infinity: a control line read after
+            # all the input makes every partition emit what it still holds (as Flink does).
+            (control / "end-of-input.txt").write_text(END_OF_INPUT + "\n")
+            query = start()
+            _await(query)
+    except KeyboardInterrupt:
+        echo("stopping: the checkpoint keeps the state, a new run continues from here")
+        query.stop()
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+class JobFailed(RuntimeError):
+    """The Spark query stopped with an error; the message is the first line a user needs."""
+
+
+def _await(query) -> None:
+    from pyspark.errors import StreamingQueryException
+
+    try:
+        query.awaitTermination()
+    except StreamingQueryException as exc:
+        text = str(exc)
+        cause = next((line.strip() for line in text.splitlines()
+                      if "Error" in line or "Exception" in line), text.splitlines()[0] if text else "")
+        raise JobFailed(f"the job stopped with an error: {cause[:500]}") from exc
+
+
+def _reset_sink(spec: str) -> None:
+    kind, _, path = spec.partition(":")
+    target = Path(path)
+    if kind == "sqlite" and target.exists():
+        target.unlink()
+    elif kind == "csv":
+        target.unlink(missing_ok=True)
+        (target.parent / f".{target.name}.batches").unlink(missing_ok=True)
+        shutil.rmtree(target.parent / "quarantine", ignore_errors=True)
+    elif kind == "parquet":
+        shutil.rmtree(target, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- main
+
+def main(job: Job, build_query, argv: list[str] | None = None) -> int:
+    """`python job.py --input DATA [--once] [--sink ...]`, or the same through spark-submit."""
+    here = Path(sys.argv[0]).resolve().parent
+    parser = argparse.ArgumentParser(prog="job.py", description=f"SensorScript job '{job.name}': workflows "
+                                     f"{', '.join(job.workflows)}; {job.partitions} partition(s).")
+    parser.add_argument("--input", required=True, help="folder of CSV/JSON-lines files, socket://HOST:PORT, "
+                                                       "or kafka://BROKERS/TOPIC")
+    parser.add_argument("--once", action="store_true", help="process what is there, emit every window, stop")
+    parser.add_argument("--sink", help="sqlite:PATH (default OUT/results.db), csv:PATH, parquet:PATH or console")
+    parser.add_argument("--out", default=str(here), help="folder for checkpoints and default results")
+    parser.add_argument("--master", help="Spark master (default: local[2], or the one spark-submit gives)")
+    parser.add_argument("--trigger-seconds", type=float, default=1.0, help="micro-batch interval when streaming")
+    parser.add_argument("--max-files-per-trigger", type=int, help="bound a micro-batch to this many files")
+    args = parser.parse_args(argv)
+    spark = spark_session(job, args.master or _default_master())
+    summary = run(job, build_query, args.input, Path(args.out), args.once, args.sink, spark,
+                  trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger)
+    print(f"done: {summary.readings:,} readings in {summary.batches} batch(es), {summary.results:,} results, "
+          f"{summary.quarantined:,} quarantined, {summary.late:,} late, {summary.seconds:.1f} s")
+    return 0
+
+
+def _default_master() -> str | None:
+    """local[2] when run with plain python; under spark-submit (which starts the Python driver
+    with a gateway already open) the master is spark-submit's."""
+    return None if os.environ.get("PYSPARK_GATEWAY_PORT") else "local[2]"

@@ -44,32 +44,43 @@ def _strip(column: Column) -> Column:
 def parse(lines: DataFrame) -> DataFrame:
     """Columns sensor_id, ts, value, reason, raw; `reason` is null for a good reading.
 
-    Blank lines and the CSV header are dropped, as in records.parse_line.
+    Blank lines and the CSV header are dropped, as in records.parse_line. The steps
+    are separate selects so each intermediate is computed once.
     """
-    raw = F.regexp_replace(F.col("line"), "\r$", "")
-    text = _strip(raw)
-    is_json = text.startswith("{")
-    parsed = F.from_json(text, "sensor_id STRING, ts STRING, value STRING",
-                         {"mode": "PERMISSIVE", "allowNonNumericNumbers": "false"})
-    csv = F.split(text, ",", -1)
-    json_ok = (parsed.isNotNull() & parsed["sensor_id"].isNotNull() & parsed["ts"].isNotNull()
-               & parsed["value"].isNotNull()
-               # An object or a list where a field should be: Spark gives its JSON text.
-               & ~parsed["value"].rlike(r"^[\[{]") & ~parsed["ts"].rlike(r"^[\[{]")
-               & ~parsed["sensor_id"].rlike(r"^[\[{]"))
-    sensor_id = _strip(F.when(is_json, parsed["sensor_id"]).otherwise(csv.getItem(0)))
-    ts_text = _strip(F.when(is_json, parsed["ts"]).otherwise(csv.getItem(1)))
-    value_text = _strip(F.when(is_json, parsed["value"]).otherwise(csv.getItem(2)))
-    boolean = F.lower(value_text)
-    number = F.when(boolean == "true", F.lit(1.0)).when(boolean == "false", F.lit(0.0)).when(
-        value_text.rlike(records.VALUE_PATTERN), value_text.cast("double"))
-    finite = number.isNotNull() & (F.abs(number) < F.lit(float("inf")))
-    reason = (F.when(is_json & ~F.coalesce(json_ok, F.lit(False)), F.lit(records.REASON_JSON))
-              .when(~is_json & (F.size(csv) != 3), F.lit(records.REASON_FIELDS))
-              .when(sensor_id == "", F.lit(records.REASON_SENSOR))
-              .when(~ts_text.rlike(records.TS_PATTERN), F.lit(records.REASON_TS))
+    stripped = (lines
+                .select(F.regexp_replace("line", "\r$", "").alias("raw"))
+                .select("raw", _strip(F.col("raw")).alias("text"))
+                .where((F.col("text") != "") & (F.col("text") != records.HEADER)))
+    split = stripped.select(
+        "raw",
+        F.col("text").startswith("{").alias("is_json"),
+        F.when(F.col("text").startswith("{"), F.from_json(
+            "text", "sensor_id STRING, ts STRING, value STRING",
+            {"mode": "PERMISSIVE", "allowNonNumericNumbers": "false"})).alias("json"),
+        F.split("text", ",", -1).alias("csv"))
+    json_ok = F.coalesce(
+        F.col("json").isNotNull()
+        & F.col("json.sensor_id").isNotNull() & F.col("json.ts").isNotNull() & F.col("json.value").isNotNull()
+        # An object or a list where a field should be: Spark gives its JSON text.
+        & ~F.col("json.sensor_id").rlike(r"^[\[{]") & ~F.col("json.ts").rlike(r"^[\[{]")
+        & ~F.col("json.value").rlike(r"^[\[{]"), F.lit(False))
+    fields = split.select(
+        "raw", "is_json",
+        F.when(F.col("is_json"), ~json_ok).otherwise(F.size("csv") != 3).alias("malformed"),
+        *[_strip(F.when(F.col("is_json"), F.col(f"json.{field}")).otherwise(F.get("csv", i))).alias(name)
+          for i, (field, name) in enumerate((("sensor_id", "sensor_id"), ("ts", "ts_text"),
+                                             ("value", "value_text")))])
+    lowered = F.lower("value_text")
+    typed = fields.select(
+        "raw", "is_json", "malformed", "sensor_id", "ts_text",
+        F.when(F.col("ts_text").rlike(records.TS_PATTERN), F.col("ts_text").try_cast("long")).alias("ts"),
+        F.when(lowered == "true", F.lit(1.0)).when(lowered == "false", F.lit(0.0))
+        .when(F.col("value_text").rlike(records.VALUE_PATTERN), F.col("value_text").try_cast("double"))
+        .alias("number"))
+    finite = F.col("number").isNotNull() & (F.abs("number") < F.lit(float("inf")))
+    reason = (F.when(F.col("malformed") & F.col("is_json"), F.lit(records.REASON_JSON))
+              .when(F.col("malformed"), F.lit(records.REASON_FIELDS))
+              .when(F.col("sensor_id") == "", F.lit(records.REASON_SENSOR))
+              .when(F.col("ts").isNull(), F.lit(records.REASON_TS))
               .when(~finite, F.lit(records.REASON_VALUE)))
-    return (lines
-            .where((text != "") & (text != records.HEADER))
-            .select(sensor_id.alias("sensor_id"), ts_text.cast("long").alias("ts"), number.alias("value"),
-                    reason.alias("reason"), raw.alias("raw")))
+    return typed.select("sensor_id", "ts", F.col("number").alias("value"), reason.alias("reason"), "raw")

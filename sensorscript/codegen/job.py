@@ -1,0 +1,160 @@
+"""The plan -> OUT/job.py, through templates/job.py.j2.
+
+Every decision is taken here, in Python; the template only lays it out. The
+output is deterministic (same plan, same bytes) and commented with the script
+lines each computation came from.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jinja2
+
+from sensorscript.codegen.buckets import bucket_keys
+from sensorscript.codegen.program import programs, sensor_codes
+from sensorscript.graph.nodes import SENSOR
+from sensorscript.parser.printer import format_ms
+from sensorscript.partition.plan import Plan
+from sensorscript.runtime import program as rt
+
+TEMPLATE = "job.py.j2"
+
+
+def template_environment() -> jinja2.Environment:
+    """Templates ship inside the package (wheel); in a source checkout they are at the top."""
+    package = Path(__file__).resolve().parent.parent / "templates"
+    checkout = Path(__file__).resolve().parent.parent.parent / "templates"
+    folder = package if (package / TEMPLATE).exists() else checkout
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), trim_blocks=True,
+                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+
+
+def _literal(value) -> str:
+    """A Python literal, with double quotes as in the rest of the file."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, tuple):
+        inner = ", ".join(_literal(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, float):
+        return repr(value)
+    return repr(value)
+
+
+def _wrapped(value: tuple, indent: int) -> str:
+    """A nested tuple over several lines when it would not fit on one (100 columns)."""
+    flat = _literal(value)
+    if indent + len(flat) <= 100 or not isinstance(value, tuple):
+        return flat
+    pad = " " * (indent + 4)
+    items = [_wrapped(v, indent + 4) for v in value]
+    return "(\n" + "".join(f"{pad}{item},\n" for item in items) + " " * indent + ")"
+
+
+def _node_code(node: rt.Node) -> str:
+    if isinstance(node, rt.Sensor):
+        return f"p.Sensor({_literal(node.id)}, {_literal(node.sensor_id)}, {node.code})"
+    if isinstance(node, rt.Window):
+        return (f"p.Window({_literal(node.id)}, {_literal(node.func)}, {_literal(node.input)}, "
+                f"{node.length}, {node.slide})")
+    if isinstance(node, rt.Union):
+        return f"p.Union({_literal(node.id)}, {_literal(node.inputs)})"
+    head = f"p.Combine({_literal(node.id)}, {_literal(node.inputs)}, "
+    expression = _literal(node.expression)
+    if len(head) + len(expression) + 9 <= 100:
+        return head + expression + ")"
+    return head + _wrapped(node.expression, 8) + ")"
+
+
+class _Lines:
+    """Script lines by file, for the comments above each computation."""
+
+    def __init__(self, sources: dict[str, str]):
+        self.lines = {Path(f).name: text.splitlines() for f, text in sources.items()}
+
+    def statement(self, file: str, line: int) -> str:
+        lines = self.lines.get(Path(file).name, [])
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        # One line per statement in the comment; a statement that spans lines shows its first.
+        return text.split("//")[0].rstrip()
+
+
+def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0") -> str:
+    graph = plan.graph
+    codes = sensor_codes(plan)
+    lines = _Lines(sources)
+    firsts, seconds = programs(plan)
+    label = {n.id: n.label for n in graph.nodes()}
+
+    def node_entry(node: rt.Node, program: rt.Program) -> dict:
+        comments = []
+        if isinstance(node, rt.Sensor) and program.stage == 2:
+            comments.append(f"{node.sensor_id}: forwarded from another partition's first stage")
+        elif not isinstance(node, rt.Sensor):
+            origins = graph.node(node.id).origins
+            for o in origins:
+                comments.append(f"{Path(o.file).name}:{o.line}  {lines.statement(o.file, o.line)}")
+            if len({o.workflow for o in origins}) > 1:
+                comments.append(f"(one computation, shared by {len({o.workflow for o in origins})} workflows)")
+        return {"code": _node_code(node), "comments": comments}
+
+    def program_entry(program: rt.Program, variable: str) -> dict:
+        hz = sum(plan.frequencies[n.sensor_id] for n in program.nodes
+                 if isinstance(n, rt.Sensor) and program.stage == 1)
+        title = (f"{hz:g} Hz of readings" if program.stage == 1
+                 else f"computations fed by {len(program.senders)} partition(s)")
+        return {
+            "partition": program.partition, "stage": program.stage, "variable": variable, "title": title,
+            "nodes": [node_entry(n, program) for n in program.nodes],
+            "slices": [{"code": f"p.Slices({_literal(s.stream)}, {s.period}, {_literal(s.offsets)}, "
+                                f"{_literal(s.partials)})",
+                        "comment": f"{label[s.stream]}: "
+                                   + (f"slices of {format_ms(s.period)}" if len(s.offsets) == 1 else
+                                      f"slices cut at {', '.join(format_ms(o) for o in s.offsets)} of every "
+                                      f"{format_ms(s.period)}")
+                                   + f", partials {', '.join(s.partials)}"} for s in program.slices],
+            "outputs": [{"node": _literal(node_id), "names": _literal(names)}
+                        for node_id, names in program.outputs.items()],
+            "forwards": [{"code": f"p.Forward({_literal(f.node)}, {f.dest}, {f.code})",
+                          "comment": f"{label[f.node]} to partition {f.dest}'s second stage"}
+                         for f in program.forwards],
+            "senders": _literal(program.senders) if program.senders else "",
+        }
+
+    entries, first_vars, second_vars = [], [], []
+    for program in firsts:
+        variable = f"PARTITION_{program.partition}"
+        entries.append(program_entry(program, variable))
+        first_vars.append(variable)
+    for partition, program in enumerate(seconds):
+        if program is None:
+            second_vars.append("None")
+            continue
+        variable = f"PARTITION_{partition}_STAGE_2"
+        entries.append(program_entry(program, variable))
+        second_vars.append(variable)
+    workflows = []
+    for name, path in sorted(graph.workflows.items()):
+        outputs = sorted(o.split(".", 1)[1] for o in graph.outputs if o.rsplit(".", 1)[0] == name)
+        statements = len({(o.workflow, o.stream) for n in graph.nodes() for o in n.origins if o.workflow == name})
+        workflows.append({"file": Path(path).name, "statements": statements, "outputs": ", ".join(outputs)})
+    placement = plan.partitions.sensor_partition
+    return template_environment().get_template(TEMPLATE).render(
+        name=_job_name(graph.workflows), name_literal=_literal(_job_name(graph.workflows)),
+        workflows=workflows, workflow_names=_literal(tuple(sorted(graph.workflows))),
+        out_name=out_name,
+        node_count=sum(1 for n in graph.nodes() if n.kind != SENSOR), shared_count=len(graph.shared()),
+        partitions=plan.partitions.count, balance=f"{plan.partitions.balance:.3f}",
+        sensors=[{"id": _literal(s), "code": codes[s], "partition": placement[s], "hz": f"{plan.frequencies[s]:g}"}
+                 for s in sorted(codes)],
+        bucket_keys=_literal(bucket_keys(plan.partitions.count)),
+        programs=entries, first_stage=first_vars, second_stage=second_vars,
+        watermark=_literal(watermark), watermark_text=watermark.replace(":", " "),
+    )
+
+
+def _job_name(workflows: dict[str, str]) -> str:
+    names = sorted(workflows)
+    return names[0] if len(names) == 1 else f"{names[0]}+{len(names) - 1}"

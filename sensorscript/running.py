@@ -1,0 +1,76 @@
+"""`sscript run`: run a compiled job (OUT/job.py) on local Spark or submit it to a cluster."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import sensorscript
+from sensorscript.errors import Diagnostic, SensorScriptError
+
+
+def load_job(out: Path):
+    """Import OUT/job.py as a module (it holds JOB and build_query)."""
+    path = Path(out) / "job.py"
+    if not path.exists():
+        raise SensorScriptError([Diagnostic("error", f"{path}: no compiled job here; run "
+                                                     f"'sscript compile WORKFLOWS... -o {out}' first")])
+    spec = importlib.util.spec_from_file_location(f"sensorscript_job_{abs(hash(str(path.resolve())))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_local(out: Path, source: str, once: bool, sink: str | None, spark=None, echo=print, **options):
+    from sensorscript.runtime.job import run, spark_session
+
+    module = load_job(out)
+    _check_input(source)
+    spark = spark or spark_session(module.JOB, "local[2]")
+    return run(module.JOB, module.build_query, source, Path(out), once, sink, spark, echo=echo, **options)
+
+
+def package_zip(out: Path) -> Path:
+    """The sensorscript package as a zip for spark-submit --py-files (the executors import the runtime)."""
+    target = Path(out) / "sensorscript.zip"
+    root = Path(sensorscript.__file__).resolve().parent
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                archive.write(path, Path("sensorscript") / path.relative_to(root))
+    return target
+
+
+def submit(out: Path, master: str, source: str, once: bool, sink: str | None, extra: list[str] | None = None,
+           echo=print) -> int:
+    """spark-submit OUT/job.py to a Spark cluster; returns spark-submit's exit code."""
+    import pyspark
+
+    out = Path(out).resolve()
+    load_job(out)  # a clear error if there is no job
+    _check_input(source)
+    spark_home = Path(pyspark.__file__).resolve().parent
+    python = sys.executable
+    command = [str(spark_home / "bin" / "spark-submit"), "--master", master,
+               "--py-files", str(package_zip(out)),
+               "--conf", f"spark.pyspark.python={python}", "--conf", f"spark.pyspark.driver.python={python}",
+               "--conf", "spark.ui.enabled=false", *(extra or []),
+               str(out / "job.py"), "--input", source, "--out", str(out)]
+    if once:
+        command.append("--once")
+    if sink:
+        command += ["--sink", sink]
+    environment = {**os.environ, "PYSPARK_PYTHON": python, "SPARK_HOME": str(spark_home)}
+    echo(f"submitting {out / 'job.py'} to {master}")
+    return subprocess.run(command, env=environment).returncode
+
+
+def _check_input(source: str) -> None:
+    if source.startswith(("socket://", "kafka://")):
+        return
+    if not Path(source).exists():
+        raise SensorScriptError([Diagnostic("error", f"{source}: no such input folder")])
