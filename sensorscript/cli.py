@@ -109,18 +109,14 @@ def run_command(out, source, once, sink, cluster, max_files_per_trigger) -> None
 
     try:
         if cluster:
-            sys.exit(running.submit(Path(out), cluster, source, once, sink, echo=click.echo))
-        summary = running.run_local(Path(out), source, once, sink, echo=click.echo,
-                                    max_files_per_trigger=max_files_per_trigger)
+            code = running.submit(Path(out), cluster, source, once, sink, echo=click.echo)
+        else:
+            code = running.run_process(Path(out), source, once, sink, echo=click.echo,
+                                       max_files_per_trigger=max_files_per_trigger)
     except SensorScriptError as exc:
         _fail(exc)
         return
-    except (ValueError, RuntimeError) as exc:  # a bad option, or the job failed (JobFailed)
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    click.echo(f"done: {summary.readings:,} readings in {summary.batches} batch(es) -> {summary.results:,} results, "
-               f"{summary.quarantined:,} quarantined, {summary.late:,} late, in {summary.seconds:.1f} s")
-    click.echo(f"results: {sink or 'sqlite:' + str(Path(out) / 'results.db')}")
+    sys.exit(code)
 
 
 @main.command()

@@ -34,6 +34,42 @@ def run_local(out: Path, source: str, once: bool, sink: str | None, spark=None, 
     return run(module.JOB, module.build_query, source, Path(out), once, sink, spark, echo=echo, **options)
 
 
+# Spark prints these at start-up, and PySpark's driver-side worker for every stateful
+# operator it starts; they say nothing to a user.
+_NOISE = ("TransformWithStateInPandas Python worker", "log4j2-defaults.properties", "Setting default log level",
+          "To adjust logging level", "NativeCodeLoader", "Using incubator modules")
+
+
+def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print,
+                max_files_per_trigger: int | None = None) -> int:
+    """Run OUT/job.py in a child process on local Spark, passing on its output without Spark's noise."""
+    out = Path(out)
+    load_job(out)  # a clear error if there is no job
+    _check_input(source)
+    command = [sys.executable, str(out / "job.py"), "--input", source, "--out", str(out)]
+    if once:
+        command.append("--once")
+    if sink:
+        command += ["--sink", sink]
+    if max_files_per_trigger:
+        command += ["--max-files-per-trigger", str(max_files_per_trigger)]
+    # Local Spark binds to the loopback address (and says nothing about the host name).
+    return _filtered(command, {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}, echo)
+
+
+def _filtered(command: list[str], environment, echo) -> int:
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, bufsize=1)
+    try:
+        for line in process.stdout:
+            line = line.rstrip("\n")
+            if line.strip() and not any(noise in line for noise in _NOISE):
+                echo(line)
+    except KeyboardInterrupt:
+        process.terminate()
+    return process.wait()
+
+
 def package_zip(out: Path) -> Path:
     """The sensorscript package as a zip for spark-submit --py-files (the executors import the runtime)."""
     target = Path(out) / "sensorscript.zip"
@@ -66,7 +102,7 @@ def submit(out: Path, master: str, source: str, once: bool, sink: str | None, ex
         command += ["--sink", sink]
     environment = {**os.environ, "PYSPARK_PYTHON": python, "SPARK_HOME": str(spark_home)}
     echo(f"submitting {out / 'job.py'} to {master}")
-    return subprocess.run(command, env=environment).returncode
+    return _filtered(command, environment, echo)
 
 
 def _check_input(source: str) -> None:

@@ -48,3 +48,24 @@ def golden(request):
                                          f"pytest --update-golden and review the diff"
 
     return check
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] Spark session for the whole test run, fitted like the jobs' own sessions."""
+    import os
+    import sys
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("sensorscript-tests")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.streaming.stateStore.providerClass",
+                       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("OFF")
+    yield session
+    session.stop()

@@ -145,7 +145,7 @@ class FirstStageProcessor(_processor_base()):
         parts.append(_heartbeats(task.engine.program, step.heartbeat, job))
         parts.append(_counters(step.results, task.engine.program, own, readings=int(good.sum()),
                                quarantined=int(bad.sum())))
-        yield _frame(parts)
+        yield from _frames(parts)
 
     def close(self) -> None:
         pass
@@ -170,7 +170,7 @@ class SecondStageProcessor(_processor_base()):
         passing = frame[(kind != "forward") & (kind != "heartbeat")]
         program = job.second_stage[partition]
         if program is None:
-            yield _frame([passing])
+            yield from _frames([passing])
             return
         task = self.tasks.get(partition) or self.tasks.setdefault(partition, SecondStage(program))
         state = pickle.loads(self.state.get()[0]) if self.state.exists() else task.new_state()
@@ -182,7 +182,7 @@ class SecondStageProcessor(_processor_base()):
         heartbeats = {int(s): int(w) for s, w in zip(beats["fcode"], beats["ts"])}
         result = task.step(state, received, heartbeats)
         self.state.update((pickle.dumps(state, protocol=5),))
-        yield _frame([passing, _results(result, program, own), _counters([result], program, own)])
+        yield from _frames([passing, _results(result, program, own), _counters([result], program, own)])
 
     def close(self) -> None:
         pass
@@ -198,28 +198,28 @@ _INTEGER_COLUMNS = ("ts", "window_start", "window_end", "version", "dest", "fcod
 _TEXT_COLUMNS = ("kind", "stream", "raw", "reason")
 
 
-def _frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """One output frame in OUTPUT_SCHEMA's columns, converted as Spark's Arrow writer needs.
+def _frames(parts: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """The output frames in OUTPUT_SCHEMA's columns, each converted as Spark's Arrow writer needs.
 
-    Integer columns become Python ints or None, part by part, before concatenation: pandas
-    would otherwise turn a column with gaps into floats, which cannot hold the watermark
-    sentinels of +-2^63 exactly (and pandas' nullable Int64 cannot go through Spark's
+    Parts go out one by one (a processor may yield several frames), so a part keeps exact
+    numpy integers where its column has no gaps: forwarded readings stay int64 and fast.
+    A column with gaps becomes Python ints or None (pandas would turn it into floats, which
+    cannot hold the +-2^63 watermark sentinels; its nullable Int64 cannot go through Spark's
     conversion, which passes a mask). Text becomes plain objects: columns read from Spark
     arrive as pandas' `string` dtype, which converts to chunked arrays Spark does not take.
     """
-    fixed = []
     for part in parts:
         if not len(part):
             continue
         part = part.reindex(columns=OUTPUT_COLUMNS)
-        for column in _INTEGER_COLUMNS + _TEXT_COLUMNS:
+        for column in _INTEGER_COLUMNS:
             values = part[column]
-            part[column] = values.astype(object).where(values.notna(), None)
+            if values.isna().any() or values.dtype == object:
+                part[column] = values.astype(object).where(values.notna(), None)
+        for column in _TEXT_COLUMNS:
+            part[column] = part[column].astype(object).where(part[column].notna(), None)
         part["value"] = part["value"].astype("float64")
-        fixed.append(part)
-    if not fixed:
-        return _empty()
-    return pd.concat(fixed, ignore_index=True)
+        yield part
 
 
 def _results(result: BatchResult, program: Program, dest: int) -> pd.DataFrame:
@@ -413,11 +413,20 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     parser.add_argument("--trigger-seconds", type=float, default=1.0, help="micro-batch interval when streaming")
     parser.add_argument("--max-files-per-trigger", type=int, help="bound a micro-batch to this many files")
     args = parser.parse_args(argv)
+    if not args.input.startswith(("socket://", "kafka://")) and not Path(args.input).exists():
+        print(f"error: {args.input}: no such input folder", file=sys.stderr)
+        return 1
     spark = spark_session(job, args.master or _default_master())
-    summary = run(job, build_query, args.input, Path(args.out), args.once, args.sink, spark,
-                  trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger)
-    print(f"done: {summary.readings:,} readings in {summary.batches} batch(es), {summary.results:,} results, "
-          f"{summary.quarantined:,} quarantined, {summary.late:,} late, {summary.seconds:.1f} s")
+    sink = args.sink or f"sqlite:{Path(args.out) / 'results.db'}"
+    try:
+        summary = run(job, build_query, args.input, Path(args.out), args.once, sink, spark,
+                      trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger)
+    except (JobFailed, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"done: {summary.readings:,} readings in {summary.batches} batch(es) -> {summary.results:,} results, "
+          f"{summary.quarantined:,} quarantined, {summary.late:,} late, in {summary.seconds:.1f} s")
+    print(f"results: {sink}")
     return 0
 
 

@@ -1,0 +1,189 @@
+"""The compiled job on real local Spark, against the reference evaluator (differential tests)."""
+
+import math
+import os
+import random
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from sensorscript.codegen.buckets import bucket_keys
+from sensorscript.compiler import compile_workflows
+from sensorscript.parser import load
+from sensorscript.reference import evaluate
+from sensorscript.runtime import records
+from sensorscript.runtime.source import parse
+from sensorscript.running import run_local
+from sensorscript.workload import write_readings
+from sensorscript.registry import read_csv
+from tests.conftest import ROOT
+from tests.strategies import workflows_and_lines
+
+pytestmark = pytest.mark.spark
+
+EXAMPLES = [ROOT / "workflows" / n for n in ("bridge.ss", "bridge_limits.ss", "deck_vibration.ss")]
+
+
+def compile_and_run(spark, tmp_path: Path, files, batches: list[list[str]], partitions=2, sink=None,
+                    sensors=None):
+    out = tmp_path / "out"
+    compiled = compile_workflows([str(f) for f in files], out, sensors, partitions)
+    data = tmp_path / "data"
+    data.mkdir()
+    # One file per batch; with one file per trigger each becomes a micro-batch of its own.
+    for index, lines in enumerate(batches):
+        path = data / f"part-{index:03d}.csv"
+        path.write_text("\n".join(lines) + "\n")
+        # Spark's file source takes files in modification-time order: make it the batch order.
+        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
+    summary = run_local(out, str(data), True, sink, spark=spark, echo=lambda *_: None,
+                        max_files_per_trigger=1 if len(batches) > 1 else None)
+    return compiled, summary, out
+
+
+def result_rows(out: Path):
+    db = sqlite3.connect(out / "results.db")
+    return sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM results"))
+
+
+def expected_rows(evaluation):
+    return sorted((r.stream, r.ts, r.window_start, r.window_end, r.value) for r in evaluation.rows)
+
+
+def assert_same(actual, expected):
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        assert a[:4] == e[:4], (a, e)
+        assert math.isclose(a[4], e[4], rel_tol=1e-9, abs_tol=1e-9), (a, e)
+
+
+def test_examples_agree_with_the_reference_row_for_row(spark, tmp_path):
+    sensors = read_csv(ROOT / "workflows" / "sensors.csv")
+    write_readings(sensors, tmp_path / "gen", seconds=900, files=1, bad_lines=5)
+    lines = (tmp_path / "gen" / "readings-000.csv").read_text().splitlines()
+    compiled, summary, out = compile_and_run(spark, tmp_path, EXAMPLES, [lines],
+                                             sensors=str(ROOT / "workflows" / "sensors.csv"))
+    evaluation = evaluate(load([str(f) for f in EXAMPLES]).workflows, [lines])
+    assert_same(result_rows(out), expected_rows(evaluation))
+    assert summary.quarantined == len(evaluation.quarantine) == 5
+    assert summary.results == len(evaluation.rows) > 100
+    db = sqlite3.connect(out / "results.db")
+    assert sorted(db.execute("SELECT raw, reason FROM quarantine")) == sorted(evaluation.quarantine)
+
+
+def test_late_readings_across_micro_batches_and_partitions(spark, tmp_path):
+    rng = random.Random(5)
+    scripts = {"w": "A = avg(S1, 1000, 500);\nB = max(S2, 2000, 1000);\nC = union(S1, S3);\n"
+                    "D = sum(C, 1000, 1000);\nE = A - B;\nF = D / B;"}
+    files = []
+    for name, text in scripts.items():
+        (tmp_path / f"{name}.ss").write_text(text)
+        files.append(tmp_path / f"{name}.ss")
+    batches = []
+    for b in range(3):
+        batch = [f"S{rng.randint(1, 3)},{b * 5000 + rng.randint(-3000, 5000)},{rng.randint(-8, 8) / 4}"
+                 for _ in range(200)]
+        batches.append(batch)
+    compiled, summary, out = compile_and_run(spark, tmp_path, files, batches, partitions=2)
+    partition_of = compiled.plan.partitions.sensor_partition
+    evaluation = evaluate(load([str(f) for f in files]).workflows, batches, 0, partition_of)
+    assert summary.late == evaluation.late > 0
+    assert_same(result_rows(out), expected_rows(evaluation))
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                               HealthCheck.function_scoped_fixture])
+@given(workflows_and_lines())
+def test_random_workflows_agree_with_the_reference(spark, tmp_path_factory, example):
+    scripts, lines = example
+    tmp_path = tmp_path_factory.mktemp("random")
+    files = []
+    for name, text in scripts.items():
+        (tmp_path / f"{name}.ss").write_text(text)
+        files.append(tmp_path / f"{name}.ss")
+    compiled, summary, out = compile_and_run(spark, tmp_path, files, [lines], partitions=2)
+    evaluation = evaluate(load([str(f) for f in files]).workflows, [lines])
+    assert_same(result_rows(out), expected_rows(evaluation))
+    assert summary.quarantined == len(evaluation.quarantine)
+
+
+TRICKY_LINES = [
+    "S1,1000,2.5", "  S1 , 1000 , 2.5 ", "S1,1000,true", "S1,1000,FALSE", "S1,+12,-0.5", "S1,1000,1e-3",
+    "S1,1000,.5", "S1,1000,5.", "S1,1.5,2", "S1,abc,2", "S1,1000,abc", "S1,1000,nan", "S1,1000,inf",
+    "S1,1000,1e999", ",1000,1", "S1,1000", "S1,1000,1,2", "sensor_id,ts,value", "", "   ", "S1,1000,2\r",
+    '{"sensor_id": "S1", "ts": 12, "value": 1.5}', '{"sensor_id": "S1", "ts": "12", "value": "2"}',
+    '{"sensor_id": "S1", "ts": 12, "value": true}', '{"sensor_id": "S1", "ts": 1.0, "value": 1}',
+    '{"sensor_id": "S1", "ts": 12}', '{"sensor_id": "S1", "ts": 12, "value": null}',
+    '{"sensor_id": "S1", "ts": 12, "value": [1]}', '{"sensor_id": "S1", "ts": 12, "value": {"a": 1}}',
+    '{"sensor_id": "S1", "ts": 12, "value": NaN}', '{not json', '{"sensor_id": "", "ts": 1, "value": 1}',
+    "S1,99999999999999999999,1", "S1,-5,1",
+]
+
+
+def test_spark_parsing_follows_the_record_rules(spark):
+    lines = spark.createDataFrame(pd.DataFrame({"line": TRICKY_LINES}))
+    parsed = parse(lines).toPandas()
+    expected = [r for r in map(records.parse_line, TRICKY_LINES) if r is not None]
+    assert len(parsed) == len(expected)
+    for (_, row), want in zip(parsed.iterrows(), expected):
+        if isinstance(want, records.Rejected):
+            assert (row["raw"], row["reason"]) == (want.raw, want.reason)
+        else:
+            assert row["reason"] is None or pd.isna(row["reason"]), (row.to_dict(), want)
+            assert (row["sensor_id"], int(row["ts"]), float(row["value"])) == (want.sensor_id, want.ts, want.value)
+
+
+def test_bucket_keys_land_on_distinct_spark_tasks(spark):
+    from pyspark.sql import functions as F
+
+    for count in (2, 3, 4, 8):
+        keys = bucket_keys(count)
+        frame = spark.createDataFrame([(k,) for k in keys], "k int").repartition(count, "k")
+        tasks = dict(frame.select("k", F.spark_partition_id().alias("task")).collect())
+        assert [tasks[k] for k in keys] == list(range(count))
+
+
+def test_one_shuffle_without_cut_edges(spark, tmp_path):
+    scripts = {"a": "X = avg(S1, 1000, 1000);\nY = X * 2;", "b": "Z = max(S2, 1000, 500);"}
+    files = []
+    for name, text in scripts.items():
+        (tmp_path / f"{name}.ss").write_text(text)
+        files.append(tmp_path / f"{name}.ss")
+    out = tmp_path / "out"
+    compiled = compile_workflows([str(f) for f in files], out, None, 2)
+    assert not compiled.plan.partitions.crossings
+    from sensorscript.running import load_job
+
+    module = load_job(out)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "x.csv").write_text("S1,1,1\nS2,2,2\n")
+    (tmp_path / "control").mkdir()
+    query = (module.build_query(spark, str(tmp_path / "data"), str(tmp_path / "control"))
+             .writeStream.format("noop").trigger(availableNow=True)
+             .option("checkpointLocation", str(tmp_path / "ck")).start())
+    query.awaitTermination()
+    plan = query._jsq.streamingQuery().lastExecution().executedPlan().toString()
+    assert plan.count("Exchange") == 1, plan
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_file_sinks(spark, tmp_path, kind):
+    files = [ROOT / "workflows" / "bridge.ss"]
+    lines = [f"8MD1-AZ,{t * 1000},{t % 7}" for t in range(0, 1800)] + ["8MD1-AZ,oops,1"]
+    target = tmp_path / ("results.csv" if kind == "csv" else "results")
+    compiled, summary, out = compile_and_run(spark, tmp_path, files, [lines], sink=f"{kind}:{target}")
+    evaluation = evaluate(load([str(f) for f in files]).workflows, [lines])
+    if kind == "csv":
+        frame = pd.read_csv(target)
+        assert list(frame.columns) == ["stream", "ts", "window_start", "window_end", "value", "version"]
+    else:
+        frame = pd.read_parquet(target)
+    got = sorted((r.stream, int(r.ts), int(r.window_start), int(r.window_end), float(r.value))
+                 for r in frame.itertuples())
+    assert_same(got, expected_rows(evaluation))
+    quarantine = pd.concat(pd.read_csv(f) for f in (target.parent / "quarantine"
+                                                    if kind == "csv" else target / "quarantine").glob("*.csv"))
+    assert list(quarantine["reason"]) == [records.REASON_TS]
