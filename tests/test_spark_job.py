@@ -184,6 +184,5 @@ def test_file_sinks(spark, tmp_path, kind):
     got = sorted((r.stream, int(r.ts), int(r.window_start), int(r.window_end), float(r.value))
                  for r in frame.itertuples())
     assert_same(got, expected_rows(evaluation))
-    quarantine = pd.concat(pd.read_csv(f) for f in (target.parent / "quarantine"
-                                                    if kind == "csv" else target / "quarantine").glob("*.csv"))
+    quarantine = pd.concat(pd.read_csv(f) for f in (target.parent / "quarantine").glob("*.csv"))
     assert list(quarantine["reason"]) == [records.REASON_TS]

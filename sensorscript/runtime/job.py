@@ -352,12 +352,17 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=f"{trigger_seconds} seconds")
         return writer.queryName(f"sensorscript_{job.name}_{int(time.time() * 1000)}").start()
 
+    # The end of the input moves the watermark to +infinity: a control line read after all the
+    # input makes every partition emit what it still holds (as Flink does). When the whole input
+    # is one micro-batch, the line can come in the same batch (a partition applies its readings
+    # first, then the end); when micro-batches are bounded, it needs a run of its own after them.
+    single_batch = once and not max_files_per_trigger
+    if single_batch:
+        (control / "end-of-input.txt").write_text(END_OF_INPUT + "\n")
     query = start()
     try:
         _await(query)
-        if once:
-            # The end of the input moves the watermark to +infinity: a control line read after
-            # all the input makes every partition emit what it still holds (as Flink does).
+        if once and not single_batch:
             (control / "end-of-input.txt").write_text(END_OF_INPUT + "\n")
             query = start()
             _await(query)

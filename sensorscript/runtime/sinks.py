@@ -116,8 +116,10 @@ class CsvSink(_FileSink):
 
 
 class ParquetSink(_FileSink):
+    """A folder of Parquet files, one per batch; the quarantine/ folder and journal sit beside it."""
+
     def __init__(self, path: Path):
-        super().__init__(path / "part")  # the journal and quarantine sit inside the folder
+        super().__init__(path)
         self.folder = path
         path.mkdir(parents=True, exist_ok=True)
 

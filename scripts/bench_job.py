@@ -1,0 +1,86 @@
+"""Throughput of the compiled job on local Spark, against the raw rate, in one run on one input.
+
+    .venv/bin/python scripts/bench_job.py [--workflows 1024] [--sensors 1000] [--seconds 60] [--partitions 2]
+
+Generates the seeded bridge workload (scripts shaped like the paper's, 1,000 sensors of 21
+types) and `--seconds` of readings at each sensor's frequency, then measures on local[2]:
+  raw: read and parse the same files with the same source and parser, write nothing (noop sink);
+  job: the compiled job with --once (all windows emitted), SQLite sink.
+Prints readings per second for both and their ratio (target: the job at least half the raw rate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sensorscript.compiler import compile_workflows
+from sensorscript.registry import SensorRegistry
+from sensorscript.running import load_job
+from sensorscript.runtime import source as sources
+from sensorscript.runtime.job import run, spark_session
+from sensorscript.workload import bridge_workload, write_readings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workflows", type=int, default=1024)
+    parser.add_argument("--sensors", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--keep", help="work in this folder and keep it")
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    work = Path(args.keep or tempfile.mkdtemp(prefix="sscript-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    workload = bridge_workload(args.workflows, args.sensors)
+    scripts = work / "workflows"
+    shutil.rmtree(scripts, ignore_errors=True)
+    scripts.mkdir()
+    for name, text in workload.workflows.items():
+        (scripts / f"{name}.ss").write_text(text)
+    registry = work / "sensors.db"
+    registry.unlink(missing_ok=True)
+    SensorRegistry.create(registry).put(workload.sensors)
+    data = work / "data"
+    shutil.rmtree(data, ignore_errors=True)
+    readings = write_readings(workload.sensors, data, args.seconds, files=args.files)
+    start = time.perf_counter()
+    compiled = compile_workflows(sorted(str(p) for p in scripts.glob("*.ss")), work / "out", str(registry),
+                                 args.partitions)
+    compile_seconds = time.perf_counter() - start
+    module = load_job(work / "out")
+    spark = spark_session(module.JOB, "local[2]")
+
+    # Raw rate: the same source and parser, nothing written.
+    start = time.perf_counter()
+    query = (sources.parse(sources.read_lines(spark, str(data))).writeStream.format("noop")
+             .trigger(availableNow=True).option("checkpointLocation", str(work / "raw-checkpoint")).start())
+    query.awaitTermination()
+    raw_seconds = time.perf_counter() - start
+    shutil.rmtree(work / "raw-checkpoint", ignore_errors=True)
+
+    summary = run(module.JOB, module.build_query, str(data), work / "out", once=True, spark=spark,
+                  echo=lambda line: print("  " + line))
+    job_seconds = summary.seconds
+    referenced = summary.readings
+    print(f"workload: {args.workflows} workflows over {len(compiled.plan.graph.sensors())} referenced sensors "
+          f"({args.sensors} in the fleet), {readings:,} readings in {args.files} files, "
+          f"{args.partitions} partitions; compile {compile_seconds:.1f} s")
+    print(f"raw (read + parse, noop sink): {readings / raw_seconds:>12,.0f} readings/s  ({raw_seconds:.1f} s)")
+    print(f"job (--once, SQLite sink):     {readings / job_seconds:>12,.0f} readings/s  ({job_seconds:.1f} s, "
+          f"{referenced:,} referenced readings, {summary.results:,} results)")
+    print(f"job / raw: {raw_seconds / job_seconds:.2f}")
+    spark.stop()
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
