@@ -15,7 +15,7 @@ def test_compile_writes_a_stable_plan(write_scripts, tmp_path):
     runner = CliRunner()
     first = runner.invoke(main, ["compile", *files, "-o", str(tmp_path / "out1"), "-n", "2"])
     second = runner.invoke(main, ["compile", *files, "-o", str(tmp_path / "out2"), "-n", "2"])
-    assert first.exit_code == 0, first.output
+    assert first.exit_code == 0 and second.exit_code == 0, first.output
     assert "3 shared" in first.output
     plan1 = (tmp_path / "out1" / "plan.json").read_text()
     assert plan1 == (tmp_path / "out2" / "plan.json").read_text()

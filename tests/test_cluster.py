@@ -8,7 +8,6 @@ subprocess, and compares its SQLite results with the reference evaluator row for
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 import socket
@@ -26,6 +25,7 @@ from sensorscript.reference import evaluate
 from sensorscript.registry import read_csv
 from sensorscript.workload import write_readings
 from tests.conftest import ROOT
+from tests.differential import assert_same, expected_rows
 
 pytestmark = pytest.mark.cluster
 
@@ -158,17 +158,6 @@ def _run_cli(arguments: list[str], logs: Path, timeout: float) -> tuple[int, str
     return code, output
 
 
-def _expected_rows(evaluation):
-    return sorted((r.stream, r.ts, r.window_start, r.window_end, r.value) for r in evaluation.rows)
-
-
-def _assert_same(actual, expected):
-    assert len(actual) == len(expected)
-    for a, e in zip(actual, expected):
-        assert a[:4] == e[:4], (a, e)
-        assert math.isclose(a[4], e[4], rel_tol=1e-9, abs_tol=1e-9), (a, e)
-
-
 def test_examples_on_a_standalone_cluster_agree_with_the_reference(cluster, tmp_path):
     out, data = tmp_path / "out", tmp_path / "data"
     compile_workflows([str(f) for f in WORKFLOWS], out, str(SENSORS), 2)
@@ -192,7 +181,7 @@ def test_examples_on_a_standalone_cluster_agree_with_the_reference(cluster, tmp_
     db = sqlite3.connect(out / "results.db")
     try:
         actual = sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM results"))
-        _assert_same(actual, _expected_rows(evaluation))
+        assert_same(actual, expected_rows(evaluation))
         quarantine = sorted(db.execute("SELECT raw, reason FROM quarantine"))
     finally:
         db.close()

@@ -1,6 +1,5 @@
 """The compiled job on real local Spark, against the reference evaluator (differential tests)."""
 
-import math
 import os
 import random
 import sqlite3
@@ -20,6 +19,7 @@ from sensorscript.running import run_local
 from sensorscript.workload import write_readings
 from sensorscript.registry import read_csv
 from tests.conftest import ROOT
+from tests.differential import assert_same, expected_rows, result_rows
 from tests.strategies import workflows_and_lines
 
 pytestmark = pytest.mark.spark
@@ -42,22 +42,6 @@ def compile_and_run(spark, tmp_path: Path, files, batches: list[list[str]], part
     summary = run_local(out, str(data), True, sink, spark=spark, echo=lambda *_: None,
                         max_files_per_trigger=1 if len(batches) > 1 else None)
     return compiled, summary, out
-
-
-def result_rows(out: Path):
-    db = sqlite3.connect(out / "results.db")
-    return sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM results"))
-
-
-def expected_rows(evaluation):
-    return sorted((r.stream, r.ts, r.window_start, r.window_end, r.value) for r in evaluation.rows)
-
-
-def assert_same(actual, expected):
-    assert len(actual) == len(expected)
-    for a, e in zip(actual, expected):
-        assert a[:4] == e[:4], (a, e)
-        assert math.isclose(a[4], e[4], rel_tol=1e-9, abs_tol=1e-9), (a, e)
 
 
 def test_examples_agree_with_the_reference_row_for_row(spark, tmp_path):

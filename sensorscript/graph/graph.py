@@ -21,6 +21,7 @@ class Graph:
         self.outputs: dict[str, str] = {}
         self.workflows: dict[str, str] = {}  # workflow name -> file
         self._order: list[str] | None = None
+        self._edges: list[tuple[str, str]] | None = None
 
     # building -----------------------------------------------------------------
     def add(self, node: Node) -> str:
@@ -31,7 +32,7 @@ class Graph:
             merged = tuple(dict.fromkeys(existing.origins + node.origins))
             self._dag.nodes[node_id]["node"] = Node(existing.kind, existing.key, existing.inputs, merged)
         else:
-            self._order = None
+            self._order = self._edges = None
             self._dag.add_node(node_id, node=node)
             for input_id in node.inputs:
                 self._dag.add_edge(input_id, node_id)
@@ -93,7 +94,9 @@ class Graph:
         return nx.ancestors(self._dag, node_id)
 
     def edges(self) -> list[tuple[str, str]]:
-        return sorted(self._dag.edges())
+        if self._edges is None:
+            self._edges = sorted(self._dag.edges())
+        return self._edges
 
     def restricted_to_outputs(self, outputs: dict[str, str]) -> "Graph":
         """A new graph with only these outputs and the nodes they need."""

@@ -1,0 +1,23 @@
+"""Comparing a job's results with the reference evaluator's: shared by the Spark and cluster tests."""
+
+import math
+import sqlite3
+from pathlib import Path
+
+
+def result_rows(out: Path) -> list[tuple]:
+    """The rows of a run's SQLite sink (OUT/results.db), sorted."""
+    db = sqlite3.connect(out / "results.db")
+    return sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM results"))
+
+
+def expected_rows(evaluation) -> list[tuple]:
+    return sorted((r.stream, r.ts, r.window_start, r.window_end, r.value) for r in evaluation.rows)
+
+
+def assert_same(actual: list[tuple], expected: list[tuple]) -> None:
+    """Row for row: keys exactly, values to 1e-9 relative."""
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        assert a[:4] == e[:4], (a, e)
+        assert math.isclose(a[4], e[4], rel_tol=1e-9, abs_tol=1e-9), (a, e)
