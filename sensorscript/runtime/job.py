@@ -72,7 +72,8 @@ def assign_partitions(records, job: Job):
     good = F.col("reason").isNull()
     return records.select(
         F.when(good, F.try_element_at(codes, F.col("sensor_id"))).otherwise(F.lit(QUARANTINE_CODE)).alias("code"),
-        "ts", "value",
+        # Never null: a column with nulls reaches pandas as float64, which rounds timestamps past 2^53.
+        F.coalesce("ts", F.lit(0)).alias("ts"), "value",
         F.when(good, F.lit(None).cast("string")).otherwise(F.col("raw")).alias("raw"),
         "reason",
         F.when(good, F.try_element_at(keys, F.col("sensor_id"))).otherwise(F.lit(job.bucket_keys[0])).alias("pkey"),
@@ -84,7 +85,7 @@ def control_rows(lines, job: Job):
     from pyspark.sql import functions as F
 
     return lines.select(
-        F.lit(CONTROL_CODE).alias("code"), F.lit(None).cast("long").alias("ts"),
+        F.lit(CONTROL_CODE).alias("code"), F.lit(0).cast("long").alias("ts"),
         F.lit(None).cast("double").alias("value"), F.lit(None).cast("string").alias("raw"),
         F.lit(None).cast("string").alias("reason"),
         F.explode(F.array(*[F.lit(k) for k in job.bucket_keys])).alias("pkey"))
@@ -179,7 +180,8 @@ class SecondStageProcessor(_processor_base()):
                                     np.full(len(g), -1, np.int32)))
                     for c, g in forwards.groupby("fcode", sort=True)]
         beats = frame[kind == "heartbeat"]
-        heartbeats = {int(s): int(w) for s, w in zip(beats["fcode"], beats["ts"])}
+        # Every row carries a ts, so the column arrives as int64 and the +-2^63 sentinels are exact.
+        heartbeats = {int(s): int(w) for s, w in zip(beats["fcode"], beats["ts"].to_numpy(np.int64))}
         result = task.step(state, received, heartbeats)
         self.state.update((pickle.dumps(state, protocol=5),))
         yield from _frames([passing, _results(result, program, own), _counters([result], program, own)])
@@ -256,15 +258,15 @@ def _counters(results: list[BatchResult], program: Program, dest: int, **extra: 
         for node_id, count in r.division_by_zero.items():
             for name in program.outputs.get(node_id, (node_id,)):
                 counters[f"division_by_zero:{name}"] = counters.get(f"division_by_zero:{name}", 0) + count
-    return pd.DataFrame({"kind": "metric", "stream": list(counters), "value": [float(v) for v in counters.values()],
-                         "dest": dest})
+    return pd.DataFrame({"kind": "metric", "stream": list(counters), "ts": 0,
+                         "value": [float(v) for v in counters.values()], "dest": dest})
 
 
 def _quarantine(frame: pd.DataFrame, dest: int) -> pd.DataFrame:
     if not len(frame):
         return _empty()
-    return pd.DataFrame({"kind": "quarantine", "raw": frame["raw"].to_numpy(), "reason": frame["reason"].to_numpy(),
-                         "dest": dest})
+    return pd.DataFrame({"kind": "quarantine", "ts": 0, "raw": frame["raw"].to_numpy(),
+                         "reason": frame["reason"].to_numpy(), "dest": dest})
 
 
 # --------------------------------------------------------------------------- session
