@@ -6,7 +6,7 @@ from typing import Iterator
 
 import networkx as nx
 
-from sensorscript.graph.nodes import SENSOR, WINDOW, Node, Origin
+from sensorscript.graph.nodes import SENSOR, Node
 
 
 class Graph:
@@ -58,9 +58,6 @@ class Graph:
         for node_id in self._order:
             yield self.node(node_id)
 
-    def consumers(self, node_id: str) -> list[str]:
-        return sorted(self._dag.successors(node_id))
-
     def sensors(self) -> list[str]:
         return sorted(n.sensor_id for n in self.nodes() if n.kind == SENSOR)
 
@@ -74,13 +71,7 @@ class Graph:
                 upstream[node.id] = frozenset().union(*(upstream[i] for i in node.inputs))
         return upstream
 
-    def windows_over(self, node_id: str) -> list[Node]:
-        return [self.node(c) for c in self.consumers(node_id) if self.node(c).kind == WINDOW]
 
-    def workflows_of(self, node_id: str) -> list[str]:
-        """The workflows whose outputs depend on this node."""
-        reach = nx.descendants(self._dag, node_id) | {node_id}
-        return sorted({name.rsplit(".", 1)[0] for name, out in self.outputs.items() if out in reach})
 
     def shared(self) -> list[Node]:
         """Computations (not sensors) that more than one workflow wrote."""
@@ -90,8 +81,6 @@ class Graph:
         """Weakly connected subgraphs, each a set of node ids, in a deterministic order."""
         return sorted((set(c) for c in nx.weakly_connected_components(self._dag)), key=lambda c: min(c))
 
-    def ancestors(self, node_id: str) -> set[str]:
-        return nx.ancestors(self._dag, node_id)
 
     def edges(self) -> list[tuple[str, str]]:
         if self._edges is None:
@@ -112,5 +101,3 @@ class Graph:
         graph.outputs = dict(outputs)
         return graph
 
-    def origins(self, node_id: str) -> tuple[Origin, ...]:
-        return self.node(node_id).origins
