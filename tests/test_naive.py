@@ -1,0 +1,127 @@
+"""The naive PySpark job (the benchmarks' and the report's baseline): pinned, refused where Spark
+cannot express a workflow, and on real Spark equal to the reference evaluator row for row."""
+
+import ast as python_ast
+import importlib.util
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, Phase, example, given, settings
+
+from sensorscript.codegen.naive import NotExpressible, render_naive
+from sensorscript.compiler import compile_workflows
+from sensorscript.parser import load
+from sensorscript.reference import evaluate
+from sensorscript.runtime.records import Reading, parse_line
+from sensorscript.workload import write_readings
+from sensorscript.registry import read_csv
+from tests.conftest import ROOT
+from tests.differential import assert_same, expected_rows
+from tests.strategies import workflows_and_lines
+
+EXAMPLES = [ROOT / "workflows" / n for n in ("bridge.ss", "bridge_limits.ss", "deck_vibration.ss", "pier_alarms.ss")]
+
+
+def naive_text(files) -> str:
+    loaded = load([str(f) for f in files])
+    return render_naive(loaded.workflows, loaded.sources)
+
+
+def test_golden_naive_job_of_the_examples(golden):
+    golden("jobs/examples.naive_job.py", naive_text(EXAMPLES))
+
+
+def test_naive_job_is_deterministic_valid_python_and_names_script_lines():
+    text = naive_text(EXAMPLES)
+    assert text == naive_text(EXAMPLES)
+    python_ast.parse(text)
+    assert "# line 6: MD1Z   = avg(\"8MD1-AZ\", 600_000, 300_000);" in text
+    assert "left out (pattern streams need the CEP stage): FLOOD, SURGE, SURGES_PER_HOUR" in text
+    # Nothing is shared: the bridge's and bridge_limits' identical windows are written twice.
+    assert text.count('window_agg(sensors(readings, "8MD1-AZ"), "avg", 600000, 300000)') == 2
+
+
+@pytest.mark.parametrize("script, line, why", [
+    ("A = avg(S1, 1s, 1s);\nB = A * 2;\nC = max(B, 2s, 2s);\n", 3, "a window over an arithmetic result"),
+    ("A = S1 + 1;\nU = union(A, S2);\nC = avg(U, 2s, 1s);\n", 3, "a window over an arithmetic result"),
+    ("A = S1 + 1;\nU = union(A, S2);\nC = U - S3;\n", 3, "arithmetic over a union that holds"),
+])
+def test_what_spark_cannot_express_is_refused_with_the_line(tmp_path, script, line, why):
+    path = tmp_path / "w.ss"
+    path.write_text(script)
+    loaded = load([str(path)])
+    with pytest.raises(NotExpressible) as caught:
+        render_naive(loaded.workflows, loaded.sources)
+    text = str(caught.value)
+    assert f"w.ss:{line}:" in text and why in text and "^" in text
+
+
+def test_compile_naive_writes_a_runnable_file(tmp_path):
+    compile_workflows([str(f) for f in EXAMPLES], tmp_path / "out", naive=True)
+    result = subprocess.run([sys.executable, str(tmp_path / "out" / "naive_job.py"), "--help"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "--once" in result.stdout
+
+
+# ------------------------------------------------------------------------ on real Spark
+
+def run_naive(spark, text: str, folder, lines: list[str]) -> list[tuple]:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "naive_job.py").write_text(text)
+    data = folder / "data"
+    data.mkdir()
+    (data / "part-000.csv").write_text("sensor_id,ts,value\n" + "\n".join(lines) + "\n")
+    spec = importlib.util.spec_from_file_location(f"naive_{abs(hash(str(folder)))}", folder / "naive_job.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.print = lambda *a, **k: None  # the job's batch lines
+    module.run(spark, str(data), folder, once=True)
+    db = sqlite3.connect(folder / "naive_results.db")
+    return sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM results"))
+
+
+@pytest.mark.spark
+def test_naive_job_agrees_with_the_reference_on_the_examples(spark, tmp_path):
+    sensors = read_csv(ROOT / "workflows" / "sensors.csv")
+    write_readings(sensors, tmp_path / "gen", seconds=600, files=1)
+    lines = (tmp_path / "gen" / "readings-000.csv").read_text().splitlines()[1:]
+    files = [str(f) for f in EXAMPLES[:3]]
+    rows = run_naive(spark, naive_text(EXAMPLES[:3]), tmp_path / "naive", lines)
+    evaluation = evaluate(load(files).workflows, [lines])
+    assert len(rows) > 100
+    assert_same(rows, expected_rows(evaluation))
+
+
+def plain_csv(lines: list[str]) -> list[str]:
+    """The readings of the lines as plain CSV (the naive job reads CSV only and has no quarantine)."""
+    readings = [r for r in map(parse_line, lines) if isinstance(r, Reading)]
+    return [f"{r.sensor_id},{r.ts},{r.value!r}" for r in readings if "," not in r.sensor_id
+            and r.sensor_id.strip() == r.sensor_id and r.sensor_id not in ("sensor_id",)]
+
+
+@pytest.mark.spark
+# Each example starts a Spark query of its own (~30 s): few examples, and no shrinking, which took
+# more than five minutes; a failure prints its example as it was drawn.
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+# A union of raw sensors as an output passed the end-of-input readings on.
+@example(({"w0": "X0 = union(S0, S1);\n"}, ["S0,5,1.5"]))
+@given(workflows_and_lines())
+def test_naive_job_agrees_with_the_reference_on_random_workflows(spark, tmp_path_factory, example):
+    scripts, lines = example
+    tmp_path = tmp_path_factory.mktemp("naive")
+    files = []
+    for name, text in scripts.items():
+        (tmp_path / f"{name}.ss").write_text(text)
+        files.append(str(tmp_path / f"{name}.ss"))
+    loaded = load(files)
+    try:
+        text = render_naive(loaded.workflows, loaded.sources)
+    except NotExpressible:
+        return  # counted as a refusal; the tests above pin which shapes are refused
+    lines = plain_csv(lines)
+    rows = run_naive(spark, text, tmp_path / "naive", lines)
+    assert_same(rows, expected_rows(evaluate(loaded.workflows, [lines])))
