@@ -12,4 +12,7 @@ fi
 .venv/bin/sscript compile workflows/*.ss -o "$OUT" --sensors workflows/sensors.csv
 .venv/bin/sscript run "$OUT" --input "$DATA" --once
 .venv/bin/python scripts/show_results.py "$OUT/results.db"
+# What SensorScript saved: lines of code and network traffic, against the naive way (about a minute).
+.venv/bin/sscript report workflows/*.ss --sensors workflows/sensors.csv -o out/report
 echo "plan: $OUT/plan.txt   job: $OUT/job.py   results: $OUT/results.db (tables results, quarantine)"
+echo "report: out/report/report.html (and report.md)"

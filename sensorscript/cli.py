@@ -74,12 +74,14 @@ _epsilon = click.option("--epsilon", default=0.1, show_default=True, type=click.
 @_sensors
 @_partitions
 @_epsilon
-def compile_command(files, out, sensors, partitions, epsilon) -> None:
+@click.option("--naive", is_flag=True, help="Also write OUT/naive_job.py: the same workflows written the naive way "
+                                            "in PySpark (for benchmarks and `sscript report`).")
+def compile_command(files, out, sensors, partitions, epsilon, naive) -> None:
     """Compile workflow FILES into one job: OUT/job.py, OUT/plan.json and OUT/plan.txt."""
     from sensorscript.compiler import compile_workflows
 
     try:
-        compiled = compile_workflows(files, out, sensors, partitions, epsilon)
+        compiled = compile_workflows(files, out, sensors, partitions, epsilon, naive=naive)
     except SensorScriptError as exc:
         _fail(exc)
         return
@@ -159,6 +161,41 @@ def graph(files, out) -> None:
         return
     draw(build_graph(loaded.workflows), path)
     click.echo(f"wrote {path}")
+
+
+@main.command()
+@_files
+@_sensors
+@_partitions
+@click.option("-o", "--out", default="report", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for report.md, report.html and the plots.")
+@click.option("--measure", "data", metavar="DATA", type=click.Path(exists=True, file_okay=False),
+              help="Also run the job and the naive job on local Spark over this folder of CSV readings "
+                   "and report the tuples that really crossed their shuffles.")
+@click.option("--no-naive-run", is_flag=True, help="With --measure, run only the compiled job.")
+@click.option("--generated", default="1,16,128,1024", show_default=True, metavar="N,N,...",
+              help="Sizes of the generated bridge workloads in the line-count table.")
+def report(files, sensors, partitions, out, data, no_naive_run, generated) -> None:
+    """Lines saved and network traffic saved, for FILES: a Markdown report and an HTML page with plots."""
+    from sensorscript import report as reporting
+
+    try:
+        sizes = [int(n) for n in generated.split(",") if n.strip()]
+        built = reporting.build(list(files), sensors, partitions, data, Path(out) / "work", not no_naive_run,
+                                echo=lambda m: click.echo(m, err=True), sizes=sizes)
+    except SensorScriptError as exc:
+        _fail(exc)
+        return
+    md, page = reporting.write(built, Path(out))
+    given = built.lines[0]
+    click.echo(f"{given.workflows} workflow(s): {given.script} script lines -> {given.job} lines of generated job; "
+               f"the naive PySpark job would be {given.naive or 'impossible'}"
+               + (f" lines ({given.naive / given.script:.1f}x the script)" if given.naive else ""))
+    cost = built.cost
+    click.echo(f"network: {cost.ours:,.0f} tuples/min under our plan, lower bound {cost.lower_bound:,.0f}; "
+               f"saves {cost.saving(cost.naive_sensor_hash):.0%} vs hashing by sensor id, "
+               f"{cost.saving(cost.naive_workflow_hash):.0%} vs hashing by workflow")
+    click.echo(f"report: {md}  page: {page}")
 
 
 @main.group()

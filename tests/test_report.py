@@ -1,0 +1,68 @@
+"""`sscript report`: line counts, modelled and measured network cost, Markdown and HTML with plots."""
+
+import pytest
+from click.testing import CliRunner
+
+from sensorscript import report as reporting
+from sensorscript.cli import main
+from sensorscript.registry import read_csv
+from sensorscript.workload import write_readings
+from tests.conftest import ROOT
+
+EXAMPLES = [str(ROOT / "workflows" / n) for n in ("bridge.ss", "bridge_limits.ss", "deck_vibration.ss")]
+SENSORS = str(ROOT / "workflows" / "sensors.csv")
+
+
+def test_script_lines_leave_out_comments_and_blank_lines():
+    text = "// a comment\n\nA = avg(S1, 1s, 1s);  // trailing\n/* block\n   more */\nB = A + 1;\n"
+    assert reporting.script_lines(text) == 2
+
+
+def test_python_lines_leave_out_comments_docstrings_and_blank_lines():
+    text = '"""Module\ndocstring."""\n\n# comment\nimport os\n\n\ndef f():\n    """Doc."""\n    return (1 +\n            2)\n'
+    assert reporting.python_lines(text) == 4  # import, def, and the two lines of the return
+
+
+def test_report_of_the_examples(tmp_path):
+    built = reporting.build(EXAMPLES, SENSORS, 2, echo=lambda *_: None, sizes=(1, 16), sweep_counts=(16, 64))
+    given, one, sixteen = built.lines
+    assert given.workflows == 3 and one.workflows == 1 and sixteen.workflows == 16
+    assert given.script == 23 and one.script == 7 and sixteen.script == 112
+    assert given.naive > given.script and sixteen.naive > sixteen.script
+    assert built.cost.ours <= built.cost.naive_sensor_hash
+    assert [p.x for p in built.by_shared] == list(range(0, 17, 2))
+    assert all(p.cost.lower_bound == built.by_shared[0].cost.lower_bound for p in built.by_shared)  # 16 sensors
+    md, page = reporting.write(built, tmp_path / "report")
+    text = md.read_text()
+    assert "| the given workflows | 23 |" in text and "![Lines of code](lines.png)" in text
+    assert "## Network against the number of shared sensors n_s" in text
+    assert "<table>" in page.read_text()
+    for name in reporting.PLOTS.values():
+        assert (tmp_path / "report" / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_naive_lines_say_when_the_naive_job_cannot_be_written(tmp_path):
+    path = tmp_path / "w.ss"
+    path.write_text("A = avg(S1, 1s, 1s);\nB = A * 2;\nC = max(B, 2s, 2s);\n")
+    built = reporting.build([str(path)], None, 2, echo=lambda *_: None, sizes=(), sweep_counts=(16,))
+    assert built.lines[0].naive is None and "window over an arithmetic result" in built.lines[0].naive_note
+    assert "cannot be written" in reporting.markdown(built)
+
+
+@pytest.mark.spark
+def test_measured_shuffle_records(spark, tmp_path):
+    """The compiled job shuffles each referenced reading once (plus the quarantined lines and one
+    end-of-input row per partition); the naive job shuffles more."""
+    write_readings(read_csv(SENSORS), tmp_path / "data", seconds=300, files=1, bad_lines=3)
+    measured = reporting.measure(EXAMPLES, str(tmp_path / "data"), SENSORS, 2, tmp_path / "work",
+                                 echo=lambda *_: None)
+    assert measured.referenced > 10_000
+    assert measured.referenced <= measured.ours_records <= measured.referenced + 3 + 2
+    assert measured.naive_records > measured.ours_records
+
+
+def test_cli_report(tmp_path):
+    result = CliRunner().invoke(main, ["report", EXAMPLES[0], "-o", str(tmp_path / "r"), "--generated", "1"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "script lines" in result.output and (tmp_path / "r" / "report.html").exists()
