@@ -26,29 +26,77 @@ def build_graph(workflows: Iterable[ast.Workflow]) -> Graph:
     graph = Graph()
     for workflow in workflows:
         graph.workflows[workflow.name] = workflow.path
-        ids = _add_workflow(graph, workflow)
-        for name in workflow.outputs:
+        references = [ast.references(s.value) for s in workflow.statements]
+        ids = _add_workflow(graph, workflow, references)
+        for name in _outputs(workflow, references):
             graph.add_output(workflow.name, name, ids[name])
     return graph
 
 
-def _add_workflow(graph: Graph, workflow: ast.Workflow) -> dict[str, str]:
+def _outputs(workflow: ast.Workflow, references: list[list[ast.Ref]]) -> tuple[str, ...]:
+    """`workflow.outputs`, from the references already found."""
+    read = {ref.name for refs in references for ref in refs}
+    return tuple(s.name for s in workflow.statements if s.name not in read)
+
+
+def _add_workflow(graph: Graph, workflow: ast.Workflow, references: list[list[ast.Ref]]) -> dict[str, str]:
     """Add every statement of one workflow; returns stream name -> node id."""
-    statements = workflow.defined
-    order = TopologicalSorter({s.name: [r.name for r in ast.references(s.value) if r.name in statements]
-                               for s in statements.values()})
+    statements: dict[str, ast.Statement] = {}
+    reads: dict[str, list[str]] = {}
+    for statement, refs in zip(workflow.statements, references):  # workflow.defined: first definitions
+        if statement.name not in statements:
+            statements[statement.name] = statement
+            reads[statement.name] = refs  # type: ignore[assignment]
+    dependencies = {name: [r.name for r in refs if r.name in statements] for name, refs in reads.items()}
     ids: dict[str, str] = {}
 
     def stream(ref: ast.Ref) -> str:
         if ref.name in ids:
             return ids[ref.name]
+        sensor_id = nodes.node_id(nodes.SENSOR, (nodes.SENSOR, ref.name))
+        if sensor_id in graph:
+            return sensor_id
         return graph.add(nodes.sensor(ref.name))
 
-    for name in order.static_order():  # deterministic: follows statement order where free
+    for name in _static_order(dependencies):  # deterministic: follows statement order where free
         statement = statements[name]
         origin = nodes.Origin(workflow.name, name, workflow.path, statement.span.line if statement.span else 0)
         ids[name] = graph.add(_node(statement.value, stream, origin))
     return ids
+
+
+def _static_order(dependencies: dict[str, list[str]]) -> list[str]:
+    """`graphlib.TopologicalSorter(dependencies).static_order()`, the same order, without its overhead.
+
+    Ready nodes come out in waves: first all without inputs in the order they were first
+    seen, then those each wave releases, in the order the wave releases them.
+    """
+    waiting: dict[str, int] = {}
+    readers: dict[str, list[str]] = {}
+    for name, inputs in dependencies.items():
+        if name not in waiting:
+            waiting[name] = 0
+            readers[name] = []
+        waiting[name] += len(inputs)
+        for input_name in inputs:
+            if input_name not in waiting:
+                waiting[input_name] = 0
+                readers[input_name] = []
+            readers[input_name].append(name)
+    ready = [name for name, count in waiting.items() if count == 0]
+    order: list[str] = []
+    while ready:
+        order.extend(ready)
+        released = []
+        for name in ready:
+            for reader in readers[name]:
+                waiting[reader] -= 1
+                if waiting[reader] == 0:
+                    released.append(reader)
+        ready = released
+    if len(order) < len(waiting):  # a cycle: let graphlib raise its CycleError, naming it
+        return list(TopologicalSorter(dependencies).static_order())
+    return order
 
 
 def _node(value, stream, origin: nodes.Origin) -> nodes.Node:

@@ -1,4 +1,8 @@
-"""The shared computation graph of all workflows: a small domain class over networkx."""
+"""The shared computation graph of all workflows: a small domain class over networkx.
+
+Origins merged into a shared node are collected and applied when the node is next
+read: a node that 500 workflows wrote is rebuilt once, not at every merge.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from typing import Iterator
 
 import networkx as nx
 
-from sensorscript.graph.nodes import SENSOR, Node
+from sensorscript.graph.nodes import SENSOR, Node, Origin, with_origins
 
 
 class Graph:
@@ -18,6 +22,7 @@ class Graph:
 
     def __init__(self) -> None:
         self._dag = nx.DiGraph()
+        self._merged: dict[str, dict[Origin, None]] = {}  # node id -> its origins, merged ones included
         self.outputs: dict[str, str] = {}
         self.workflows: dict[str, str] = {}  # workflow name -> file
         self._order: list[str] | None = None
@@ -28,9 +33,11 @@ class Graph:
         """Add a node, or merge it into the equal one already there; returns its id."""
         node_id = node.id
         if node_id in self._dag:
-            existing: Node = self._dag.nodes[node_id]["node"]
-            merged = tuple(dict.fromkeys(existing.origins + node.origins))
-            self._dag.nodes[node_id]["node"] = Node(existing.kind, existing.key, existing.inputs, merged)
+            if node.origins:  # (a sensor has none: nothing to merge)
+                merged = self._merged.get(node_id)
+                if merged is None:
+                    merged = self._merged[node_id] = dict.fromkeys(self._dag.nodes[node_id]["node"].origins)
+                merged.update(dict.fromkeys(node.origins))
         else:
             self._order = self._edges = None
             self._dag.add_node(node_id, node=node)
@@ -49,14 +56,26 @@ class Graph:
         return self._dag.number_of_nodes()
 
     def node(self, node_id: str) -> Node:
+        if self._merged:
+            self._settle()
         return self._dag.nodes[node_id]["node"]
+
+    def _settle(self) -> None:
+        """Give the nodes the origins merged into them (first seen first, each once)."""
+        for node_id, merged in self._merged.items():
+            data = self._dag.nodes[node_id]
+            if len(merged) != len(data["node"].origins):
+                data["node"] = with_origins(data["node"], tuple(merged))
+        self._merged = {}
 
     def nodes(self) -> Iterator[Node]:
         """Every node in a deterministic dependency order (inputs before consumers)."""
         if self._order is None:
             self._order = list(nx.lexicographical_topological_sort(self._dag))
-        for node_id in self._order:
-            yield self.node(node_id)
+        if self._merged:
+            self._settle()
+        data = self._dag.nodes
+        return (data[node_id]["node"] for node_id in self._order)
 
     def sensors(self) -> list[str]:
         return sorted(n.sensor_id for n in self.nodes() if n.kind == SENSOR)
@@ -67,11 +86,11 @@ class Graph:
         for node in self.nodes():
             if node.kind == SENSOR:
                 upstream[node.id] = frozenset((node.id,))
+            elif len(node.inputs) == 1:
+                upstream[node.id] = upstream[node.inputs[0]]
             else:
                 upstream[node.id] = frozenset().union(*(upstream[i] for i in node.inputs))
         return upstream
-
-
 
     def shared(self) -> list[Node]:
         """Computations (not sensors) that more than one workflow wrote."""
@@ -80,7 +99,6 @@ class Graph:
     def components(self) -> list[set[str]]:
         """Weakly connected subgraphs, each a set of node ids, in a deterministic order."""
         return sorted((set(c) for c in nx.weakly_connected_components(self._dag)), key=lambda c: min(c))
-
 
     def edges(self) -> list[tuple[str, str]]:
         if self._edges is None:

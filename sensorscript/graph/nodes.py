@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from functools import cached_property
 
 SENSOR, WINDOW, UNION, COMBINE, PATTERN = "sensor", "window", "union", "combine", "pattern"
 
@@ -30,6 +29,17 @@ class Origin:
         return f"{self.workflow}.{self.stream} ({self.file}:{self.line})"
 
 
+class _Id:
+    """`Node.id`, computed on first use and then kept in the instance (as functools.cached_property,
+    without its lock: ids are read in every hot loop of planning)."""
+
+    def __get__(self, node: "Node | None", owner: type) -> str:
+        if node is None:
+            return self  # type: ignore[return-value]
+        value = node.__dict__["id"] = node_id(node.kind, node.key)
+        return value
+
+
 @dataclass(frozen=True)
 class Node:
     kind: str
@@ -37,9 +47,7 @@ class Node:
     inputs: tuple[str, ...]  # node ids, in the order the computation reads them
     origins: tuple[Origin, ...] = field(default=(), compare=False)
 
-    @cached_property
-    def id(self) -> str:
-        return node_id(self.kind, self.key)
+    id = _Id()
 
     # Parameters by kind, for readable code --------------------------------
     @property
@@ -64,6 +72,14 @@ class Node:
         if self.kind == SENSOR:
             return self.sensor_id
         return self.origins[0].stream if self.origins else self.id
+
+
+def with_origins(node: Node, origins: tuple[Origin, ...]) -> Node:
+    """The same computation with other origins (its id is kept, not computed again)."""
+    other = Node(node.kind, node.key, node.inputs, origins)
+    if "id" in node.__dict__:
+        other.__dict__["id"] = node.__dict__["id"]
+    return other
 
 
 def node_id(kind: str, key: tuple) -> str:

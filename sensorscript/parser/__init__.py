@@ -5,10 +5,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
-from concurrent.futures import ProcessPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import Collection, Iterable
 
@@ -17,6 +13,7 @@ from sensorscript.memory import paused_gc
 from sensorscript.parser import ast
 from sensorscript.parser.antlr import build_workflow, parse_tree
 from sensorscript.parser.check import Context, check
+from sensorscript.parser.descent import parse_statements
 
 __all__ = ["parse", "parse_file", "load", "Loaded", "ast"]
 
@@ -31,6 +28,9 @@ def parse(text: str, file: str = "<script>", name: str | None = None) -> ast.Wor
 
 def _parse(text: str, file: str, name: str | None) -> tuple[ast.Workflow, list[Diagnostic], bool]:
     """The workflow, the diagnostics of parsing, and whether the AST is whole (no syntax error)."""
+    statements = parse_statements(text, file)  # the fast path: well-formed scripts only
+    if statements is not None:
+        return ast.Workflow(name or Path(file).stem, statements, file), [], True
     tree, _, syntax = parse_tree(text, file)
     if syntax:
         return ast.Workflow(name or Path(file).stem, (), file), syntax, False
@@ -43,10 +43,6 @@ def parse_file(path: str | Path) -> ast.Workflow:
     return parse(path.read_text(encoding="utf-8"), str(path), path.stem)
 
 
-# Below this many workflows, starting worker processes costs more than it saves.
-PARALLEL_THRESHOLD = 64
-
-
 def _parse_and_check(item: tuple[str, str], context: Context) -> tuple[ast.Workflow, list[Diagnostic]]:
     path, text = item
     workflow, found, whole = _parse(text, path, Path(path).stem)
@@ -57,14 +53,12 @@ def _parse_and_check(item: tuple[str, str], context: Context) -> tuple[ast.Workf
 
 
 def _parse_and_check_all(items: list[tuple[str, str]], context: Context):
-    """Each workflow parses and checks on its own, so large sets use every core (in order)."""
-    workers = min(os.cpu_count() or 1, len(items) // (PARALLEL_THRESHOLD // 2))
-    if len(items) < PARALLEL_THRESHOLD or workers < 2 or "fork" not in mp.get_all_start_methods():
-        return [_parse_and_check(item, context) for item in items]
-    # fork: the children inherit the loaded parser instead of importing it again.
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
-        return list(pool.map(partial(_parse_and_check, context=context), items,
-                             chunksize=max(1, len(items) // (workers * 4))))
+    """Each workflow parses and checks on its own, in order.
+
+    In one process: with the recursive-descent fast path, sending the ASTs back from
+    worker processes (pickling) would cost more than parsing them.
+    """
+    return [_parse_and_check(item, context) for item in items]
 
 
 class Loaded:

@@ -4,6 +4,10 @@ Parsing runs in two stages, as ANTLR recommends for speed: first the fast SLL
 prediction mode with an error strategy that bails out at the first problem;
 only a script that fails there is parsed again in full LL mode, which finds
 every syntax error and reports each with its position.
+
+Well-formed scripts rarely get here: `parser/descent.py` parses them first, by
+hand, to the same AST, and hands every script with a problem of any kind to
+this module, so that all syntax and lexical messages come from here.
 """
 
 from __future__ import annotations

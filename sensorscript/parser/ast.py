@@ -207,33 +207,54 @@ class Workflow:
 # ------------------------------------------------------------------- walking
 
 
+def _pattern_children(node: Pattern) -> tuple[object, ...]:
+    rest = tuple(x for x in (node.where, node.within, node.yield_) if x is not None)
+    return (*node.elements, *rest)
+
+
+# The direct sub-nodes by node type (a dispatch table: `walk` runs over every AST many times).
+_CHILDREN = {
+    Unary: lambda node: (node.operand,),
+    Binary: lambda node: (node.left, node.right),
+    Call: lambda node: node.args,
+    Window: lambda node: (node.stream, node.length, node.slide),
+    Union_: lambda node: node.streams,
+    PatternElement: lambda node: (node.stream,),
+    Pattern: _pattern_children,
+    Statement: lambda node: (node.value,),
+}
+_LEAVES = frozenset((Number, Duration, Ref, String, Attribute))
+
+
 def children(node: object) -> tuple[object, ...]:
     """The direct sub-nodes of an AST node, in source order."""
-    if isinstance(node, Unary):
-        return (node.operand,)
-    if isinstance(node, Binary):
-        return (node.left, node.right)
-    if isinstance(node, Call):
-        return node.args
-    if isinstance(node, Window):
-        return (node.stream, node.length, node.slide)
-    if isinstance(node, Union_):
-        return node.streams
-    if isinstance(node, PatternElement):
-        return (node.stream,)
-    if isinstance(node, Pattern):
-        rest = tuple(x for x in (node.where, node.within, node.yield_) if x is not None)
-        return (*node.elements, *rest)
-    if isinstance(node, Statement):
-        return (node.value,)
+    get = _CHILDREN.get(type(node))
+    if get is not None:
+        return get(node)
+    if type(node) not in _LEAVES:
+        for cls, get in _CHILDREN.items():  # a subclass of a node type
+            if isinstance(node, cls):
+                return get(node)
     return ()
 
 
 def walk(node: object):
     """Yield `node` and all its descendants, depth first, in source order."""
-    yield node
-    for child in children(node):
-        yield from walk(child)
+    stack = [node]
+    pop, push = stack.pop, stack.extend
+    table = _CHILDREN
+    while stack:
+        node = pop()
+        yield node
+        get = table.get(type(node))
+        if get is not None:
+            below = get(node)
+        elif type(node) in _LEAVES:
+            continue
+        else:
+            below = children(node)
+        if below:
+            push(reversed(below))
 
 
 def references(definition: object) -> list[Ref]:
@@ -244,4 +265,11 @@ def references(definition: object) -> list[Ref]:
     """
     if isinstance(definition, Pattern):
         return [element.stream for element in definition.elements]
+    kind = type(definition)  # shortcuts for the common shapes, same answer as the walk
+    if kind is Ref:
+        return [definition]
+    if kind is Window and type(definition.stream) is Ref:
+        return [definition.stream]
+    if kind is Union_ and all(type(s) is Ref for s in definition.streams):
+        return list(definition.streams)
     return [n for n in walk(definition) if isinstance(n, Ref)]

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Callable, Collection, Iterator
 
 import networkx as nx
-from graphlib import CycleError, TopologicalSorter
 
 from sensorscript.errors import Diagnostic, did_you_mean, error, warning
 from sensorscript.parser import ast
@@ -60,10 +59,11 @@ def check_definitions(workflow: ast.Workflow, context: Context) -> Iterator[Diag
         yield from _check_top(statement, value)
         # Durations where a window's length and slide stand, including in a misnamed
         # window call (`avgg(S, 1s, 1s)`): one mistake, one message.
-        window_arguments = {id(d) for w in ast.walk(value) if isinstance(w, ast.Window) for d in (w.length, w.slide)}
-        window_arguments |= {id(a) for c in ast.walk(value) if isinstance(c, ast.Call)
+        nodes = list(ast.walk(value))
+        window_arguments = {id(d) for w in nodes if isinstance(w, ast.Window) for d in (w.length, w.slide)}
+        window_arguments |= {id(a) for c in nodes if isinstance(c, ast.Call)
                              and (c.func not in CROSS_STREAM_FUNCTIONS or _looks_like_window(c)) for a in c.args}
-        for node in ast.walk(value):
+        for node in nodes:
             if node is not value and isinstance(node, (ast.Window, ast.Union_)):
                 what = "window aggregation" if isinstance(node, ast.Window) else "union"
                 yield error(f"a {what} must be a statement of its own: name it (X = ...;) and use X here",
@@ -151,11 +151,8 @@ def check_references(workflow: ast.Workflow, context: Context) -> Iterator[Diagn
 def check_cycles(workflow: ast.Workflow, context: Context) -> Iterator[Diagnostic]:
     defined = workflow.defined
     reads = {s.name: [r.name for r in ast.references(s.value) if r.name in defined] for s in workflow.statements}
-    try:
-        TopologicalSorter(reads).prepare()  # cheap test first; networkx only to name the cycles
+    if _acyclic(reads):  # cheap test first; networkx only to name the cycles
         return
-    except CycleError:
-        pass
     graph = nx.DiGraph()
     for statement in workflow.statements:
         for ref in ast.references(statement.value):
@@ -172,6 +169,26 @@ def check_cycles(workflow: ast.Workflow, context: Context) -> Iterator[Diagnosti
         path = cycle[i:] + cycle[:i] + [start]
         yield error("cycle: " + " reads ".join(f"'{n}'" for n in path)
                     + "; a stream cannot depend on itself", defined[start].name_span)
+
+
+def _acyclic(reads: dict[str, list[str]]) -> bool:
+    """Whether the streams can be ordered (Kahn's algorithm): what graphlib's prepare() tests."""
+    waiting = {name: 0 for name in reads}
+    readers: dict[str, list[str]] = {}
+    for name, inputs in reads.items():
+        for input_name in inputs:
+            waiting[name] += 1
+            readers.setdefault(input_name, []).append(name)
+    ready = [name for name, count in waiting.items() if count == 0]
+    ordered = 0
+    while ready:
+        name = ready.pop()
+        ordered += 1
+        for reader in readers.get(name, ()):
+            waiting[reader] -= 1
+            if waiting[reader] == 0:
+                ready.append(reader)
+    return ordered == len(waiting)
 
 
 # ------------------------------------------------------------------- patterns

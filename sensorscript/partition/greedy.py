@@ -75,15 +75,16 @@ def node_rates(graph: Graph, frequencies: dict[str, float]) -> dict[str, float]:
     """Estimated tuples per second each node emits (upper bounds)."""
     rates: dict[str, float] = {}
     for node in graph.nodes():
-        inputs = [rates[i] for i in node.inputs]
-        if node.kind == SENSOR:
+        kind = node.kind
+        if kind == SENSOR:
             rates[node.id] = frequencies[node.sensor_id]
-        elif node.kind == WINDOW:
-            rates[node.id] = min(inputs[0], 1000.0 / node.slide)  # at most one tuple per slide
-        elif node.kind in (UNION, COMBINE):
-            rates[node.id] = sum(inputs)  # a union passes all; combine-latest emits at most as often
-        elif node.kind == PATTERN:
-            rates[node.id] = inputs[0]  # matches start at most as often as the first element
+        elif kind == WINDOW:
+            rates[node.id] = min(rates[node.inputs[0]], 1000.0 / node.slide)  # at most one tuple per slide
+        elif kind in (UNION, COMBINE):
+            # a union passes all; combine-latest emits at most as often
+            rates[node.id] = sum([rates[i] for i in node.inputs])
+        elif kind == PATTERN:
+            rates[node.id] = rates[node.inputs[0]]  # matches start at most as often as the first element
     return rates
 
 

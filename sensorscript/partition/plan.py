@@ -36,8 +36,14 @@ class Plan:
 
 def make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None = None,
               partitions: int = 2, epsilon: float = 0.1) -> Plan:
+    # The whole plan is long-lived and acyclic: no cyclic-GC passes while it is built.
     with paused_gc():
-        graph, left_out = without_patterns(build_graph(workflows))
+        return _make_plan(workflows, registry, partitions, epsilon)
+
+
+def _make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None, partitions: int,
+               epsilon: float) -> Plan:
+    graph, left_out = without_patterns(build_graph(workflows))
     known = registry.frequencies() if registry is not None else {}
     frequencies, warnings = {}, []
     if left_out:
