@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Shuffled:
-    records: int
+    records: int  # every shuffle write
     bytes: int
     stages: int
+    from_input: int  # written by stages that read the input files: the shuffle of raw readings
 
 
 def _seq(scala_seq) -> list:
@@ -40,7 +41,7 @@ def shuffled(spark, jobs: set[int]) -> Shuffled:
     store = spark.sparkContext._jsc.sc().statusStore()
     spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(10_000)
     seen: set[tuple[int, int]] = set()
-    records = size = 0
+    records = size = from_input = 0
     default = getattr(store, "stageData$default$5")()
     for job_id in sorted(jobs):
         for stage_id in _seq(store.job(job_id).stageIds()):
@@ -55,4 +56,6 @@ def shuffled(spark, jobs: set[int]) -> Shuffled:
                 seen.add(key)
                 records += int(stage.shuffleWriteRecords())
                 size += int(stage.shuffleWriteBytes())
-    return Shuffled(records, size, len(seen))
+                if int(stage.inputRecords()) > 0:
+                    from_input += int(stage.shuffleWriteRecords())
+    return Shuffled(records, size, len(seen), from_input)
