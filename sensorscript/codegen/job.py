@@ -135,11 +135,17 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
         variable = f"PARTITION_{partition}_STAGE_2"
         entries.append(program_entry(program, variable))
         second_vars.append(variable)
-    workflows = []
-    for name, path in sorted(graph.workflows.items()):
-        outputs = sorted(o.split(".", 1)[1] for o in graph.outputs if o.rsplit(".", 1)[0] == name)
-        statements = len({(o.workflow, o.stream) for n in graph.nodes() for o in n.origins if o.workflow == name})
-        workflows.append({"file": Path(path).name, "statements": statements, "outputs": ", ".join(outputs)})
+    outputs_of: dict[str, list[str]] = {}
+    for output in graph.outputs:
+        workflow, stream = output.rsplit(".", 1)
+        outputs_of.setdefault(workflow, []).append(stream)
+    statements_of: dict[str, set[str]] = {}
+    for node in graph.nodes():
+        for origin in node.origins:
+            statements_of.setdefault(origin.workflow, set()).add(origin.stream)
+    workflows = [{"file": Path(path).name, "statements": len(statements_of.get(name, ())),
+                  "outputs": ", ".join(sorted(outputs_of.get(name, [])))}
+                 for name, path in sorted(graph.workflows.items())]
     placement = plan.partitions.sensor_partition
     return template_environment().get_template(TEMPLATE).render(
         name=_job_name(graph.workflows), name_literal=_literal(_job_name(graph.workflows)),

@@ -118,11 +118,13 @@ def plan_json(plan: Plan) -> dict:
         if node.kind == SENSOR:
             entry["frequency_hz"] = plan.frequencies[node.sensor_id]
         nodes.append(entry)
+    outputs_of: dict[str, dict[str, str]] = {}
+    for output, node_id in graph.outputs.items():
+        workflow, stream = output.rsplit(".", 1)
+        outputs_of.setdefault(workflow, {})[stream] = node_id
     return {
         "format": PLAN_FORMAT,
-        "workflows": {name: {"file": Path(path).name,
-                             "outputs": {out.split(".", 1)[1]: node_id for out, node_id in graph.outputs.items()
-                                         if out.rsplit(".", 1)[0] == name}}
+        "workflows": {name: {"file": Path(path).name, "outputs": outputs_of.get(name, {})}
                       for name, path in sorted(graph.workflows.items())},
         "nodes": nodes,
         "shared": {n.id: sorted({o.workflow for o in n.origins}) for n in graph.shared()},
