@@ -21,3 +21,12 @@ def assert_same(actual: list[tuple], expected: list[tuple]) -> None:
     for a, e in zip(actual, expected):
         assert a[:4] == e[:4], (a, e)
         assert math.isclose(a[4], e[4], rel_tol=1e-9, abs_tol=1e-9), (a, e)
+
+
+def write_scripts(folder: Path, scripts: dict[str, str]) -> list[str]:
+    """Each script as FOLDER/NAME.ss; returns the paths."""
+    files = []
+    for name, text in scripts.items():
+        (folder / f"{name}.ss").write_text(text)
+        files.append(str(folder / f"{name}.ss"))
+    return files

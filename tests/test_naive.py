@@ -18,7 +18,7 @@ from sensorscript.runtime.records import Reading, parse_line
 from sensorscript.workload import write_readings
 from sensorscript.registry import read_csv
 from tests.conftest import ROOT
-from tests.differential import assert_same, expected_rows
+from tests.differential import assert_same, expected_rows, write_scripts
 from tests.strategies import workflows_and_lines
 
 EXAMPLES = [ROOT / "workflows" / n for n in ("bridge.ss", "bridge_limits.ss", "deck_vibration.ss", "pier_alarms.ss")]
@@ -113,11 +113,7 @@ def plain_csv(lines: list[str]) -> list[str]:
 def test_naive_job_agrees_with_the_reference_on_random_workflows(spark, tmp_path_factory, example):
     scripts, lines = example
     tmp_path = tmp_path_factory.mktemp("naive")
-    files = []
-    for name, text in scripts.items():
-        (tmp_path / f"{name}.ss").write_text(text)
-        files.append(str(tmp_path / f"{name}.ss"))
-    loaded = load(files)
+    loaded = load(write_scripts(tmp_path, scripts))
     try:
         text = render_naive(loaded.workflows, loaded.sources)
     except NotExpressible:

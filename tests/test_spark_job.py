@@ -19,7 +19,7 @@ from sensorscript.running import run_local
 from sensorscript.workload import write_readings
 from sensorscript.registry import read_csv
 from tests.conftest import ROOT
-from tests.differential import assert_same, expected_rows, result_rows
+from tests.differential import assert_same, expected_rows, result_rows, write_scripts
 from tests.strategies import workflows_and_lines
 
 pytestmark = pytest.mark.spark
@@ -92,12 +92,9 @@ def test_late_readings_across_micro_batches_and_partitions(spark, tmp_path):
 def test_random_workflows_agree_with_the_reference(spark, tmp_path_factory, example):
     scripts, lines = example
     tmp_path = tmp_path_factory.mktemp("random")
-    files = []
-    for name, text in scripts.items():
-        (tmp_path / f"{name}.ss").write_text(text)
-        files.append(tmp_path / f"{name}.ss")
+    files = write_scripts(tmp_path, scripts)
     compiled, summary, out = compile_and_run(spark, tmp_path, files, [lines], partitions=2)
-    evaluation = evaluate(load([str(f) for f in files]).workflows, [lines])
+    evaluation = evaluate(load(files).workflows, [lines])
     assert_same(result_rows(out), expected_rows(evaluation))
     assert summary.quarantined == len(evaluation.quarantine)
 
