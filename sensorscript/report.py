@@ -220,6 +220,50 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
     return result
 
 
+def measure_quietly(files: Sequence[str], data: str, sensors: str | None, partitions: int, work: Path,
+                    naive: bool, echo) -> Measured:
+    """`measure` in a child process whose output passes through the filter of Spark's chatter
+    (the JVM and its Python workers write to the terminal of the process that starts them)."""
+    import dataclasses
+    import json
+    import os
+    import sys
+
+    from sensorscript.running import _filtered
+
+    work.mkdir(parents=True, exist_ok=True)
+    answer = work / "measured.json"
+    answer.unlink(missing_ok=True)
+    command = [sys.executable, "-m", "sensorscript.report", "--data", data, "--partitions", str(partitions),
+               "--work", str(work), *(["--sensors", sensors] if sensors else []), *([] if naive else ["--no-naive"]),
+               *files]
+    code = _filtered(command, {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")},
+                     echo)
+    if code != 0 or not answer.exists():
+        raise RuntimeError(f"measuring on local Spark failed (exit {code}); see the lines above")
+    fields = json.loads(answer.read_text())
+    return Measured(**{f.name: fields[f.name] for f in dataclasses.fields(Measured)})
+
+
+def _measure_main(argv: list[str] | None = None) -> None:
+    """The child process of `measure_quietly`: measure, then write WORK/measured.json."""
+    import argparse
+    import dataclasses
+    import json
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("files", nargs="+")
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--sensors")
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--no-naive", action="store_true")
+    args = parser.parse_args(argv)
+    work = Path(args.work)
+    measured = measure(args.files, args.data, args.sensors, args.partitions, work, not args.no_naive)
+    (work / "measured.json").write_text(json.dumps(dataclasses.asdict(measured)))
+
+
 # ---------------------------------------------------------------------------- output
 
 @dataclass
@@ -249,7 +293,7 @@ def build(files: Sequence[str], sensors: str | None = None, partitions: int = 2,
     measured = None
     if measure_data:
         echo(f"running the job{' and the naive job' if naive else ''} over {measure_data} ...")
-        measured = measure(files, measure_data, sensors, partitions, work, naive, echo)
+        measured = measure_quietly(files, measure_data, sensors, partitions, Path(work), naive, echo)
     return Report("SensorScript report", lines, cost, partitions, by_sensors, by_shared, measured,
                   [str(f) for f in files])
 
@@ -424,3 +468,7 @@ def write(report: Report, folder: Path) -> tuple[Path, Path]:
     (folder / "report.md").write_text(markdown(report))
     (folder / "report.html").write_text(html_page(report))
     return folder / "report.md", folder / "report.html"
+
+
+if __name__ == "__main__":
+    _measure_main()

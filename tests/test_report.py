@@ -69,3 +69,17 @@ def test_cli_report(tmp_path):
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "script lines" in result.output and (tmp_path / "r" / "report.html").exists()
+
+
+@pytest.mark.spark
+def test_cli_report_measures_in_a_quiet_child_process(tmp_path):
+    """`sscript report --measure` runs Spark in a child process whose chatter is filtered out."""
+    write_readings(read_csv(SENSORS), tmp_path / "data", seconds=60, files=1)
+    result = CliRunner().invoke(main, ["report", EXAMPLES[0], "--sensors", SENSORS, "-o", str(tmp_path / "r"),
+                                       "--generated", "1", "--measure", str(tmp_path / "data"), "--no-naive-run"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "TransformWithStateInPandas" not in result.output and "log4j" not in result.output
+    assert "measured the job" in result.output
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "| the compiled job: raw readings (one shuffle) |" in text
