@@ -170,8 +170,6 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
             naive: bool = True, echo=print) -> Measured:
     """Run the compiled job (and the naive job) with --once on local Spark over `data`, and read the
     tuples that crossed their shuffles from Spark's status store."""
-    import importlib.util
-
     from sensorscript.compiler import compile_workflows
     from sensorscript.measure import shuffled, streaming_jobs
     from sensorscript.running import load_job
@@ -207,9 +205,7 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
         folder = work / "naive"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "naive_job.py").write_text(text)
-        spec = importlib.util.spec_from_file_location("sscript_naive_job", folder / "naive_job.py")
-        naive_module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(naive_module)
+        naive_module = load_job(folder, "naive_job.py")
         naive_module.print = lambda *a, **k: None
         before = streaming_jobs(spark)
         started = time.monotonic()
@@ -226,10 +222,9 @@ def measure_quietly(files: Sequence[str], data: str, sensors: str | None, partit
     (the JVM and its Python workers write to the terminal of the process that starts them)."""
     import dataclasses
     import json
-    import os
     import sys
 
-    from sensorscript.running import _filtered
+    from sensorscript.running import run_quietly
 
     work.mkdir(parents=True, exist_ok=True)
     answer = work / "measured.json"
@@ -237,8 +232,7 @@ def measure_quietly(files: Sequence[str], data: str, sensors: str | None, partit
     command = [sys.executable, "-m", "sensorscript.report", "--data", data, "--partitions", str(partitions),
                "--work", str(work), *(["--sensors", sensors] if sensors else []), *([] if naive else ["--no-naive"]),
                *files]
-    code = _filtered(command, {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")},
-                     echo)
+    code = run_quietly(command, echo)
     if code != 0 or not answer.exists():
         raise RuntimeError(f"measuring on local Spark failed (exit {code}); see the lines above")
     fields = json.loads(answer.read_text())

@@ -13,12 +13,13 @@ import sensorscript
 from sensorscript.errors import Diagnostic, SensorScriptError
 
 
-def load_job(out: Path):
-    """Import OUT/job.py as a module (it holds JOB and build_query)."""
-    path = Path(out) / "job.py"
+def load_job(out: Path, name: str = "job.py"):
+    """Import OUT/job.py as a module (it holds JOB and build_query), or OUT/naive_job.py (`run`)."""
+    path = Path(out) / name
     if not path.exists():
+        flag = " --naive" if name == "naive_job.py" else ""
         raise SensorScriptError([Diagnostic("error", f"{path}: no compiled job here; run "
-                                                     f"'sscript compile WORKFLOWS... -o {out}' first")])
+                                                     f"'sscript compile WORKFLOWS... -o {out}{flag}' first")])
     spec = importlib.util.spec_from_file_location(f"sensorscript_job_{abs(hash(str(path.resolve())))}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -53,11 +54,13 @@ def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print
         command += ["--sink", sink]
     if max_files_per_trigger:
         command += ["--max-files-per-trigger", str(max_files_per_trigger)]
-    # Local Spark binds to the loopback address (and says nothing about the host name).
-    return _filtered(command, {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}, echo)
+    return run_quietly(command, echo)
 
 
-def _filtered(command: list[str], environment, echo) -> int:
+def run_quietly(command: list[str], echo, environment: dict[str, str] | None = None) -> int:
+    """Run a command that starts Spark, passing its output on without Spark's noise."""
+    if environment is None:  # local Spark binds to the loopback address (and says nothing about the host name)
+        environment = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, bufsize=1)
     try:
@@ -102,7 +105,7 @@ def submit(out: Path, master: str, source: str, once: bool, sink: str | None, ex
         command += ["--sink", sink]
     environment = {**os.environ, "PYSPARK_PYTHON": python, "SPARK_HOME": str(spark_home)}
     echo(f"submitting {out / 'job.py'} to {master}")
-    return _filtered(command, environment, echo)
+    return run_quietly(command, echo, environment)
 
 
 def _check_input(source: str) -> None:

@@ -2,7 +2,6 @@
 cannot express a workflow, and on real Spark equal to the reference evaluator row for row."""
 
 import ast as python_ast
-import importlib.util
 import sqlite3
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from sensorscript.codegen.naive import NotExpressible, render_naive
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
 from sensorscript.reference import evaluate
+from sensorscript.running import load_job
 from sensorscript.runtime.records import Reading, parse_line
 from sensorscript.workload import write_readings
 from sensorscript.registry import read_csv
@@ -74,9 +74,7 @@ def run_naive(spark, text: str, folder, lines: list[str]) -> list[tuple]:
     data = folder / "data"
     data.mkdir()
     (data / "part-000.csv").write_text("sensor_id,ts,value\n" + "\n".join(lines) + "\n")
-    spec = importlib.util.spec_from_file_location(f"naive_{abs(hash(str(folder)))}", folder / "naive_job.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_job(folder, "naive_job.py")
     module.print = lambda *a, **k: None  # the job's batch lines
     module.run(spark, str(data), folder, once=True)
     db = sqlite3.connect(folder / "naive_results.db")

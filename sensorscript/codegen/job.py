@@ -68,7 +68,7 @@ def _node_code(node: rt.Node) -> str:
     return head + _wrapped(node.expression, 8) + ")"
 
 
-class _Lines:
+class ScriptLines:
     """Script lines by file, for the comments above each computation."""
 
     def __init__(self, sources: dict[str, str]):
@@ -84,7 +84,7 @@ class _Lines:
 def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0") -> str:
     graph = plan.graph
     codes = sensor_codes(plan)
-    lines = _Lines(sources)
+    lines = ScriptLines(sources)
     firsts, seconds = programs(plan)
     label = {n.id: n.label for n in graph.nodes()}
 

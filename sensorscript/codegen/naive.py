@@ -27,7 +27,7 @@ import keyword
 from dataclasses import dataclass
 from pathlib import Path
 
-from sensorscript.codegen.job import template_environment
+from sensorscript.codegen.job import ScriptLines, template_environment
 from sensorscript.errors import Diagnostic, SensorScriptError
 from sensorscript.parser import ast
 
@@ -41,7 +41,6 @@ class NotExpressible(SensorScriptError):
 
 @dataclass(frozen=True)
 class _Stream:
-    name: str
     variable: str
     arithmetic: bool  # an arithmetic result, or a union holding one
 
@@ -141,8 +140,9 @@ def _not_expressible(statement: ast.Statement, workflow: ast.Workflow, why: str)
                                                f"{statement.name}: {why}", statement.span)])
 
 
-def workflow_block(workflow: ast.Workflow, lines: list[str]) -> dict:
-    """The code of one workflow: a function from the readings to its output DataFrames.
+def workflow_block(workflow: ast.Workflow, lines: ScriptLines) -> dict:
+    """The code of one workflow: a function from the readings to its output DataFrames, and the
+    sensors it reads.
 
     Windows and unions come first, in dependency order; then one processor for all the
     workflow's arithmetic; then the unions that read arithmetic results.
@@ -158,8 +158,8 @@ def workflow_block(workflow: ast.Workflow, lines: list[str]) -> dict:
 
     def comment(statement: ast.Statement) -> str:
         line = statement.span.line if statement.span else 0
-        text = lines[line - 1].split("//")[0].strip() if 0 < line <= len(lines) else statement.name
-        return f"# line {line}: {text}"
+        text = lines.statement(statement.span.file, line) if statement.span else ""
+        return f"# line {line}: {text or statement.name}"
 
     def read(ref: ast.Ref) -> str:
         if ref.name in streams:
@@ -177,7 +177,7 @@ def workflow_block(workflow: ast.Workflow, lines: list[str]) -> dict:
             before += [f"    {comment(statement)}",
                        f"    {var} = window_agg({read(value.stream)}, {_q(value.func)}, "
                        f"{value.length.ms}, {value.slide.ms})"]
-            streams[statement.name] = _Stream(statement.name, var, False)
+            streams[statement.name] = _Stream(var, False)
         elif isinstance(value, ast.Union_):
             raw = [r.name for r in value.streams if r.name not in streams]
             unique = list(dict.fromkeys(raw))
@@ -188,7 +188,7 @@ def workflow_block(workflow: ast.Workflow, lines: list[str]) -> dict:
             code = f"union_of({', '.join(parts)})" if len(parts) > 1 else parts[0]
             holds_arithmetic = any(streams[r.name].arithmetic for r in value.streams if r.name in streams)
             (after if holds_arithmetic else before).extend([f"    {comment(statement)}", f"    {var} = {code}"])
-            streams[statement.name] = _Stream(statement.name, var, holds_arithmetic)
+            streams[statement.name] = _Stream(var, holds_arithmetic)
         else:
             for ref in ast.references(value):
                 s = streams.get(ref.name)
@@ -196,7 +196,7 @@ def workflow_block(workflow: ast.Workflow, lines: list[str]) -> dict:
                     raise _not_expressible(statement, workflow, "arithmetic over a union that holds an "
                                                                 "arithmetic result")
             arithmetic.append(statement)
-            streams[statement.name] = _Stream(statement.name, f"named(arithmetic, {_q(statement.name)})", True)
+            streams[statement.name] = _Stream(f"named(arithmetic, {_q(statement.name)})", True)
 
     outputs = [name for name in workflow.outputs if name in kept]
     middle: list[str] = []
@@ -218,7 +218,8 @@ def workflow_block(workflow: ast.Workflow, lines: list[str]) -> dict:
     return {"name": workflow.name, "function": f"workflow_{_identifier(workflow.name)}",
             "file": Path(workflow.path).name if workflow.path else f"{workflow.name}.ss",
             "statements": len(workflow.statements), "body": before + middle + after, "returns": returns,
-            "left_out": sorted(left_out)}
+            "left_out": sorted(left_out),
+            "sensors": {r.name for s in statements for r in ast.references(s.value) if r.name not in workflow.defined}}
 
 
 def _extra(items: list[str]) -> list[str]:
@@ -236,27 +237,15 @@ def _identifier(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 
 
-def referenced_sensors(workflows: list[ast.Workflow]) -> list[str]:
-    sensors = set()
-    for workflow in workflows:
-        left_out = _pattern_dependent(workflow)
-        defined = workflow.defined
-        needed = _needed(workflow, [name for name in workflow.outputs if name not in left_out])
-        for statement in workflow.statements:
-            if statement.name not in needed:
-                continue
-            sensors.update(r.name for r in ast.references(statement.value) if r.name not in defined)
-    return sorted(sensors)
-
-
 def render_naive(workflows: list[ast.Workflow], sources: dict[str, str], delay_ms: int = 0,
                  partitions: int = 2) -> str:
     """OUT/naive_job.py for the workflows; raises NotExpressible with the script line if it cannot."""
-    by_name = {Path(f).stem: text.splitlines() for f, text in sources.items()}
+    lines = ScriptLines(sources)
     try:
-        blocks = [workflow_block(w, by_name.get(w.name, [])) for w in sorted(workflows, key=lambda w: w.name)]
+        blocks = [workflow_block(w, lines) for w in sorted(workflows, key=lambda w: w.name)]
     except NotExpressible as exc:
         raise NotExpressible(exc.diagnostics, sources) from None
+    sensors = sorted(set().union(*(b["sensors"] for b in blocks)))
     template = template_environment().get_template(TEMPLATE)
-    return template.render(workflows=blocks, sensors=[_q(s) for s in referenced_sensors(workflows)],
+    return template.render(workflows=blocks, sensors=[_q(s) for s in sensors],
                            delay_ms=delay_ms, partitions=partitions, end_ts=f"{END_TS:_}")

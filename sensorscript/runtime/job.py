@@ -139,8 +139,9 @@ class FirstStageProcessor(_processor_base()):
             codes.append(code)
             stamps.append(frame["ts"].to_numpy(np.int64))
             values.append(frame["value"].to_numpy(np.float64))
-            if (code == QUARANTINE_CODE).any():
-                rejected.append(frame[code == QUARANTINE_CODE])
+            quarantined = code == QUARANTINE_CODE
+            if quarantined.any():
+                rejected.append(frame[quarantined])
         code, ts, value = (np.concatenate(c) if c else np.empty(0, t)
                            for c, t in ((codes, np.int64), (stamps, np.int64), (values, np.float64)))
         bad, control = code == QUARANTINE_CODE, code == CONTROL_CODE
