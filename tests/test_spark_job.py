@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from sensorscript.codegen.buckets import bucket_keys
 from sensorscript.compiler import compile_workflows
@@ -124,6 +125,30 @@ def test_spark_parsing_follows_the_record_rules(spark):
             assert row["reason"] is None or pd.isna(row["reason"]), (row.to_dict(), want)
             assert (row["sensor_id"], int(row["ts"]), float(row["value"])) == (want.sensor_id, want.ts, want.value)
 
+
+
+# Fields built from the characters the parser's checks turn on: signs, points, exponents,
+# blanks, booleans, and stray letters, so that lines fall on both sides of its fast path.
+_FIELD = st.lists(st.sampled_from(["0", "7", "12", ".", "+", "-", "e", "E", " ", "\t", "\r", "true", "False",
+                                   "x", "nan", "Inf", "9" * 19, ","]), max_size=5).map("".join)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.tuples(st.sampled_from(["S1", " S2", "", "S 3"]),
+                                st.one_of(st.sampled_from(["1000", "+12", "-7", " 70\t", "1.0", "1e3"]), _FIELD),
+                                st.one_of(st.sampled_from(["2.5", "true", "FALSE", "1d", "1f", "+.5", "5.", "-0",
+                                                           "Infinity", "NaN", "0x10", "1.2.3", "+-1", "1e-3"]),
+                                          _FIELD)).map(",".join), min_size=1, max_size=60))
+def test_spark_parsing_follows_the_record_rules_on_random_lines(spark, lines):
+    parsed = parse(spark.createDataFrame(pd.DataFrame({"line": lines}))).toPandas()
+    expected = [r for r in map(records.parse_line, lines) if r is not None]
+    assert len(parsed) == len(expected)
+    for (_, row), want in zip(parsed.iterrows(), expected):
+        if isinstance(want, records.Rejected):
+            assert (row["raw"], row["reason"]) == (want.raw, want.reason)
+        else:
+            assert row["reason"] is None or pd.isna(row["reason"]), (row.to_dict(), want)
+            assert (row["sensor_id"], int(row["ts"]), float(row["value"])) == (want.sensor_id, want.ts, want.value)
 
 def test_bucket_keys_land_on_distinct_spark_tasks(spark):
     from pyspark.sql import functions as F
