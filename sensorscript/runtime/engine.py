@@ -109,12 +109,18 @@ def add_to_slices(state: SliceState, slices: p.Slices, tuples: Tuples) -> None:
     if not len(tuples):
         return
     index = slice_of(tuples.ts, slices)
-    frame = pd.DataFrame({"slice": index, "value": tuples.value})
-    grouped = frame.groupby("slice", sort=True)["value"]
-    new = {"sum": grouped.sum(), "count": grouped.count().astype(np.float64), "min": grouped.min(),
-           "max": grouped.max()}
-    new_index = new["sum"].index.to_numpy(np.int64)
-    new_partials = {name: new[name].to_numpy(np.float64) for name in slices.partials}
+    value = tuples.value
+    if len(index) > 1 and (index[1:] < index[:-1]).any():  # readings mostly arrive in time order
+        order = np.argsort(index, kind="stable")
+        index, value = index[order], value[order]
+    firsts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    new_index = index[firsts]
+    new_partials = {}
+    for name in slices.partials:
+        if name == "count":
+            new_partials[name] = np.diff(np.r_[firsts, len(index)]).astype(np.float64)
+        else:
+            new_partials[name] = _REDUCE[name].reduceat(value, firsts)
     if not len(state.index):
         state.index, state.partials = new_index, new_partials
         return
