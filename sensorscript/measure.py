@@ -19,6 +19,7 @@ class Shuffled:
     bytes: int
     stages: int
     from_input: int  # written by stages that read the input files: the shuffle of raw readings
+    from_input_bytes: int = 0
 
 
 def _seq(scala_seq) -> list:
@@ -41,7 +42,7 @@ def shuffled(spark, jobs: set[int]) -> Shuffled:
     store = spark.sparkContext._jsc.sc().statusStore()
     spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(10_000)
     seen: set[tuple[int, int]] = set()
-    records = size = from_input = 0
+    records = size = from_input = from_input_bytes = 0
     default = getattr(store, "stageData$default$5")()
     for job_id in sorted(jobs):
         for stage_id in _seq(store.job(job_id).stageIds()):
@@ -58,4 +59,5 @@ def shuffled(spark, jobs: set[int]) -> Shuffled:
                 size += int(stage.shuffleWriteBytes())
                 if int(stage.inputRecords()) > 0:
                     from_input += int(stage.shuffleWriteRecords())
-    return Shuffled(records, size, len(seen), from_input)
+                    from_input_bytes += int(stage.shuffleWriteBytes())
+    return Shuffled(records, size, len(seen), from_input, from_input_bytes)

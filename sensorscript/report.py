@@ -7,7 +7,8 @@
    the two naive placements (the model of `partition/cost.py`), for the given workflows
    and, as in the paper's figures, against the number of sensors n and the number of
    shared sensors n_s (16 sensors of equal frequency). With `measure`, the job and the
-   naive job run on local Spark over real input and Spark's own shuffle counters are read.
+   naive job run on local Spark over real input and Spark's own shuffle counters are read
+   (with the readings in the compiled job's packets).
 3. Output: REPORT/report.md and REPORT/report.html with PNG plots beside them.
 
 Lines of code are counted the way people count them: non-blank lines that are not only
@@ -158,10 +159,14 @@ def sweep_shared(sensors: int = 16, workflows: int = 8, partitions: int = SWEEP_
 class Measured:
     readings: int
     referenced: int
-    ours_records: int
-    ours_raw_records: int  # of which the shuffle of raw readings (the rest: forwards and results to stage 2)
+    ours_raw_tuples: int  # readings (and quarantined lines) that crossed the shuffle of raw readings, once each
+    ours_raw_records: int  # the Spark records that carried them: packets of readings
+    ours_raw_bytes: int
+    ours_tuples: int  # with the tuples forwarded over cut edges and the results passing the second operator
+    ours_bytes: int
     ours_seconds: float
     naive_records: int | None = None
+    naive_bytes: int | None = None
     naive_seconds: float | None = None
     naive_note: str = ""
 
@@ -193,8 +198,15 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
                     continue
                 readings += 1
                 referenced_count += line.split(",", 1)[0] in referenced
-    echo(f"measured the job: {summary.readings:,} readings, {ours.records:,} tuples crossed its shuffle")
-    result = Measured(readings, referenced_count, ours.records, ours.from_input, ours_seconds)
+    # The raw shuffle carries readings in packets, and Spark counts packets: the readings in them
+    # are the job's own count (each reading of a referenced sensor, each quarantined line, and one
+    # end-of-input marker per partition). The second shuffle carries tuples one per record.
+    raw_tuples = summary.readings + summary.quarantined + module.JOB.partitions
+    second = ours.records - ours.from_input
+    echo(f"measured the job: {raw_tuples:,} readings crossed its shuffle in {ours.from_input:,} packets, "
+         f"{second:,} tuples its second shuffle")
+    result = Measured(readings, referenced_count, raw_tuples, ours.from_input, ours.from_input_bytes,
+                      raw_tuples + second, ours.bytes, ours_seconds)
     if naive:
         loaded = load(files)
         try:
@@ -211,7 +223,8 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
         started = time.monotonic()
         naive_module.run(spark, data, folder, once=True)
         result.naive_seconds = time.monotonic() - started
-        result.naive_records = shuffled(spark, streaming_jobs(spark) - before).records
+        naive_shuffled = shuffled(spark, streaming_jobs(spark) - before)
+        result.naive_records, result.naive_bytes = naive_shuffled.records, naive_shuffled.bytes
         echo(f"measured the naive job: {result.naive_records:,} tuples crossed its shuffles")
     return result
 
@@ -300,6 +313,15 @@ def _int(value) -> str:
     return "–" if value is None else f"{value:,.0f}"
 
 
+def _bytes(value: int | None) -> str:
+    if value is None:
+        return "–"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= size:
+            return f"{value / size:,.1f} {unit}"
+    return f"{value:,} B"
+
+
 def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     """Every table of the report as (header, rows) of text: Markdown and HTML render the same."""
     lines = (["workflows", "script lines", "generated job lines", "naive PySpark lines", "naive / script",
@@ -324,16 +346,20 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
               "by_shared": sweep(report.by_shared, "shared sensors n_s")}
     m = report.measured
     if m is not None:
-        rows = [["input readings", _int(m.readings), ""],
-                ["readings of referenced sensors (lower bound: each crosses once)", _int(m.referenced), ""],
-                ["the compiled job: raw readings (one shuffle)", _int(m.ours_raw_records), ""],
+        rows = [["input readings", _int(m.readings), "", "", ""],
+                ["readings of referenced sensors (lower bound: each crosses once)", _int(m.referenced), "", "", ""],
+                ["the compiled job: raw readings (one shuffle, in packets)", _int(m.ours_raw_tuples),
+                 _int(m.ours_raw_records), _bytes(m.ours_raw_bytes), ""],
                 ["the compiled job: all shuffles (with tuples forwarded over cut edges and results passing "
-                 "through the second operator)", _int(m.ours_records), f"{m.ours_seconds:.1f} s"]]
+                 "through the second operator)", _int(m.ours_tuples), "", _bytes(m.ours_bytes),
+                 f"{m.ours_seconds:.1f} s"]]
         if m.naive_records is not None:
-            rows.append(["the naive PySpark job", _int(m.naive_records), f"{m.naive_seconds:.1f} s"])
+            rows.append(["the naive PySpark job (partial aggregates)", _int(m.naive_records), _int(m.naive_records),
+                         _bytes(m.naive_bytes), f"{m.naive_seconds:.1f} s"])
         elif m.naive_note:
-            rows.append(["the naive PySpark job", "not run", m.naive_note])
-        result["measured"] = (["measured on local Spark (shuffle write records)", "tuples", "run time"], rows)
+            rows.append(["the naive PySpark job", "not run", "", "", m.naive_note])
+        result["measured"] = (["measured on local Spark", "tuples", "Spark shuffle records", "shuffle bytes",
+                               "run time"], rows)
     return result
 
 
@@ -405,11 +431,13 @@ SECTIONS = [
      "hashed onto 4 partitions), which is how it can beat our plan in the middle of the range: balance "
      "forces our plan to cut the one connected group that shared sensors make of all workflows."),
     ("measured", "Measured on local Spark",
-     "Both jobs ran with --once on local[2] over the same input; the tuples are Spark's shuffle write records "
-     "of the queries' stages, read from the driver's status store. Spark counts every row written for a "
+     "Both jobs ran with --once on local[2] over the same input. Spark's shuffle write records and bytes "
+     "of the queries' stages come from the driver's status store; Spark counts every row written for a "
      "shuffle, whether the task that reads it runs on the same machine or not. The compiled job's first "
-     "shuffle carries each referenced reading once; where the plan split a subgraph, the second operator "
-     "receives every input of its computations (local ones too) and the first operator's results. The "
+     "shuffle carries each referenced reading once, packed per partition (Spark's records are the packets; "
+     "the tuples are the readings in them, as the job counts them); where the plan split a subgraph, the "
+     "second operator receives every input of its computations (local ones too) and the first operator's "
+     "results, one record each. The "
      "naive job's window aggregations combine readings before their shuffles (partial aggregation), so it "
      "writes few shuffle records; what it pays instead is reading the input once per window statement and "
      "copying every reading into each window that holds it."),

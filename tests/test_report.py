@@ -52,15 +52,18 @@ def test_naive_lines_say_when_the_naive_job_cannot_be_written(tmp_path):
 @pytest.mark.spark
 def test_measured_shuffle_records(spark, tmp_path):
     """The compiled job shuffles each referenced reading once (plus the quarantined lines and one
-    end-of-input row per partition), then what goes to second operators. The naive job's windows
-    aggregate partially before their shuffles, so it writes few shuffle records (its cost is
-    elsewhere: each window re-reads the input and expands every reading into each window)."""
+    end-of-input marker per partition), in packets, then what goes to second operators. The naive
+    job's windows aggregate partially before their shuffles, so it writes few shuffle records (its
+    cost is elsewhere: each window re-reads the input and expands every reading into each window)."""
     write_readings(read_csv(SENSORS), tmp_path / "data", seconds=300, files=1, bad_lines=3)
     measured = reporting.measure(EXAMPLES, str(tmp_path / "data"), SENSORS, 2, tmp_path / "work",
                                  echo=lambda *_: None)
     assert measured.referenced > 10_000
-    assert measured.referenced <= measured.ours_raw_records <= measured.referenced + 3 + 2
-    assert measured.ours_records >= measured.ours_raw_records
+    assert measured.referenced <= measured.ours_raw_tuples <= measured.referenced + 3 + 2
+    # Packets: a few per partition and Arrow batch, 20 bytes a reading before Spark compresses them.
+    assert 0 < measured.ours_raw_records < 100
+    assert 2 * measured.referenced < measured.ours_raw_bytes < 40 * measured.referenced
+    assert measured.ours_tuples >= measured.ours_raw_tuples
     assert 0 < measured.naive_records < measured.referenced
 
 
@@ -82,4 +85,4 @@ def test_cli_report_measures_in_a_quiet_child_process(tmp_path):
     assert "TransformWithStateInPandas" not in result.output and "log4j" not in result.output
     assert "measured the job" in result.output
     text = (tmp_path / "r" / "report.md").read_text()
-    assert "| the compiled job: raw readings (one shuffle) |" in text
+    assert "| the compiled job: raw readings (one shuffle, in packets) |" in text

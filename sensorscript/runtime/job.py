@@ -32,7 +32,7 @@ OUTPUT_SCHEMA = ("kind string, stream string, ts long, window_start long, window
                  "version int, raw string, reason string, dest int, fcode int")
 OUTPUT_COLUMNS = [c.split()[0] for c in OUTPUT_SCHEMA.split(", ")]
 END_OF_INPUT = "__sscript_end_of_input__"  # the control line `--once` feeds after the input
-QUARANTINE_CODE, CONTROL_CODE = -1, -2
+CONTROL_CODE = -2  # the code of the end-of-input marker in a control packet
 
 
 @dataclass(frozen=True)
@@ -58,37 +58,79 @@ class Job:
 
 # ----------------------------------------------------------------------------- stages
 
+# What crosses the shuffle: packets of readings, one per partition per Arrow batch of the
+# source, each column a buffer (code int32, ts int64, value float64); a quarantined line
+# travels as a row of its own, with `raw` and `reason`. Spark's Python stateful operator
+# turns its input into pandas row by row, so a million readings as a thousand packets
+# cost it a thousandth of the time.
+PACKET_SCHEMA = "pkey int, code binary, ts binary, value binary, raw string, reason string"
+
+
 def assign_partitions(records, job: Job):
-    """Each reading gets its sensor's code and the key of its partition.
+    """Readings -> their sensor's code and partition, packed per partition (`Packer`).
 
-    Sensor ids become small integer codes here; quarantined rows go to partition 0,
-    which writes them out.
+    Rows here are quarantined or read a referenced sensor (the job filters first, with
+    a hash set); quarantined rows go to partition 0, which writes them out.
     """
-    from pyspark.sql import functions as F
-
-    items = sorted(job.sensors.items())
-    codes = F.create_map(*[x for sid, (code, _) in items for x in (F.lit(sid), F.lit(code))])
-    keys = F.create_map(*[x for sid, (_, p) in items for x in (F.lit(sid), F.lit(job.bucket_keys[p]))])
-    good = F.col("reason").isNull()
-    return records.select(
-        F.when(good, F.try_element_at(codes, F.col("sensor_id"))).otherwise(F.lit(QUARANTINE_CODE)).alias("code"),
-        # Never null: a column with nulls reaches pandas as float64, which rounds timestamps past 2^53.
-        F.coalesce("ts", F.lit(0)).alias("ts"), "value",
-        F.when(good, F.lit(None).cast("string")).otherwise(F.col("raw")).alias("raw"),
-        "reason",
-        F.when(good, F.try_element_at(keys, F.col("sensor_id"))).otherwise(F.lit(job.bucket_keys[0])).alias("pkey"),
-    )
+    return records.select("sensor_id", "ts", "value", "reason", "raw").mapInArrow(Packer(job), PACKET_SCHEMA)
 
 
 def control_rows(lines, job: Job):
-    """The end-of-input line becomes one control row per partition (watermark to +infinity)."""
+    """The end-of-input line becomes one control packet per partition (watermark to +infinity)."""
     from pyspark.sql import functions as F
 
     return lines.select(
-        F.lit(CONTROL_CODE).alias("code"), F.lit(0).cast("long").alias("ts"),
-        F.lit(None).cast("double").alias("value"), F.lit(None).cast("string").alias("raw"),
-        F.lit(None).cast("string").alias("reason"),
-        F.explode(F.array(*[F.lit(k) for k in job.bucket_keys])).alias("pkey"))
+        F.explode(F.array(*[F.lit(k) for k in job.bucket_keys])).alias("pkey"),
+        F.lit(bytearray(np.array([CONTROL_CODE], np.int32).tobytes())).alias("code"),
+        F.lit(bytearray(np.zeros(1, np.int64).tobytes())).alias("ts"),
+        F.lit(bytearray(np.zeros(1, np.float64).tobytes())).alias("value"),
+        F.lit(None).cast("string").alias("raw"), F.lit(None).cast("string").alias("reason"))
+
+
+class Packer:
+    """Stage 0 in Python, vectorised with Arrow: sensor id -> code and partition key, then one
+    packet per partition key. The ids are looked up in a hash table (Arrow's `index_in`);
+    a literal map in Spark SQL would be searched key by key."""
+
+    def __init__(self, job: Job):
+        items = sorted(job.sensors.items())
+        self.ids = [sensor_id for sensor_id, _ in items]
+        self.codes = np.array([code for _, (code, _) in items], np.int32)
+        self.keys = np.array([job.bucket_keys[partition] for _, (_, partition) in items], np.int32)
+        self.quarantine_key = job.bucket_keys[0]
+
+    def __call__(self, batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        known = pa.array(self.ids, pa.string())
+        for batch in batches:
+            bad = batch.column("reason").is_valid().to_numpy(zero_copy_only=False)
+            where = pc.index_in(batch.column("sensor_id"), value_set=known).to_numpy(zero_copy_only=False)
+            # index_in gives null (NaN here) for an id not in the set: only quarantined rows.
+            good = ~bad & ~np.isnan(where)
+            index = where[good].astype(np.int64)
+            code, key = self.codes[index], self.keys[index]
+            # Nulls (quarantined rows) filled first: numpy would make the column float64, which
+            # rounds timestamps past 2^53.
+            ts = pc.fill_null(batch.column("ts"), 0).to_numpy(zero_copy_only=False)[good].astype(np.int64)
+            value = batch.column("value").to_numpy(zero_copy_only=False)[good].astype(np.float64)
+            order = np.argsort(key, kind="stable")
+            code, key, ts, value = code[order], key[order], ts[order], value[order]
+            bounds = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True]) if len(key) else np.array([0])
+            packets = [(int(key[lo]), code[lo:hi].tobytes(), ts[lo:hi].tobytes(), value[lo:hi].tobytes())
+                       for lo, hi in zip(bounds[:-1], bounds[1:])]
+            rejected = np.flatnonzero(bad)
+            raw = batch.column("raw").take(pa.array(rejected)).to_pylist() if len(rejected) else []
+            reason = batch.column("reason").take(pa.array(rejected)).to_pylist() if len(rejected) else []
+            yield pa.RecordBatch.from_pydict({
+                "pkey": pa.array([p[0] for p in packets] + [self.quarantine_key] * len(raw), pa.int32()),
+                "code": pa.array([p[1] for p in packets] + [None] * len(raw), pa.binary()),
+                "ts": pa.array([p[2] for p in packets] + [None] * len(raw), pa.binary()),
+                "value": pa.array([p[3] for p in packets] + [None] * len(raw), pa.binary()),
+                "raw": pa.array([None] * len(packets) + raw, pa.string()),
+                "reason": pa.array([None] * len(packets) + reason, pa.string()),
+            })
 
 
 def run_partitions(keyed, job: Job):
@@ -100,7 +142,8 @@ def run_partitions(keyed, job: Job):
     operator keyed by their destination.
     """
     first = (keyed.repartition(job.partitions, "pkey").groupBy("pkey")
-             .transformWithStateInPandas(statefulProcessor=FirstStageProcessor(job), outputStructType=OUTPUT_SCHEMA,
+             .transformWithStateInPandas(statefulProcessor=FirstStageProcessor(job),
+                                         outputStructType=OUTPUT_SCHEMA,
                                          outputMode="Append", timeMode="None"))
     if not job.has_second_stage:
         return first
@@ -131,22 +174,22 @@ class FirstStageProcessor(_processor_base()):
         task = self.tasks.get(partition) or self.tasks.setdefault(
             partition, FirstStage(job.first_stage[partition], job.watermark))
         state = pickle.loads(self.state.get()[0]) if self.state.exists() else task.new_state()
-        # Spark hands the rows over in Arrow batches; only numbers are joined (joining the text
-        # columns, empty but for quarantined lines, cost a second per million rows).
         codes, stamps, values, rejected = [], [], [], []
         for frame in rows:
-            code = frame["code"].to_numpy(np.int64)
-            codes.append(code)
-            stamps.append(frame["ts"].to_numpy(np.int64))
-            values.append(frame["value"].to_numpy(np.float64))
-            quarantined = code == QUARANTINE_CODE
-            if quarantined.any():
-                rejected.append(frame[quarantined])
+            packets = frame["code"].notna().to_numpy()
+            for blob, ts_blob, value_blob in zip(frame["code"][packets], frame["ts"][packets],
+                                                 frame["value"][packets]):
+                codes.append(np.frombuffer(blob, np.int32))
+                stamps.append(np.frombuffer(ts_blob, np.int64))
+                values.append(np.frombuffer(value_blob, np.float64))
+            if not packets.all():
+                rejected.append(frame[~packets])
         code, ts, value = (np.concatenate(c) if c else np.empty(0, t)
-                           for c, t in ((codes, np.int64), (stamps, np.int64), (values, np.float64)))
-        bad, control = code == QUARANTINE_CODE, code == CONTROL_CODE
-        good = ~(bad | control)
-        step = task.step(state, code[good], ts[good], value[good], bool(control.any()))
+                           for c, t in ((codes, np.int32), (stamps, np.int64), (values, np.float64)))
+        control = code == CONTROL_CODE
+        good = ~control
+        quarantined = sum(len(r) for r in rejected)
+        step = task.step(state, code[good].astype(np.int64), ts[good], value[good], bool(control.any()))
         self.state.update((pickle.dumps(state, protocol=5),))
         own = job.bucket_keys[partition]
         parts = [_quarantine(pd.concat(rejected, ignore_index=True) if rejected else _empty(), own)]
@@ -154,7 +197,7 @@ class FirstStageProcessor(_processor_base()):
         parts += [_forwards(r, job) for r in step.results]
         parts.append(_heartbeats(task.engine.program, step.heartbeat, job))
         parts.append(_counters(step.results, task.engine.program, own, readings=int(good.sum()),
-                               quarantined=int(bad.sum())))
+                               quarantined=quarantined))
         yield from _frames(parts)
 
     def close(self) -> None:
