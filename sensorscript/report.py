@@ -202,7 +202,9 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
     # are the job's own count (each reading of a referenced sensor, each quarantined line, and one
     # end-of-input marker per partition). The second shuffle carries tuples one per record.
     raw_tuples = summary.readings + summary.quarantined + module.JOB.partitions
-    second = ours.records - ours.from_input
+    # The second shuffle: tuples forwarded over cut edges (packed per edge and batch, as the job
+    # counts them), the first operators' results, counters and heartbeats (a record each).
+    second = ours.records - ours.from_input - summary.forward_packets + summary.forwarded
     echo(f"measured the job: {raw_tuples:,} readings crossed its shuffle in {ours.from_input:,} packets, "
          f"{second:,} tuples its second shuffle")
     result = Measured(readings, referenced_count, raw_tuples, ours.from_input, ours.from_input_bytes,

@@ -28,8 +28,9 @@ from sensorscript.runtime.tasks import FirstStage, SecondStage
 
 # Rows leaving a stateful stage: results, quarantined input, counters, and (to stage 2)
 # forwarded tuples and watermark heartbeats. `dest` is the key of the partition a row goes to.
+# Forwarded tuples travel packed, one row per edge and batch (`times`, `values`: buffers).
 OUTPUT_SCHEMA = ("kind string, stream string, ts long, window_start long, window_end long, value double, "
-                 "version int, raw string, reason string, dest int, fcode int")
+                 "version int, raw string, reason string, dest int, fcode int, times binary, values binary")
 OUTPUT_COLUMNS = [c.split()[0] for c in OUTPUT_SCHEMA.split(", ")]
 END_OF_INPUT = "__sscript_end_of_input__"  # the control line `--once` feeds after the input
 CONTROL_CODE = -2  # the code of the end-of-input marker in a control packet
@@ -228,9 +229,11 @@ class SecondStageProcessor(_processor_base()):
         task = self.tasks.get(partition) or self.tasks.setdefault(partition, SecondStage(program))
         state = pickle.loads(self.state.get()[0]) if self.state.exists() else task.new_state()
         forwards = frame[kind == "forward"]
-        received = [(int(c), Tuples(g["ts"].to_numpy(np.int64), g["value"].to_numpy(np.float64),
-                                    np.full(len(g), -1, np.int32)))
-                    for c, g in forwards.groupby("fcode", sort=True)]
+        received = []
+        for c, g in forwards.groupby("fcode", sort=True):
+            ts = np.concatenate([np.frombuffer(b, np.int64) for b in g["times"]])
+            value = np.concatenate([np.frombuffer(b, np.float64) for b in g["values"]])
+            received.append((int(c), Tuples(ts, value, np.full(len(ts), -1, np.int32))))
         beats = frame[kind == "heartbeat"]
         # Every row carries a ts, so the column arrives as int64 and the +-2^63 sentinels are exact.
         heartbeats = {int(s): int(w) for s, w in zip(beats["fcode"], beats["ts"].to_numpy(np.int64))}
@@ -249,7 +252,7 @@ def _empty() -> pd.DataFrame:
 
 
 _INTEGER_COLUMNS = ("ts", "window_start", "window_end", "version", "dest", "fcode")
-_TEXT_COLUMNS = ("kind", "stream", "raw", "reason")
+_TEXT_COLUMNS = ("kind", "stream", "raw", "reason", "times", "values")
 
 
 def _frames(parts: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -259,7 +262,7 @@ def _frames(parts: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     numpy integers where its column has no gaps: forwarded readings stay int64 and fast.
     A column with gaps becomes Python ints or None (pandas would turn it into floats, which
     cannot hold the +-2^63 watermark sentinels; its nullable Int64 cannot go through Spark's
-    conversion, which passes a mask). Text becomes plain objects: columns read from Spark
+    conversion, which passes a mask). Text and bytes become plain objects: columns read from Spark
     arrive as pandas' `string` dtype, which converts to chunked arrays Spark does not take.
     """
     for part in parts:
@@ -289,10 +292,14 @@ def _results(result: BatchResult, program: Program, dest: int) -> pd.DataFrame:
 
 
 def _forwards(result: BatchResult, job: Job) -> pd.DataFrame:
-    parts = [pd.DataFrame({"kind": "forward", "ts": t.ts, "value": t.value,
-                           "dest": job.bucket_keys[f.dest], "fcode": f.code})
-             for f, t in result.forwards]
-    return pd.concat(parts, ignore_index=True) if parts else _empty()
+    """One packet per cut edge: its tuples of this batch as two buffers."""
+    rows = [(job.bucket_keys[f.dest], f.code, np.ascontiguousarray(t.ts, np.int64).tobytes(),
+             np.ascontiguousarray(t.value, np.float64).tobytes()) for f, t in result.forwards]
+    if not rows:
+        return _empty()
+    dest, fcode, times, values = zip(*rows)
+    return pd.DataFrame({"kind": "forward", "ts": 0, "dest": list(dest), "fcode": list(fcode),
+                         "times": list(times), "values": list(values)})
 
 
 def _heartbeats(program: Program, watermark: int, job: Job) -> pd.DataFrame:
@@ -306,6 +313,9 @@ def _heartbeats(program: Program, watermark: int, job: Job) -> pd.DataFrame:
 def _counters(results: list[BatchResult], program: Program, dest: int, **extra: int) -> pd.DataFrame:
     counters = dict(extra)
     counters["late"] = sum(r.late for r in results)
+    forwarded = [len(t) for r in results for _, t in r.forwards]
+    if forwarded:
+        counters["forwarded"], counters["forward_packets"] = sum(forwarded), len(forwarded)
     for r in results:
         for node_id, count in r.division_by_zero.items():
             for name in program.outputs.get(node_id, (node_id,)):
@@ -355,6 +365,8 @@ class RunSummary:
     late: int = 0
     results: int = 0
     division_by_zero: int = 0
+    forwarded: int = 0  # tuples sent over cut edges to second operators
+    forward_packets: int = 0  # the rows that carried them
     seconds: float = 0.0
 
 
@@ -394,6 +406,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         summary.late += late
         summary.results += len(results)
         summary.division_by_zero += dbz
+        summary.forwarded += int(metrics.get("forwarded", 0))
+        summary.forward_packets += int(metrics.get("forward_packets", 0))
         echo(f"batch {batch_id}: {readings:,} readings, {len(quarantine):,} quarantined, {late:,} late, "
              f"{len(results):,} results" + (f", {dbz} divisions by zero skipped" if dbz else "")
              + f" ({time.monotonic() - t0:.1f} s to write)")
