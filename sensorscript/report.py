@@ -438,8 +438,8 @@ SECTIONS = [
      "shuffle, whether the task that reads it runs on the same machine or not. The compiled job's first "
      "shuffle carries each referenced reading once, packed per partition (Spark's records are the packets; "
      "the tuples are the readings in them, as the job counts them); where the plan split a subgraph, the "
-     "second operator receives every input of its computations (local ones too) and the first operator's "
-     "results, one record each. The "
+     "second operator receives every input of its computations (local ones too, packed per edge and "
+     "batch) and the first operator's results, one record each. The "
      "naive job's window aggregations combine readings before their shuffles (partial aggregation), so it "
      "writes few shuffle records; what it pays instead is reading the input once per window statement and "
      "copying every reading into each window that holds it."),

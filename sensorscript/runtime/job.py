@@ -73,7 +73,11 @@ def assign_partitions(records, job: Job):
     Rows here are quarantined or read a referenced sensor (the job filters first, with
     a hash set); quarantined rows go to partition 0, which writes them out.
     """
-    return records.select("sensor_id", "ts", "value", "reason", "raw").mapInArrow(Packer(job), PACKET_SCHEMA)
+    from pyspark.sql import functions as F
+
+    # The raw line goes to Python only where it is needed, for a quarantined row.
+    raw = F.when(F.col("reason").isNotNull(), F.col("raw")).alias("raw")
+    return records.select("sensor_id", "ts", "value", "reason", raw).mapInArrow(Packer(job), PACKET_SCHEMA)
 
 
 def control_rows(lines, job: Job):
