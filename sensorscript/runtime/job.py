@@ -256,7 +256,7 @@ def _empty() -> pd.DataFrame:
 
 
 _INTEGER_COLUMNS = ("ts", "window_start", "window_end", "version", "dest", "fcode")
-_TEXT_COLUMNS = ("kind", "stream", "raw", "reason", "times", "values")
+_OBJECT_COLUMNS = ("kind", "stream", "raw", "reason", "times", "values")  # text and bytes
 
 
 def _frames(parts: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -277,7 +277,7 @@ def _frames(parts: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             values = part[column]
             if values.isna().any() or values.dtype == object:
                 part[column] = values.astype(object).where(values.notna(), None)
-        for column in _TEXT_COLUMNS:
+        for column in _OBJECT_COLUMNS:
             part[column] = part[column].astype(object).where(part[column].notna(), None)
         part["value"] = part["value"].astype("float64")
         yield part
