@@ -146,6 +146,18 @@ _FIELD = st.lists(st.sampled_from(["0", "7", "12", ".", "+", "-", "e", "E", " ",
 def test_spark_parsing_follows_the_record_rules_on_random_lines(spark, lines):
     assert_parsed_as_records(spark, lines)
 
+
+def test_the_sensor_filter_takes_exactly_the_referenced_ids(spark):
+    from sensorscript.runtime.source import is_one_of
+
+    referenced = ["8MD1-AZ", "it's", "back\\slash", "tab\tin", "ünï cödé", "a,b", "' OR 1=1 --", "\\'"]
+    others = ["8MD1-az", "its", "back\\\\slash", "", "'", "\\", "a", "b"]
+    frame = spark.createDataFrame([(i,) for i in referenced + others], "sensor_id string")
+    kept = [r.sensor_id for r in frame.where(is_one_of("sensor_id", referenced)).collect()]
+    assert sorted(kept) == sorted(referenced)
+    assert frame.where(is_one_of("sensor_id", [])).count() == 0
+
+
 def test_bucket_keys_land_on_distinct_spark_tasks(spark):
     from pyspark.sql import functions as F
 

@@ -204,7 +204,7 @@ def build_query(spark, input_path, control_path, max_files_per_trigger=None):
     # 2. Parse and quarantine: a line that cannot be read keeps its reason and goes to quarantine.
     records = source.parse(lines)
     # 3. Filter to the 9 sensors the workflows read (quarantined rows stay, to be written out).
-    records = records.where(F.col("reason").isNotNull() | F.col("sensor_id").isin(list(SENSORS)))
+    records = records.where(F.col("reason").isNotNull() | source.is_one_of("sensor_id", SENSORS))
     # 4. Partition key from the plan; the end-of-input control line (--once) reaches every partition.
     keyed = assign_partitions(records, JOB)
     if control_path is not None:
