@@ -163,12 +163,19 @@ class Measured:
     ours_raw_records: int  # the Spark records that carried them: packets of readings
     ours_raw_bytes: int
     ours_tuples: int  # with the tuples forwarded over cut edges and the results passing the second operator
+    ours_crossing: int  # tuples between partitions: the raw readings and what crossed cut edges
     ours_bytes: int
     ours_seconds: float
     naive_records: int | None = None
     naive_bytes: int | None = None
     naive_seconds: float | None = None
     naive_note: str = ""
+    # Our runtime under the naive placement "hash by workflow" (codegen/placements.py).
+    by_workflow_tuples: int | None = None
+    by_workflow_records: int | None = None
+    by_workflow_bytes: int | None = None
+    by_workflow_seconds: float | None = None
+    by_workflow_same: bool | None = None  # its results equal the compiled job's, row for row
 
 
 def measure(files: Sequence[str], data: str, sensors: str | None, partitions: int, work: Path,
@@ -208,7 +215,8 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
     echo(f"measured the job: {raw_tuples:,} readings crossed its shuffle in {ours.from_input:,} packets, "
          f"{second:,} tuples its second shuffle")
     result = Measured(readings, referenced_count, raw_tuples, ours.from_input, ours.from_input_bytes,
-                      raw_tuples + second, ours.bytes, ours_seconds)
+                      raw_tuples + second, raw_tuples + summary.forwarded_remote, ours.bytes, ours_seconds)
+    _measure_by_workflow(result, files, sensors, data, module, spark, work, echo)
     if naive:
         loaded = load(files)
         try:
@@ -229,6 +237,40 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
         result.naive_records, result.naive_bytes = naive_shuffled.records, naive_shuffled.bytes
         echo(f"measured the naive job: {result.naive_records:,} tuples crossed its shuffles")
     return result
+
+
+def _measure_by_workflow(result: Measured, files: Sequence[str], sensors: str | None, data: str, module,
+                         spark, work: Path, echo) -> None:
+    """Run the same job under the placement "hash by workflow" (every workflow whole on the partition
+    of its name's hash, readings copied to each partition that reads them) and read its shuffle."""
+    from sensorscript.codegen.placements import by_workflow
+    from sensorscript.compiler import open_registry
+    from sensorscript.measure import shuffled, streaming_jobs
+    from sensorscript.runtime.job import run
+
+    registry = open_registry(sensors)
+    placed = by_workflow(module.JOB, load(files, registry.ids() if registry else None).workflows, registry)
+    before = streaming_jobs(spark)
+    started = time.monotonic()
+    summary = run(placed, module.build_query, data, work / "by-workflow", once=True, spark=spark,
+                  echo=lambda *_: None)
+    result.by_workflow_seconds = time.monotonic() - started
+    measured = shuffled(spark, streaming_jobs(spark) - before)
+    # One shuffle, no second operator: the readings in its packets, as the job counts them.
+    result.by_workflow_tuples = summary.readings + summary.quarantined + placed.partitions
+    result.by_workflow_records, result.by_workflow_bytes = measured.from_input, measured.from_input_bytes
+    result.by_workflow_same = _same_results(work / "job" / "results.db", work / "by-workflow" / "results.db")
+    echo(f"measured hash by workflow: {result.by_workflow_tuples:,} readings crossed its shuffle")
+
+
+def _same_results(a: Path, b: Path) -> bool:
+    import math
+    import sqlite3
+
+    query = "SELECT stream, ts, window_start, window_end, value FROM results ORDER BY 1, 2, 3, 4"
+    left, right = (sqlite3.connect(path).execute(query).fetchall() for path in (a, b))
+    return len(left) == len(right) and all(
+        x[:4] == y[:4] and math.isclose(x[4], y[4], rel_tol=1e-9, abs_tol=1e-9) for x, y in zip(left, right))
 
 
 def measure_quietly(files: Sequence[str], data: str, sensors: str | None, partitions: int, work: Path,
@@ -352,9 +394,16 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
                 ["readings of referenced sensors (lower bound: each crosses once)", _int(m.referenced), "", "", ""],
                 ["the compiled job: raw readings (one shuffle, in packets)", _int(m.ours_raw_tuples),
                  _int(m.ours_raw_records), _bytes(m.ours_raw_bytes), ""],
+                ["the compiled job: between partitions (the raw readings and the tuples on cut edges)",
+                 _int(m.ours_crossing), "", "", ""],
                 ["the compiled job: all shuffles (with tuples forwarded over cut edges and results passing "
                  "through the second operator)", _int(m.ours_tuples), "", _bytes(m.ours_bytes),
                  f"{m.ours_seconds:.1f} s"]]
+        if m.by_workflow_tuples is not None:
+            same = "same results" if m.by_workflow_same else "DIFFERENT results"
+            rows.append([f"our runtime, naive placement: hash by workflow (readings copied; {same})",
+                         _int(m.by_workflow_tuples), _int(m.by_workflow_records), _bytes(m.by_workflow_bytes),
+                         f"{m.by_workflow_seconds:.1f} s"])
         if m.naive_records is not None:
             rows.append(["the naive PySpark job (partial aggregates)", _int(m.naive_records), _int(m.naive_records),
                          _bytes(m.naive_bytes), f"{m.naive_seconds:.1f} s"])
@@ -439,7 +488,11 @@ SECTIONS = [
      "shuffle carries each referenced reading once, packed per partition (Spark's records are the packets; "
      "the tuples are the readings in them, as the job counts them); where the plan split a subgraph, the "
      "second operator receives every input of its computations (local ones too, packed per edge and "
-     "batch) and the first operator's results, one record each. The "
+     "batch) and the first operator's results, one record each. Under the naive placement hash by "
+     "workflow the same runtime runs each workflow whole on the partition of its name's hash: a reading "
+     "crosses once for every partition that hosts a workflow reading it, and nothing else crosses. Hash by "
+     "sensor id, which shuffles again at every union and derived edge, is given by its model only: it "
+     "needs a shuffle per level of the workflow graph, more than one query of ours has. The "
      "naive job's window aggregations combine readings before their shuffles (partial aggregation), so it "
      "writes few shuffle records; what it pays instead is reading the input once per window statement and "
      "copying every reading into each window that holds it."),

@@ -63,8 +63,19 @@ def test_measured_shuffle_records(spark, tmp_path):
     # Packets: a few per partition and Arrow batch, 20 bytes a reading before Spark compresses them.
     assert 0 < measured.ours_raw_records < 100
     assert 2 * measured.referenced < measured.ours_raw_bytes < 40 * measured.referenced
-    assert measured.ours_tuples >= measured.ours_raw_tuples
+    assert measured.ours_raw_tuples <= measured.ours_crossing <= measured.ours_tuples
     assert 0 < measured.naive_records < measured.referenced
+    # Hash by workflow: the same runtime and results, a reading copied to every partition reading it.
+    assert measured.by_workflow_same is True
+    assert measured.by_workflow_tuples >= measured.ours_raw_tuples
+    assert 0 < measured.by_workflow_records < 100
+    # What crossed between partitions is what the plan's model says, for ours and for hash by
+    # workflow (tuples/minute x 5 minutes; the quarantined lines and markers come on top).
+    from sensorscript.compiler import plan_workflows
+
+    cost = plan_workflows([str(f) for f in EXAMPLES], SENSORS, 2)[0].cost
+    assert measured.ours_crossing == pytest.approx(cost.ours * 5, rel=0.01)
+    assert measured.by_workflow_tuples == pytest.approx(cost.naive_workflow_hash * 5, rel=0.01)
 
 
 def test_cli_report(tmp_path):

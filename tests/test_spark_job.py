@@ -79,6 +79,39 @@ def test_late_readings_across_micro_batches_and_partitions(spark, tmp_path):
     assert_same(result_rows(out), expected_rows(evaluation))
 
 
+def test_the_hash_by_workflow_placement_copies_readings_and_gives_the_same_results(spark, tmp_path):
+    """The naive placement the report measures: each workflow whole on the partition of its name's
+    hash (north, south -> 0; deck, pier -> 1), a sensor's readings copied to every partition that
+    hosts a reader. Same results as our plan and the reference; the copies are counted."""
+    from sensorscript.codegen.placements import by_workflow
+    from sensorscript.running import load_job
+    from sensorscript.runtime.job import run
+
+    scripts = {"north": "A = avg(S1, 1000, 500);\nU = union(S1, S2);\nB = max(U, 2000, 1000);\nC = A - B;",
+               "south": "A = avg(S1, 1000, 500);\nD = min(S3, 1000, 1000);",
+               "deck": "A = avg(S1, 1000, 500);\nE = sum(S2, 1000, 1000);\nF = A * E;",
+               "pier": "G = count(S4, 3000, 1000);"}
+    files = write_scripts(tmp_path, scripts)
+    rng = random.Random(7)
+    lines = [f"S{rng.randint(1, 4)},{rng.randint(0, 20_000)},{rng.randint(-8, 8) / 4}" for _ in range(2_000)]
+    lines += ["S1,not-a-time,1.0"]
+    compiled, ours, out = compile_and_run(spark, tmp_path, files, [lines], partitions=2)
+    module = load_job(out)
+    placed = by_workflow(module.JOB, load(files).workflows, None)
+    assert placed.replicas == {"S1": (1,), "S2": (1,)}  # read on both sides
+    assert [p.partition for p in placed.first_stage] == [0, 1] and not placed.has_second_stage
+    naive_out = tmp_path / "by-workflow"
+    summary = run(placed, module.build_query, str(tmp_path / "data"), naive_out, once=True, spark=spark,
+                  echo=lambda *_: None)
+    expected = expected_rows(evaluate(load(files).workflows, [lines]))
+    assert_same(result_rows(out), expected)
+    assert_same(result_rows(naive_out), expected)
+    counts = {s: sum(line.startswith(f"{s},") for line in lines[:-1]) for s in ("S1", "S2", "S3", "S4")}
+    assert ours.readings == sum(counts.values())
+    assert summary.readings == sum(counts.values()) + counts["S1"] + counts["S2"]
+    assert summary.quarantined == ours.quarantined == 1
+
+
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                HealthCheck.function_scoped_fixture])
 @given(workflows_and_lines())

@@ -15,7 +15,7 @@ import shutil
 import sys
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -53,6 +53,9 @@ class Job:
     second_stage: tuple[Program | None, ...]
     bucket_keys: tuple[int, ...]  # partition p's rows carry key bucket_keys[p]: Spark hashes it to task p
     watermark: str = "fixed:0"
+    # Sensor id -> further partitions its readings also go to. Our plans send each reading to
+    # one partition; the naive placements the report measures (hash by workflow) copy them.
+    replicas: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def partitions(self) -> int:
@@ -109,6 +112,22 @@ class Packer:
         self.codes = np.array([code for _, (code, _) in items], np.int32)
         self.keys = np.array([job.bucket_keys[partition] for _, (_, partition) in items], np.int32)
         self.quarantine_key = job.bucket_keys[0]
+        # Copies (a naive placement only): sensor index -> its extra partition keys, as
+        # offsets into one flat array.
+        extra = [[job.bucket_keys[p] for p in job.replicas.get(sensor_id, ())] for sensor_id in self.ids]
+        self.copies = np.array([len(e) for e in extra], np.int64)
+        self.copy_start = np.concatenate([[0], np.cumsum(self.copies)[:-1]]).astype(np.int64) if extra else self.copies
+        self.copy_keys = np.array([k for e in extra for k in e], np.int32)
+
+    def _replicated(self, index: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(reading positions, partition keys) with a reading repeated once per extra partition."""
+        counts = self.copies[index]
+        if not self.copy_keys.size or not counts.any():
+            return np.arange(len(index)), key
+        positions = np.repeat(np.arange(len(index)), counts)
+        nth = np.arange(len(positions)) - np.repeat(np.cumsum(counts) - counts, counts)
+        extra = self.copy_keys[self.copy_start[index[positions]] + nth]
+        return np.concatenate([np.arange(len(index)), positions]), np.concatenate([key, extra])
 
     def __call__(self, batches):
         import pyarrow as pa
@@ -126,6 +145,9 @@ class Packer:
             # rounds timestamps past 2^53.
             ts = pc.fill_null(batch.column("ts"), 0).to_numpy(zero_copy_only=False)[good].astype(np.int64)
             value = batch.column("value").to_numpy(zero_copy_only=False)[good].astype(np.float64)
+            if self.copy_keys.size:
+                positions, key = self._replicated(index, key)
+                code, ts, value = code[positions], ts[positions], value[positions]
             order = np.argsort(key, kind="stable")
             code, key, ts, value = code[order], key[order], ts[order], value[order]
             bounds = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True]) if len(key) else np.array([0])
@@ -343,6 +365,9 @@ def _counters(results: list[BatchResult], program: Program, dest: int, **extra: 
     forwarded = [len(t) for r in results for _, t in r.forwards]
     if forwarded:
         counters["forwarded"], counters["forward_packets"] = sum(forwarded), len(forwarded)
+        # Only these cross between partitions; the rest feed this partition's own second stage.
+        counters["forwarded_remote"] = sum(len(t) for r in results for f, t in r.forwards
+                                           if f.dest != program.partition)
     for r in results:
         for node_id, count in r.division_by_zero.items():
             for name in program.outputs.get(node_id, (node_id,)):
@@ -392,7 +417,8 @@ class RunSummary:
     late: int = 0
     results: int = 0
     division_by_zero: int = 0
-    forwarded: int = 0  # tuples sent over cut edges to second operators
+    forwarded: int = 0  # tuples sent to second operators (over cut edges, and local inputs beside them)
+    forwarded_remote: int = 0  # those sent to another partition's second operator: cut edges
     forward_packets: int = 0  # the rows that carried them
     seconds: float = 0.0
 
@@ -434,6 +460,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         summary.results += len(results)
         summary.division_by_zero += dbz
         summary.forwarded += int(metrics.get("forwarded", 0))
+        summary.forwarded_remote += int(metrics.get("forwarded_remote", 0))
         summary.forward_packets += int(metrics.get("forward_packets", 0))
         echo(f"batch {batch_id}: {readings:,} readings, {len(quarantine):,} quarantined, {late:,} late, "
              f"{len(results):,} results" + (f", {dbz} divisions by zero skipped" if dbz else "")
@@ -442,7 +469,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     streamed = source.startswith(("socket://", "kafka://"))
 
     def start():
-        query = build_query(spark, source, None if streamed else str(control), max_files_per_trigger)
+        query = build_query(spark, source, None if streamed else str(control), max_files_per_trigger, job=job)
         writer = query.writeStream.foreachBatch(write_batch).option("checkpointLocation", str(checkpoint / "state"))
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=f"{trigger_seconds} seconds")
         return writer.queryName(f"sensorscript_{job.name}_{int(time.time() * 1000)}").start()

@@ -80,21 +80,21 @@ JOB = Job(
 )
 
 
-def build_query(spark, input_path, control_path, max_files_per_trigger=None):
-    """The job's query, stage by stage."""
+def build_query(spark, input_path, control_path, max_files_per_trigger=None, job=JOB):
+    """The job's query, stage by stage (`job`: this plan, or another placement of it to compare)."""
     # 1. Source: a folder of CSV / JSON-lines files (or socket://, kafka://).
     lines = source.read_lines(spark, input_path, max_files_per_trigger)
     # 2. Parse and quarantine: a line that cannot be read keeps its reason and goes to quarantine.
     records = source.parse(lines)
     # 3. Filter to the 4 sensors the workflows read (quarantined rows stay, to be written out).
-    records = records.where(F.col("reason").isNotNull() | source.is_one_of("sensor_id", SENSORS))
+    records = records.where(F.col("reason").isNotNull() | source.is_one_of("sensor_id", job.sensors))
     # 4. Partition key from the plan; the end-of-input control line (--once) reaches every partition.
-    keyed = assign_partitions(records, JOB)
+    keyed = assign_partitions(records, job)
     if control_path is not None:
-        keyed = keyed.unionByName(control_rows(source.read_lines(spark, control_path), JOB))
+        keyed = keyed.unionByName(control_rows(source.read_lines(spark, control_path), job))
     # 5-8. One shuffle, then per partition: watermark (fixed 0), slices and windows,
     #      combine (unions, arithmetic), CEP (no patterns in these workflows).
-    return run_partitions(keyed, JOB)
+    return run_partitions(keyed, job)
 
 
 if __name__ == "__main__":
