@@ -174,11 +174,12 @@ def run_partitions(keyed, job: Job):
     runs where its readings landed. Edges the plan cut are forwarded to a second
     operator keyed by their destination.
 
-    The operators are `applyInPandasWithState` with one binary state value per partition
-    (the engine's state, pickled) and no Spark timeout: the engine keeps its own event
-    time and watermark. `transformWithStateInPandas` was measured too: it runs each
+    The first operator is `applyInPandasWithState` with one binary state value per
+    partition (the engine's state, pickled) and no Spark timeout: the engine keeps its own
+    event time and watermark. `transformWithStateInPandas` was measured too: it runs each
     operator once more in a Python process on the driver while planning the query
     (2-3.5 s per operator here, against 0.3 s), and turns its input into pandas row by row.
+    Spark allows one `applyInPandasWithState` per query: the second is a `transformWithStateInPandas`.
     """
     from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -187,7 +188,7 @@ def run_partitions(keyed, job: Job):
                                      GroupStateTimeout.NoTimeout))
     if not job.has_second_stage:
         return first
-    # Spark allows one applyInPandasWithState per query; stage 2 is a transformWithStateInPandas.
+    # Spark allows one applyInPandasWithState per query: stage 2 is a transformWithStateInPandas.
     return (first.groupBy("dest")
             .transformWithStateInPandas(statefulProcessor=SecondStageProcessor(job), outputStructType=OUTPUT_SCHEMA,
                                         outputMode="Append", timeMode="None"))
