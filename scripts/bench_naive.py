@@ -15,10 +15,8 @@ readings per second of both, their ratio, and whether their results agree (same 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -27,6 +25,7 @@ from pathlib import Path
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.registry import SensorRegistry
+from sensorscript.runtime.sinks import same_results, sqlite_results
 from sensorscript.workload import bridge_workload, write_readings
 
 
@@ -43,15 +42,6 @@ def timed(command: list[str], timeout: float, log: Path) -> float | None:
     if code != 0:
         raise SystemExit(f"{command[1]} failed (exit {code}); see {log}")
     return time.perf_counter() - started
-
-
-def rows(db: Path) -> list[tuple]:
-    return sorted(sqlite3.connect(db).execute("SELECT stream, ts, window_start, window_end, value FROM results"))
-
-
-def agree(a: list[tuple], b: list[tuple]) -> bool:
-    return len(a) == len(b) and all(x[:4] == y[:4] and math.isclose(x[4], y[4], rel_tol=1e-9, abs_tol=1e-9)
-                                    for x, y in zip(a, b))
 
 
 def main() -> None:
@@ -96,7 +86,7 @@ def main() -> None:
             print(f"{size:>9,}  {ours_rate:>16,.0f}  {'> ' + format(args.timeout, '.0f') + ' s':>17}  "
                   f"{'> ' + format(args.timeout / ours, '.1f'):>12}  (naive job stopped)", flush=True)
             continue
-        same = agree(rows(out / "results.db"), rows(out / "naive_results.db"))
+        same = same_results(sqlite_results(out / "results.db"), sqlite_results(out / "naive_results.db"))
         print(f"{size:>9,}  {ours_rate:>16,.0f}  {readings / naive:>17,.0f}  {naive / ours:>12.1f}  "
               f"{'yes' if same else 'NO'}  ({ours:.1f} s vs {naive:.1f} s)", flush=True)
     print(f"(each time includes starting Spark, about 10 s; work folder {work})")

@@ -1,14 +1,14 @@
 """Comparing a job's results with the reference evaluator's: shared by the Spark and cluster tests."""
 
 import math
-import sqlite3
 from pathlib import Path
+
+from sensorscript.runtime.sinks import sqlite_results
 
 
 def result_rows(out: Path) -> list[tuple]:
     """The rows of a run's SQLite sink (OUT/results.db), sorted."""
-    db = sqlite3.connect(out / "results.db")
-    return sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM results"))
+    return sqlite_results(out / "results.db")
 
 
 def expected_rows(evaluation) -> list[tuple]:

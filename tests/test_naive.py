@@ -2,7 +2,6 @@
 cannot express a workflow, and on real Spark equal to the reference evaluator row for row."""
 
 import ast as python_ast
-import sqlite3
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ from sensorscript.parser import load
 from sensorscript.reference import evaluate
 from sensorscript.running import load_job
 from sensorscript.runtime.records import Reading, parse_line
+from sensorscript.runtime.sinks import sqlite_results
 from sensorscript.workload import write_readings
 from sensorscript.registry import read_csv
 from tests.conftest import ROOT
@@ -77,8 +77,7 @@ def run_naive(spark, text: str, folder, lines: list[str]) -> list[tuple]:
     module = load_job(folder, "naive_job.py")
     module.print = lambda *a, **k: None  # the job's batch lines
     module.run(spark, str(data), folder, once=True)
-    db = sqlite3.connect(folder / "naive_results.db")
-    return sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM results"))
+    return sqlite_results(folder / "naive_results.db")
 
 
 @pytest.mark.spark

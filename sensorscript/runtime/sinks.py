@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 from abc import ABC, abstractmethod
 import json
+import math
 import sqlite3
 from pathlib import Path
 
@@ -159,3 +160,20 @@ def _records(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple]:
         rows.append(tuple(int(v) if isinstance(v, float) and c in ("ts", "window_start", "window_end", "version")
                           and v is not None else v for v, c in zip(row, columns)))
     return rows
+
+
+# ------------------------------------------------------------------ reading back
+
+def sqlite_results(path: str | Path) -> list[tuple]:
+    """A SQLite sink's results, sorted: (stream, ts, window_start, window_end, value)."""
+    db = sqlite3.connect(path)
+    try:
+        return sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM results"))
+    finally:
+        db.close()
+
+
+def same_results(a: list[tuple], b: list[tuple]) -> bool:
+    """Row for row: stream, ts and window bounds exactly, values to 1e-9 relative."""
+    return len(a) == len(b) and all(x[:4] == y[:4] and math.isclose(x[4], y[4], rel_tol=1e-9, abs_tol=1e-9)
+                                    for x, y in zip(a, b))
