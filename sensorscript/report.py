@@ -183,12 +183,14 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
     """Run the compiled job, the same job under the placement hash by workflow (and the naive job)
     with --once on local Spark over `data`, and read the tuples that crossed their shuffles from
     Spark's status store."""
-    from sensorscript.compiler import compile_workflows
+    from sensorscript.compiler import compile_workflows, open_registry
     from sensorscript.measure import shuffled, streaming_jobs
     from sensorscript.running import load_job
     from sensorscript.runtime.job import run, spark_session
 
     compiled = compile_workflows(files, work / "job", sensors, partitions)
+    registry = open_registry(sensors)
+    loaded = load(files, registry.ids() if registry is not None else None)
     module = load_job(work / "job")
     spark = spark_session(module.JOB, "local[2]")
     # A first run, not measured, so that no measured run pays for the JVM compiling Spark's code
@@ -209,10 +211,7 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
                     continue
                 readings += 1
                 referenced_count += line.split(",", 1)[0] in referenced
-    # The raw shuffle carries readings in packets, and Spark counts packets: the readings in them
-    # are the job's own count (each reading of a referenced sensor, each quarantined line, and one
-    # end-of-input marker per partition). The second shuffle carries tuples one per record.
-    raw_tuples = summary.readings + summary.quarantined + module.JOB.partitions
+    raw_tuples = _packed_tuples(summary, module.JOB)
     # The second shuffle: tuples forwarded over cut edges (packed per edge and batch, as the job
     # counts them), the first operators' results, counters and heartbeats (a record each).
     second = ours.records - ours.from_input - summary.forward_packets + summary.forwarded
@@ -220,9 +219,8 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
          f"{second:,} tuples its second shuffle")
     result = Measured(readings, referenced_count, raw_tuples, ours.from_input, ours.from_input_bytes,
                       raw_tuples + second, raw_tuples + summary.forwarded_remote, ours.bytes, ours_seconds)
-    _measure_by_workflow(result, files, sensors, data, module, spark, work, echo)
+    _measure_by_workflow(result, loaded.workflows, registry, data, module, spark, work, echo)
     if naive:
-        loaded = load(files)
         try:
             text = render_naive(loaded.workflows, loaded.sources)
         except NotExpressible as exc:
@@ -243,38 +241,35 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
     return result
 
 
-def _measure_by_workflow(result: Measured, files: Sequence[str], sensors: str | None, data: str, module,
-                         spark, work: Path, echo) -> None:
+def _packed_tuples(summary, job) -> int:
+    """The tuples in the packets of a job's raw shuffle (Spark counts the packets): the job's own
+    count of each reading it received (a copied one once per partition), each quarantined line,
+    and one end-of-input marker per partition."""
+    return summary.readings + summary.quarantined + job.partitions
+
+
+def _measure_by_workflow(result: Measured, workflows: list, registry, data: str, module, spark, work: Path,
+                         echo) -> None:
     """Run the same job under the placement "hash by workflow" (every workflow whole on the partition
     of its name's hash, readings copied to each partition that reads them) and read its shuffle."""
     from sensorscript.codegen.placements import by_workflow
-    from sensorscript.compiler import open_registry
     from sensorscript.measure import shuffled, streaming_jobs
     from sensorscript.runtime.job import run
+    from sensorscript.runtime.sinks import same_results, sqlite_results
 
-    registry = open_registry(sensors)
-    placed = by_workflow(module.JOB, load(files, registry.ids() if registry else None).workflows, registry)
+    placed = by_workflow(module.JOB, workflows, registry)
     before = streaming_jobs(spark)
     started = time.monotonic()
     summary = run(placed, module.build_query, data, work / "by-workflow", once=True, spark=spark,
                   echo=lambda *_: None)
     result.by_workflow_seconds = time.monotonic() - started
     measured = shuffled(spark, streaming_jobs(spark) - before)
-    # One shuffle, no second operator: the readings in its packets, as the job counts them.
-    result.by_workflow_tuples = summary.readings + summary.quarantined + placed.partitions
+    # One shuffle, no second operator: everything that crossed is in its packets.
+    result.by_workflow_tuples = _packed_tuples(summary, placed)
     result.by_workflow_records, result.by_workflow_bytes = measured.from_input, measured.from_input_bytes
-    result.by_workflow_same = _same_results(work / "job" / "results.db", work / "by-workflow" / "results.db")
+    result.by_workflow_same = same_results(sqlite_results(work / "job" / "results.db"),
+                                           sqlite_results(work / "by-workflow" / "results.db"))
     echo(f"measured hash by workflow: {result.by_workflow_tuples:,} readings crossed its shuffle")
-
-
-def _same_results(a: Path, b: Path) -> bool:
-    import math
-    import sqlite3
-
-    query = "SELECT stream, ts, window_start, window_end, value FROM results ORDER BY 1, 2, 3, 4"
-    left, right = (sqlite3.connect(path).execute(query).fetchall() for path in (a, b))
-    return len(left) == len(right) and all(
-        x[:4] == y[:4] and math.isclose(x[4], y[4], rel_tol=1e-9, abs_tol=1e-9) for x, y in zip(left, right))
 
 
 def measure_quietly(files: Sequence[str], data: str, sensors: str | None, partitions: int, work: Path,

@@ -70,9 +70,10 @@ class Job:
 
 # What crosses the shuffle: packets of readings, one per partition per Arrow batch of the
 # source, each column a buffer (code int32, ts int64, value float64); a quarantined line
-# travels as a row of its own, with `raw` and `reason`. Spark's Python stateful operator
-# turns its input into pandas row by row, so a million readings as a thousand packets
-# cost it a thousandth of the time.
+# travels as a row of its own, with `raw` and `reason`. Packets were measured when the first
+# operator was a transformWithStateInPandas, which turns its input into pandas row by row
+# (a million readings as a thousand packets cost it a thousandth of the time); they also keep
+# the shuffle at a few Spark records per batch.
 PACKET_SCHEMA = "pkey int, code binary, ts binary, value binary, raw string, reason string"
 
 
@@ -116,13 +117,13 @@ class Packer:
         # offsets into one flat array.
         extra = [[job.bucket_keys[p] for p in job.replicas.get(sensor_id, ())] for sensor_id in self.ids]
         self.copies = np.array([len(e) for e in extra], np.int64)
-        self.copy_start = np.concatenate([[0], np.cumsum(self.copies)[:-1]]).astype(np.int64) if extra else self.copies
+        self.copy_start = np.cumsum(self.copies) - self.copies
         self.copy_keys = np.array([k for e in extra for k in e], np.int32)
 
     def _replicated(self, index: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(reading positions, partition keys) with a reading repeated once per extra partition."""
         counts = self.copies[index]
-        if not self.copy_keys.size or not counts.any():
+        if not counts.any():
             return np.arange(len(index)), key
         positions = np.repeat(np.arange(len(index)), counts)
         nth = np.arange(len(positions)) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -363,12 +364,12 @@ def _heartbeats(program: Program, watermark: int, job: Job) -> pd.DataFrame:
 def _counters(results: list[BatchResult], program: Program, dest: int, **extra: int) -> pd.DataFrame:
     counters = dict(extra)
     counters["late"] = sum(r.late for r in results)
-    forwarded = [len(t) for r in results for _, t in r.forwards]
+    forwarded = [(f.dest, len(t)) for r in results for f, t in r.forwards]  # a packet each
     if forwarded:
-        counters["forwarded"], counters["forward_packets"] = sum(forwarded), len(forwarded)
+        counters["forwarded"] = sum(n for _, n in forwarded)
+        counters["forward_packets"] = len(forwarded)
         # Only these cross between partitions; the rest feed this partition's own second stage.
-        counters["forwarded_remote"] = sum(len(t) for r in results for f, t in r.forwards
-                                           if f.dest != program.partition)
+        counters["forwarded_remote"] = sum(n for dest, n in forwarded if dest != program.partition)
     for r in results:
         for node_id, count in r.division_by_zero.items():
             for name in program.outputs.get(node_id, (node_id,)):
