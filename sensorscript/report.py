@@ -176,6 +176,13 @@ class Measured:
     by_workflow_bytes: int | None = None
     by_workflow_seconds: float | None = None
     by_workflow_same: bool | None = None  # its results equal the compiled job's, row for row
+    # ... and under "hash by sensor id": a stage per level of the graph, every edge a shuffle.
+    by_sensor_tuples: int | None = None  # the raw readings and the tuples forwarded over every edge
+    by_sensor_records: int | None = None  # all its Spark shuffle records (relayed rows too)
+    by_sensor_bytes: int | None = None
+    by_sensor_seconds: float | None = None
+    by_sensor_same: bool | None = None
+    by_sensor_stages: int | None = None
 
 
 def measure(files: Sequence[str], data: str, sensors: str | None, partitions: int, work: Path,
@@ -220,6 +227,7 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
     result = Measured(readings, referenced_count, raw_tuples, ours.from_input, ours.from_input_bytes,
                       raw_tuples + second, raw_tuples + summary.forwarded_remote, ours.bytes, ours_seconds)
     _measure_by_workflow(result, loaded.workflows, registry, data, module, spark, work, echo)
+    _measure_by_sensor(result, compiled.plan, data, module, spark, work, echo)
     if naive:
         try:
             text = render_naive(loaded.workflows, loaded.sources)
@@ -270,6 +278,31 @@ def _measure_by_workflow(result: Measured, workflows: list, registry, data: str,
     result.by_workflow_same = same_results(sqlite_results(work / "job" / "results.db"),
                                            sqlite_results(work / "by-workflow" / "results.db"))
     echo(f"measured hash by workflow: {result.by_workflow_tuples:,} readings crossed its shuffle")
+
+
+def _measure_by_sensor(result: Measured, plan, data: str, module, spark, work: Path, echo) -> None:
+    """Run the same job under the placement "hash by sensor id" (codegen/placements.by_sensor): a
+    reading goes to its sensor's hash, every other edge of the graph is a shuffle of its own."""
+    from sensorscript.codegen.placements import by_sensor
+    from sensorscript.measure import shuffled, streaming_jobs
+    from sensorscript.runtime.job import run
+    from sensorscript.runtime.sinks import same_results, sqlite_results
+
+    placed = by_sensor(module.JOB, plan)
+    before = streaming_jobs(spark)
+    started = time.monotonic()
+    summary = run(placed, module.build_query, data, work / "by-sensor", once=True, spark=spark,
+                  echo=lambda *_: None)
+    result.by_sensor_seconds = time.monotonic() - started
+    measured = shuffled(spark, streaming_jobs(spark) - before)
+    # Every forward is an edge's shuffle (to another partition or not: Spark writes it either way).
+    result.by_sensor_tuples = _packed_tuples(summary, placed) + summary.forwarded
+    result.by_sensor_records, result.by_sensor_bytes = measured.records, measured.bytes
+    result.by_sensor_stages = 1 + len(placed.stages_after_first())
+    result.by_sensor_same = same_results(sqlite_results(work / "job" / "results.db"),
+                                         sqlite_results(work / "by-sensor" / "results.db"))
+    echo(f"measured hash by sensor id: {result.by_sensor_tuples:,} tuples crossed its "
+         f"{result.by_sensor_stages} stages' shuffles")
 
 
 def measure_quietly(files: Sequence[str], data: str, sensors: str | None, partitions: int, work: Path,
@@ -403,6 +436,11 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
             rows.append([f"our runtime, naive placement: hash by workflow (readings copied; {same})",
                          _int(m.by_workflow_tuples), _int(m.by_workflow_records), _bytes(m.by_workflow_bytes),
                          f"{m.by_workflow_seconds:.1f} s"])
+        if m.by_sensor_tuples is not None:
+            same = "same results" if m.by_sensor_same else "DIFFERENT results"
+            rows.append([f"our runtime, naive placement: hash by sensor id ({m.by_sensor_stages} stages, every "
+                         f"edge a shuffle; {same})", _int(m.by_sensor_tuples), _int(m.by_sensor_records),
+                         _bytes(m.by_sensor_bytes), f"{m.by_sensor_seconds:.1f} s"])
         if m.naive_records is not None:
             rows.append(["the naive PySpark job (partial aggregates)", _int(m.naive_records), _int(m.naive_records),
                          _bytes(m.naive_bytes), f"{m.naive_seconds:.1f} s"])
@@ -491,9 +529,11 @@ SECTIONS = [
      "second operator receives every input of its computations (local ones too, packed per edge and "
      "batch) and the first operator's results, one record each. Under the naive placement hash by "
      "workflow the same runtime runs each workflow whole on the partition of its name's hash: a reading "
-     "crosses once for every partition that hosts a workflow reading it, and nothing else crosses. Hash by "
-     "sensor id, which shuffles again at every union and derived edge, is given by its model only: it "
-     "needs a shuffle per level of the workflow graph, more than one query of ours has. The "
+     "crosses once for every partition that hosts a workflow reading it, and nothing else crosses. Under "
+     "hash by sensor id a reading goes to the partition of its sensor id's hash, where the windows directly "
+     "over it run, and every other edge of the graph is a shuffle of its own (a stage per level of the "
+     "graph): its tuples are the readings and what crossed each edge, as the job counts them; its Spark "
+     "records also count the rows each later stage passes on to the next. The "
      "naive job's window aggregations combine readings before their shuffles (partial aggregation), so it "
      "writes few shuffle records; what it pays instead is reading the input once per window statement and "
      "copying every reading into each window that holds it."),

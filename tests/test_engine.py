@@ -2,25 +2,35 @@
 
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from sensorscript.codegen.placements import by_sensor_stages
 from sensorscript.codegen.program import programs, sensor_codes
+from sensorscript.partition.cost import hash_partition
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
 from sensorscript.reference import ResultRow, evaluate
+from sensorscript.runtime import program as rt
 from sensorscript.runtime.tasks import LocalRun
 from sensorscript.runtime.records import Reading, parse_line
 from tests.strategies import workflows_and_lines
 
 
-def run_local(scripts: dict[str, str], batches: list[list[str]], delay_ms: int = 0, partitions: int = 1):
-    """The compiled job's stages without Spark; returns (rows, late, plan)."""
+def run_local(scripts: dict[str, str], batches: list[list[str]], delay_ms: int = 0, partitions: int = 1,
+              by_sensor: bool = False):
+    """The compiled job's stages without Spark (or, `by_sensor`, the same workflows under the
+    naive placement hash by sensor id); returns (rows, late, plan)."""
     loaded = load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()})
     plan = make_plan(loaded.workflows, None, partitions)
     codes = sensor_codes(plan)
-    run = LocalRun(*programs(plan), watermark=f"fixed:{delay_ms}")
+    if by_sensor:
+        first, *later = by_sensor_stages(plan)
+        run = LocalRun(first, later[0] if later else (None,) * partitions, f"fixed:{delay_ms}", tuple(later[1:]))
+    else:
+        run = LocalRun(*programs(plan), watermark=f"fixed:{delay_ms}")
     rows, late = [], 0
     for index, batch in enumerate([*batches, []]):
         readings = [r for r in map(parse_line, batch) if isinstance(r, Reading) and r.sensor_id in codes]
@@ -104,3 +114,78 @@ def test_forwarding_across_partitions_is_exercised():
     rows, _, plan = run_local(scripts, batches, 200, partitions=3)
     assert plan.partitions.crossings, "the plan should have split the workflow"
     same_rows(rows, reference(scripts, batches, 200, plan).rows)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(workflows_and_lines(), st.integers(1, 4), st.sampled_from([0, 500, 5000]), st.integers(1, 3),
+       st.randoms(use_true_random=False))
+def test_hash_by_sensor_placement_matches_reference(example, batch_count, delay_ms, partitions, rng):
+    """The naive placement the report measures us against computes the same results: one stage per
+    level of the graph, each edge forwarded on its own, watermarks carried stage to stage."""
+    scripts, lines = example
+    cuts = sorted(rng.randint(0, len(lines)) for _ in range(batch_count - 1))
+    batches = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
+    rows, late, plan = run_local(scripts, batches, delay_ms, partitions, by_sensor=True)
+    loaded = load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()})
+    # Lateness is judged per partition: here a sensor's partition is its id's hash.
+    homes = {s: hash_partition(s, partitions) for s in plan.frequencies}
+    expected = evaluate(loaded.workflows, batches, delay_ms, homes)
+    same_rows(rows, expected.rows)
+    assert late == expected.late
+
+
+def test_hash_by_sensor_stages_follow_the_graph():
+    """Bridge: windows over a sensor run beside it (stage 1); a union over sensors, the window
+    over it, the union of windows and the windows over that each take a stage and a shuffle."""
+    text = Path("workflows/bridge.ss").read_text()
+    loaded = load(["bridge.ss"], texts={"bridge.ss": text})
+    plan = make_plan(loaded.workflows, None, 2)
+    stages = by_sensor_stages(plan)
+    # sensors, MD1Z, MD4Z | UNI | MD23 | UNIF | out_MZ, out_AZ
+    assert len(stages) == 5
+    edges = [f for stage in stages for program in stage if program for f in program.forwards]
+    shuffled = [(u, v) for u, v in plan.graph.edges()
+                if not (plan.graph.node(u).kind == "sensor" and plan.graph.node(v).kind == "window")]
+    assert len(edges) == len(shuffled)  # one forward per edge, as the model counts them
+    for stage in stages[1:]:
+        for program in stage:
+            if program is not None:
+                assert program.senders and all(isinstance(n, rt.Sensor) for n in program.nodes[:1])
+
+
+def _skewed_batches(ahead: list[str], behind: list[str]) -> list[list[str]]:
+    """All sensors' first second; then two batches in which `ahead` sensors deliver 9 s more (a
+    watermark applies from the batch after the readings that raise it) while `behind` ones are
+    silent; then `behind` ones catch up (none of it late: their watermark is still 1 s)."""
+    rng = random.Random(5)
+
+    def lines(sensors, start, end):
+        return [f"{s},{t},{rng.randint(0, 40) / 4}" for t in range(start, end, 100) for s in sensors]
+
+    return [lines(ahead + behind, 0, 1_000), lines(ahead, 1_000, 5_000), lines(ahead, 5_000, 10_000),
+            lines(behind, 1_000, 10_000)]
+
+
+def test_a_later_stage_waits_for_its_slowest_sender():
+    """A stage fed by several partitions emits a window only when every sender's watermark has
+    passed it: here one partition's sensors run 9 s ahead of the other's for a batch."""
+    # Our plan, split: the wide workflow of the test above.
+    sensors = [f"S{i}" for i in range(8)]
+    text = "".join(f"W{i} = avg({s}, 1000, 500);\n" for i, s in enumerate(sensors))
+    text += "ALL = union(" + ", ".join(f"W{i}" for i in range(8)) + ");\nTOP = max(ALL, 2000, 1000);\n"
+    scripts = {"wide": text}
+    loaded = load(["wide.ss"], texts={"wide.ss": text})
+    homes = make_plan(loaded.workflows, None, 3).partitions.sensor_partition
+    ahead = [s for s in sensors if homes[s] == homes["S0"]]
+    batches = _skewed_batches(ahead, [s for s in sensors if s not in ahead])
+    rows, _, plan = run_local(scripts, batches, 0, partitions=3)
+    assert plan.partitions.crossings
+    same_rows(rows, reference(scripts, batches, 0, plan).rows)
+    # Hash by sensor id: A and D hash to different partitions of 2; the union is a stage of its own.
+    scripts = {"u": "U = union(A, D);\nM = max(U, 1000, 1000);\nV = avg(A, 1000, 1000);\nX = M - V;\n"}
+    batches = _skewed_batches(["A"], ["D"])
+    rows, _, _ = run_local(scripts, batches, 0, partitions=2, by_sensor=True)
+    loaded = load(["u.ss"], texts={"u.ss": scripts["u"]})
+    expected = evaluate(loaded.workflows, batches, 0, {"A": hash_partition("A", 2), "D": hash_partition("D", 2)})
+    assert len(expected.rows) == 10  # X for each second
+    same_rows(rows, expected.rows)

@@ -76,6 +76,11 @@ def test_measured_shuffle_records(spark, tmp_path):
     cost = plan_workflows([str(f) for f in EXAMPLES], SENSORS, 2)[0].cost
     assert measured.ours_crossing == pytest.approx(cost.ours * 5, rel=0.01)
     assert measured.by_workflow_tuples == pytest.approx(cost.naive_workflow_hash * 5, rel=0.01)
+    # Hash by sensor id: the same results, a stage per level of the graph (bridge: 5), and every edge
+    # a shuffle; the windows' tuples of the last minutes are what the per-minute model rounds away.
+    assert measured.by_sensor_same is True and measured.by_sensor_stages == 5
+    assert measured.by_sensor_tuples == pytest.approx(cost.naive_sensor_hash * 5, rel=0.01)
+    assert measured.by_sensor_bytes > 2 * measured.ours_bytes
 
 
 def test_cli_report(tmp_path):

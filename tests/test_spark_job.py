@@ -79,11 +79,12 @@ def test_late_readings_across_micro_batches_and_partitions(spark, tmp_path):
     assert_same(result_rows(out), expected_rows(evaluation))
 
 
-def test_the_hash_by_workflow_placement_copies_readings_and_gives_the_same_results(spark, tmp_path):
-    """The naive placement the report measures: each workflow whole on the partition of its name's
-    hash (north, south -> 0; deck, pier -> 1), a sensor's readings copied to every partition that
-    hosts a reader. Same results as our plan and the reference; the copies are counted."""
-    from sensorscript.codegen.placements import by_workflow
+def test_the_naive_placements_give_the_same_results(spark, tmp_path):
+    """The naive placements the report measures. Hash by workflow: each workflow whole on the
+    partition of its name's hash (north, south -> 0; deck, pier -> 1), a sensor's readings copied
+    to every partition that hosts a reader. Hash by sensor id: a stage per level of the graph,
+    every edge a shuffle. Same results as our plan and the reference; copies and forwards counted."""
+    from sensorscript.codegen.placements import by_sensor, by_workflow
     from sensorscript.running import load_job
     from sensorscript.runtime.job import run
 
@@ -110,6 +111,15 @@ def test_the_hash_by_workflow_placement_copies_readings_and_gives_the_same_resul
     assert ours.readings == sum(counts.values())
     assert summary.readings == sum(counts.values()) + counts["S1"] + counts["S2"]
     assert summary.quarantined == ours.quarantined == 1
+    # Hash by sensor id: S1 -> avg, union -> max -> (A - B); S2 -> union, sum -> (A * E).
+    placed = by_sensor(module.JOB, compiled.plan)
+    assert [n for n, _ in placed.stages_after_first()] == [2, 3, 4]
+    by_sensor_out = tmp_path / "by-sensor"
+    summary = run(placed, module.build_query, str(tmp_path / "data"), by_sensor_out, once=True, spark=spark,
+                  echo=lambda *_: None)
+    assert_same(result_rows(by_sensor_out), expected)
+    assert summary.readings == sum(counts.values())  # each reading once, to its sensor's hash
+    assert summary.forwarded > counts["S1"] + counts["S2"]  # the union's raw inputs, then derived tuples
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -5,10 +5,12 @@ measures our plan against (SPEC §5; the model of each placement is in partition
   workflows share is computed once per partition that hosts one of them, and a sensor's
   readings are sent to every partition hosting a workflow that reads it. Nothing else
   crosses. This is our runtime with copies of readings and no second stage.
-
-Hash by sensor id (every union and every derived edge a shuffle of its own) needs a shuffle
-per level of the workflow graph, which one Spark query of ours does not have; the report
-gives its model only.
+- hash by sensor id (the paper's baseline: Storm's fieldsGrouping on the sensor id): a
+  reading goes to the partition its sensor id hashes to, where the windows directly over
+  the sensor run; every other edge of the shared graph is a shuffle of its own, to the
+  partition the consuming computation's id hashes to. This is our runtime with one stage
+  per level of the graph (a computation runs one stage after the latest of its inputs),
+  each edge forwarded on its own, as a Storm bolt subscribes to a stream.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from sensorscript.codegen.program import programs
+from sensorscript.codegen.program import programs, sensor_codes
+from sensorscript.graph.nodes import COMBINE, SENSOR, UNION, WINDOW
 from sensorscript.parser import ast
-from sensorscript.partition.cost import workflow_partition
-from sensorscript.partition.plan import make_plan
+from sensorscript.partition.cost import hash_partition, workflow_partition
+from sensorscript.partition.plan import Plan, make_plan
 from sensorscript.registry import SensorRegistry
 from sensorscript.runtime import program as rt
 from sensorscript.runtime.job import Job
@@ -50,3 +53,99 @@ def by_workflow(job: Job, workflows: Sequence[ast.Workflow], registry: SensorReg
         job, name=f"{job.name}:by-workflow", first_stage=tuple(firsts), second_stage=(None,) * count,
         sensors={s: (codes[s], places[0]) for s, places in sorted(homes.items())},
         replicas={s: tuple(places[1:]) for s, places in sorted(homes.items()) if len(places) > 1})
+
+
+def by_sensor(job: Job, plan: Plan) -> Job:
+    """`job` (compiled from `plan`) with the computations placed by hash (`by_sensor_stages`)."""
+    stages = by_sensor_stages(plan)
+    count = job.partitions
+    codes = sensor_codes(plan)
+    return dataclasses.replace(
+        job, name=f"{job.name}:by-sensor", first_stage=stages[0],
+        second_stage=stages[1] if len(stages) > 1 else (None,) * count, later_stages=tuple(stages[2:]),
+        sensors={s: (codes[s], hash_partition(s, count)) for s in sorted(codes)}, replicas={})
+
+
+def by_sensor_stages(plan: Plan) -> list[tuple[rt.Program | None, ...]]:
+    """The programs of hash by sensor id, stage by stage (a program or None per partition): a
+    sensor and the windows directly over it on the partition of the sensor id's hash, every
+    other computation on the partition of its own id's hash, one stage after the latest of
+    its inputs."""
+    graph, count = plan.graph, plan.partitions.count
+    codes = sensor_codes(plan)
+    home: dict[str, int] = {}
+    stage: dict[str, int] = {}
+    for node in graph.nodes():
+        if node.kind == SENSOR:
+            home[node.id], stage[node.id] = hash_partition(node.sensor_id, count), 1
+        elif node.kind == WINDOW and graph.node(node.inputs[0]).kind == SENSOR:
+            home[node.id], stage[node.id] = home[node.inputs[0]], 1
+        else:
+            home[node.id], stage[node.id] = hash_partition(node.id, count), 1 + max(stage[i] for i in node.inputs)
+    outputs: dict[str, list[str]] = {}
+    for name, node_id in sorted(graph.outputs.items()):
+        outputs.setdefault(node_id, []).append(name)
+    depth = max(stage.values(), default=1)
+    # Every edge that is not sensor -> window is a forward of its own: the consumer reads the
+    # input under the edge's name, received as a stream at the consumer's partition and stage.
+    nodes: dict[tuple[int, int], list[rt.Node]] = {(k, q): [] for k in range(1, depth + 1) for q in range(count)}
+    forwards: dict[tuple[int, int], list[rt.Forward]] = {}
+    senders: dict[tuple[int, int], set[int]] = {}
+    received: dict[str, str] = {}  # the name of an edge's stream at its consumer -> the input's id
+    for node in graph.nodes():
+        where = (stage[node.id], home[node.id])
+        if node.kind == SENSOR:
+            nodes[where].append(rt.Sensor(node.id, node.sensor_id, codes[node.sensor_id]))
+            continue
+        if stage[node.id] == 1:  # a window directly over its sensor, beside it
+            nodes[where].append(rt.Window(node.id, node.func, node.inputs[0], node.length, node.slide))
+            continue
+        names = {}
+        for i in dict.fromkeys(node.inputs):
+            names[i] = f"{i}>{node.id}"
+            received[names[i]] = i
+            code = sum(isinstance(n, rt.Sensor) for n in nodes[where])
+            nodes[where].append(rt.Sensor(names[i], graph.node(i).label, code))
+            forwards.setdefault((stage[i], home[i]), []).append(rt.Forward(i, home[node.id], code, stage[node.id]))
+            senders.setdefault(where, set()).add(rt.sender_id(stage[i], home[i], count))
+        inputs = tuple(names[i] for i in node.inputs)
+        if node.kind == WINDOW:
+            nodes[where].append(rt.Window(node.id, node.func, inputs[0], node.length, node.slide))
+        elif node.kind == UNION:
+            nodes[where].append(rt.Union(node.id, inputs))
+        elif node.kind == COMBINE:
+            nodes[where].append(rt.Combine(node.id, inputs, _renamed(node.key[1], names)))
+        else:
+            raise ValueError(f"hash by sensor id does not place {node.kind} computations")
+    stages = []
+    for k in range(1, depth + 1):
+        row = []
+        for q in range(count):
+            mine = nodes[k, q]
+            if k > 1 and not mine:
+                row.append(None)
+                continue
+            computed = {n.id for n in mine if not (k > 1 and isinstance(n, rt.Sensor))}
+            row.append(rt.Program(
+                partition=q, stage=k, nodes=tuple(mine),
+                slices=_slices_of(plan, mine, received),
+                outputs={n: tuple(outputs[n]) for n in computed if n in outputs},
+                forwards=tuple(forwards.get((k, q), ())),
+                senders=tuple(sorted(senders.get((k, q), ())))))
+        stages.append(tuple(row))
+    return stages
+
+
+def _renamed(expression: tuple, names: dict[str, str]) -> tuple:
+    """A combine expression reading its inputs under their edges' names."""
+    if expression[0] == "in":
+        return ("in", names[expression[1]])
+    return tuple(_renamed(e, names) if isinstance(e, tuple) else e for e in expression)
+
+
+def _slices_of(plan: Plan, nodes: list[rt.Node], received: dict[str, str]) -> tuple[rt.Slices, ...]:
+    """Slice plans for the streams the windows here read, under the names they have here (a
+    received stream is cut as the plan cuts the stream it carries)."""
+    read = sorted({n.input for n in nodes if isinstance(n, rt.Window)})
+    return tuple(rt.Slices(stream, s.period_ms, s.offsets_ms, s.partials)
+                 for stream in read for s in (plan.slices[received.get(stream, stream)],))

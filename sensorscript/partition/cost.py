@@ -50,9 +50,14 @@ def communication_cost(graph: Graph, frequencies: dict[str, float], plan: Partit
     )
 
 
+def hash_partition(key: str, count: int) -> int:
+    """A stable hash of a name (crc32: the same on every run and machine), as a partition."""
+    return zlib.crc32(key.encode()) % count
+
+
 def workflow_partition(workflow: str, count: int) -> int:
-    """A stable hash of the workflow name (crc32: the same on every run and machine)."""
-    return zlib.crc32(workflow.encode()) % count
+    """Where hash by workflow runs a workflow."""
+    return hash_partition(workflow, count)
 
 
 def _by_workflow(graph: Graph, frequencies: dict[str, float], count: int) -> float:

@@ -28,15 +28,17 @@ warnings.filterwarnings("ignore", message="The behavior of DataFrame concatenati
                         category=FutureWarning)
 
 from sensorscript.runtime.engine import BatchResult, Tuples
-from sensorscript.runtime.program import Program
+from sensorscript.runtime.program import Program, sender_id
 from sensorscript.runtime.sinks import open_sink
-from sensorscript.runtime.tasks import FirstStage, SecondStage
+from sensorscript.runtime.tasks import FirstStage, LaterStage
 
-# Rows leaving a stateful stage: results, quarantined input, counters, and (to stage 2)
-# forwarded tuples and watermark heartbeats. `dest` is the key of the partition a row goes to.
+# Rows leaving a stateful stage: results, quarantined input, counters, and (to a later stage)
+# forwarded tuples and watermark heartbeats. `dest` is the key of the partition a row goes to,
+# `stage` the stage that takes a forward or a heartbeat (the ones between pass it on).
 # Forwarded tuples travel packed, one row per edge and batch (`times`, `values`: buffers).
 OUTPUT_SCHEMA = ("kind string, stream string, ts long, window_start long, window_end long, value double, "
-                 "version int, raw string, reason string, dest int, fcode int, times binary, values binary")
+                 "version int, raw string, reason string, dest int, fcode int, times binary, values binary, "
+                 "stage int")
 OUTPUT_COLUMNS = [c.split()[0] for c in OUTPUT_SCHEMA.split(", ")]
 END_OF_INPUT = "__sscript_end_of_input__"  # the control line `--once` feeds after the input
 CONTROL_CODE = -2  # the code of the end-of-input marker in a control packet
@@ -56,6 +58,8 @@ class Job:
     # Sensor id -> further partitions its readings also go to. Our plans send each reading to
     # one partition; the naive placements the report measures (hash by workflow) copy them.
     replicas: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # Stages 3, 4, ...: only the naive placement hash by sensor id (a shuffle per level) has them.
+    later_stages: tuple[tuple[Program | None, ...], ...] = ()
 
     @property
     def partitions(self) -> int:
@@ -64,6 +68,11 @@ class Job:
     @property
     def has_second_stage(self) -> bool:
         return any(p is not None for p in self.second_stage)
+
+    def stages_after_first(self) -> list[tuple[int, tuple[Program | None, ...]]]:
+        """(stage number, a program or None per partition) for stage 2 on, where any exists."""
+        stages = [(2, self.second_stage)] if self.has_second_stage or self.later_stages else []
+        return stages + list(enumerate(self.later_stages, start=3))
 
 
 # ----------------------------------------------------------------------------- stages
@@ -173,7 +182,8 @@ def run_partitions(keyed, job: Job):
     `repartition(n, pkey)` is the job's one shuffle of raw readings; grouping on the
     same key reuses it (spark.sql.shuffle.partitions = n), so each partition's operator
     runs where its readings landed. Edges the plan cut are forwarded to a second
-    operator keyed by their destination.
+    operator keyed by their destination (the naive placement hash by sensor id has one
+    operator per level of the workflow graph, each keyed the same way).
 
     The first operator is `applyInPandasWithState` with one binary state value per
     partition (the engine's state, pickled) and no Spark timeout: the engine keeps its own
@@ -187,12 +197,13 @@ def run_partitions(keyed, job: Job):
     first = (keyed.repartition(job.partitions, "pkey").groupBy("pkey")
              .applyInPandasWithState(_first_stage_function(job), OUTPUT_SCHEMA, STATE_SCHEMA, "append",
                                      GroupStateTimeout.NoTimeout))
-    if not job.has_second_stage:
-        return first
-    # Spark allows one applyInPandasWithState per query: stage 2 is a transformWithStateInPandas.
-    return (first.groupBy("dest")
-            .transformWithStateInPandas(statefulProcessor=SecondStageProcessor(job), outputStructType=OUTPUT_SCHEMA,
-                                        outputMode="Append", timeMode="None"))
+    rows = first
+    # Spark allows one applyInPandasWithState per query: later stages are transformWithStateInPandas.
+    for number, _ in job.stages_after_first():
+        rows = rows.groupBy("dest").transformWithStateInPandas(
+            statefulProcessor=LaterStageProcessor(job, number), outputStructType=OUTPUT_SCHEMA,
+            outputMode="Append", timeMode="None")
+    return rows
 
 
 # ------------------------------------------------------------------------- operators
@@ -256,15 +267,18 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     yield from _frames(parts)
 
 
-class SecondStageProcessor(_processor_base()):
-    """Stage 2 of a partition: computations fed by forwarded tuples; other rows pass through."""
+class LaterStageProcessor(_processor_base()):
+    """Stage k >= 2 of a partition: computations fed by forwarded tuples; the rows that are not
+    for this stage (results, counters, forwards and heartbeats for a later one) pass through."""
 
-    def __init__(self, job: Job):
+    def __init__(self, job: Job, stage: int = 2):
         self.job = job
+        self.stage = stage
+        self.programs = dict(job.stages_after_first())[stage]
 
     def init(self, handle) -> None:
-        self.state = handle.getValueState("stage2", STATE_SCHEMA)
-        self.tasks: dict[int, SecondStage] = {}
+        self.state = handle.getValueState(f"stage{self.stage}", STATE_SCHEMA)
+        self.tasks: dict[int, LaterStage] = {}
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:  # noqa: N802 (Spark's name)
         job = self.job
@@ -272,13 +286,16 @@ class SecondStageProcessor(_processor_base()):
         partition = job.bucket_keys.index(own)
         frame = pd.concat(list(rows), ignore_index=True)
         kind = frame["kind"].to_numpy()
-        passing = frame[(kind != "forward") & (kind != "heartbeat")]
-        program = job.second_stage[partition]
+        mine = ((kind == "forward") | (kind == "heartbeat")) & (frame["stage"].to_numpy() == self.stage)
+        passing = frame[~mine]
+        program = self.programs[partition]
         if program is None:
             yield from _frames([passing])
             return
-        task = self.tasks.get(partition) or self.tasks.setdefault(partition, SecondStage(program))
+        task = self.tasks.get(partition) or self.tasks.setdefault(partition, LaterStage(program))
         state = pickle.loads(self.state.get()[0]) if self.state.exists() else task.new_state()
+        frame = frame[mine]
+        kind = frame["kind"].to_numpy()
         forwards = frame[kind == "forward"]
         received = []
         for c, g in forwards.groupby("fcode", sort=True):
@@ -290,7 +307,8 @@ class SecondStageProcessor(_processor_base()):
         heartbeats = {int(s): int(w) for s, w in zip(beats["fcode"], beats["ts"].to_numpy(np.int64))}
         result = task.step(state, received, heartbeats)
         self.state.update((pickle.dumps(state, protocol=5),))
-        yield from _frames([passing, _results(result, program, own), _counters([result], program, own)])
+        yield from _frames([passing, _results(result, program, own), _forwards(result, job),
+                            _heartbeats(program, state.engine.watermark, job), _counters([result], program, own)])
 
     def close(self) -> None:
         pass
@@ -302,7 +320,7 @@ def _empty() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in OUTPUT_COLUMNS})
 
 
-_INTEGER_COLUMNS = ("ts", "window_start", "window_end", "version", "dest", "fcode")
+_INTEGER_COLUMNS = ("ts", "window_start", "window_end", "version", "dest", "fcode", "stage")
 _OBJECT_COLUMNS = ("kind", "stream", "raw", "reason", "times", "values")  # text and bytes
 
 
@@ -344,21 +362,23 @@ def _results(result: BatchResult, program: Program, dest: int) -> pd.DataFrame:
 
 def _forwards(result: BatchResult, job: Job) -> pd.DataFrame:
     """One packet per cut edge: its tuples of this batch as two buffers."""
-    rows = [(job.bucket_keys[f.dest], f.code, np.ascontiguousarray(t.ts, np.int64).tobytes(),
+    rows = [(job.bucket_keys[f.dest], f.stage, f.code, np.ascontiguousarray(t.ts, np.int64).tobytes(),
              np.ascontiguousarray(t.value, np.float64).tobytes()) for f, t in result.forwards]
     if not rows:
         return _empty()
-    dest, fcode, times, values = zip(*rows)
-    return pd.DataFrame({"kind": "forward", "ts": 0, "dest": list(dest), "fcode": list(fcode),
-                         "times": list(times), "values": list(values)})
+    dest, stage, fcode, times, values = zip(*rows)
+    return pd.DataFrame({"kind": "forward", "ts": 0, "dest": list(dest), "stage": list(stage),
+                         "fcode": list(fcode), "times": list(times), "values": list(values)})
 
 
 def _heartbeats(program: Program, watermark: int, job: Job) -> pd.DataFrame:
-    dests = sorted({f.dest for f in program.forwards})
-    if not dests:
+    """This stage's watermark, to every stage it forwards to (`fcode`: the sender's id)."""
+    targets = sorted({(f.dest, f.stage) for f in program.forwards})
+    if not targets:
         return _empty()
-    return pd.DataFrame({"kind": "heartbeat", "ts": watermark, "fcode": program.partition,
-                         "dest": [job.bucket_keys[d] for d in dests]})
+    return pd.DataFrame({"kind": "heartbeat", "ts": watermark,
+                         "fcode": sender_id(program.stage, program.partition, job.partitions),
+                         "dest": [job.bucket_keys[d] for d, _ in targets], "stage": [s for _, s in targets]})
 
 
 def _counters(results: list[BatchResult], program: Program, dest: int, **extra: int) -> pd.DataFrame:
@@ -368,7 +388,7 @@ def _counters(results: list[BatchResult], program: Program, dest: int, **extra: 
     if forwarded:
         counters["forwarded"] = sum(n for _, n in forwarded)
         counters["forward_packets"] = len(forwarded)
-        # Only these cross between partitions; the rest feed this partition's own second stage.
+        # Only these cross between partitions; the rest feed a later stage of this partition.
         counters["forwarded_remote"] = sum(n for dest, n in forwarded if dest != program.partition)
     for r in results:
         for node_id, count in r.division_by_zero.items():

@@ -58,11 +58,16 @@ Node = Sensor | Window | Union | Combine
 
 @dataclass(frozen=True)
 class Forward:
-    """Tuples of `node` go on to partition `dest`'s second stage, where they enter as input `code`."""
+    """Tuples of `node` go on to stage `stage` of partition `dest`, where they enter as input `code`.
+
+    Our plans have two stages at most; the naive placement hash by sensor id (what the
+    report measures us against) has one per level of the workflow graph.
+    """
 
     node: str
     dest: int
     code: int
+    stage: int = 2
 
 
 @dataclass(frozen=True)
@@ -70,11 +75,11 @@ class Program:
     """Everything one stage of one partition computes.
 
     `nodes` are in dependency order; in stage 1 the `Sensor` nodes are the sensors
-    whose readings land here; in stage 2 they are the streams forwarded to it
+    whose readings land here; in later stages they are the streams forwarded to it
     (`code` = the forward's code). `outputs` maps a node id to the result stream
-    names (WORKFLOW.NAME) it is written under. `forwards` lists what stage 1 sends
-    on; `senders` are the partitions whose stage 1 sends to this stage 2 (its
-    watermark is the smallest of theirs).
+    names (WORKFLOW.NAME) it is written under. `forwards` lists what this stage sends
+    on; `senders` are the stages that send to this one (its watermark is the smallest
+    of theirs), each as `sender_id` (for stage 1, the partition's number).
     """
 
     partition: int
@@ -84,3 +89,8 @@ class Program:
     outputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     forwards: tuple[Forward, ...] = ()
     senders: tuple[int, ...] = ()
+
+
+def sender_id(stage: int, partition: int, partitions: int) -> int:
+    """The number a stage's heartbeats carry: stage 1 of partition p is p, stage 2 is n + p, ..."""
+    return (stage - 1) * partitions + partition

@@ -5,9 +5,10 @@ both call these, so the watermark handling, the end of input and the forwarding
 between stages exist once.
 
 Stage 1 owns a watermark policy over its sensors' readings; each batch it
-reports its watermark (a heartbeat) to every stage 2 it forwards to. Stage 2's
-watermark is the smallest of its senders' last heartbeats (Flink's rule for a
-task with several inputs): it advances once every sender has spoken.
+reports its watermark (a heartbeat) to every later stage it forwards to. A later
+stage's watermark is the smallest of its senders' last heartbeats (Flink's rule
+for a task with several inputs): it advances once every sender has spoken, and
+it reports it onwards in the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sensorscript.runtime.engine import NEG_INF, POS_INF, BatchResult, Engine, EngineState, Tuples
-from sensorscript.runtime.program import Program
+from sensorscript.runtime.program import Program, Sensor, sender_id
 from sensorscript.runtime.watermark import parse_policy
 
 _EMPTY_I = np.empty(0, np.int64)
@@ -31,7 +32,7 @@ class FirstStageState:
 
 
 @dataclass
-class SecondStageState:
+class LaterStageState:
     engine: EngineState
     heartbeats: dict[int, int] = field(default_factory=dict)  # sender partition -> its last watermark
 
@@ -59,17 +60,20 @@ class FirstStage:
         return Step(results, state.engine.watermark)
 
 
-class SecondStage:
+class LaterStage:
+    """Stage 2 (and, under the naive placement hash by sensor id, stages 3, 4, ...) of a partition."""
+
     def __init__(self, program: Program):
         self.engine = Engine(program)
         self.senders = program.senders
 
-    def new_state(self) -> SecondStageState:
-        return SecondStageState(self.engine.new_state())
+    def new_state(self) -> LaterStageState:
+        return LaterStageState(self.engine.new_state())
 
-    def step(self, state: SecondStageState, forwarded: list[tuple[int, Tuples]],
+    def step(self, state: LaterStageState, forwarded: list[tuple[int, Tuples]],
              heartbeats: dict[int, int]) -> BatchResult:
-        """`forwarded`: (input code, tuples) received this batch; `heartbeats`: sender -> watermark."""
+        """`forwarded`: (input code, tuples) received this batch; `heartbeats`: sender id -> watermark.
+        The stage's own watermark (its heartbeat onwards) is `state.engine.watermark` after."""
         for sender, watermark in heartbeats.items():
             state.heartbeats[sender] = max(state.heartbeats.get(sender, NEG_INF), watermark)
         watermark = min((state.heartbeats.get(s, NEG_INF) for s in self.senders), default=NEG_INF)
@@ -83,39 +87,48 @@ class SecondStage:
 class LocalRun:
     """Runs a compiled job's stages in this process, batch by batch: the job without Spark.
 
-    Readings are routed to their sensor's partition as the shuffle would; forwards
-    and heartbeats go from stage 1 to stage 2 as the second shuffle would.
+    Readings are routed to their sensor's partition (and its copies) as the shuffle would;
+    forwards and heartbeats go from stage to stage as the later shuffles would.
     """
 
-    def __init__(self, firsts: tuple[Program, ...], seconds: tuple[Program | None, ...], watermark: str):
+    def __init__(self, firsts: tuple[Program, ...], seconds: tuple[Program | None, ...], watermark: str,
+                 later: tuple[tuple[Program | None, ...], ...] = ()):
         self.firsts = [FirstStage(p, watermark) for p in firsts]
-        self.seconds = [SecondStage(p) if p is not None else None for p in seconds]
+        self.later = [[LaterStage(p) if p is not None else None for p in stage] for stage in (seconds, *later)]
         self.first_states = [t.new_state() for t in self.firsts]
-        self.second_states = [t.new_state() if t is not None else None for t in self.seconds]
-        self.partition_of_code = {n.code: p.partition for p in firsts for n in p.nodes if hasattr(n, "code")}
+        self.later_states = [[t.new_state() if t is not None else None for t in stage] for stage in self.later]
+        # A reading goes to every partition whose stage 1 reads its sensor (several, under hash by workflow).
+        self.codes = [np.array([n.code for n in p.nodes if isinstance(n, Sensor)], np.int64) for p in firsts]
+        self.partitions = len(firsts)
 
     def batch(self, code: np.ndarray, ts: np.ndarray, value: np.ndarray,
               end_of_input: bool = False) -> list[tuple[Program, BatchResult]]:
         emitted: list[tuple[Program, BatchResult]] = []
-        forwarded: dict[int, list[tuple[int, Tuples]]] = {}
-        heartbeats: dict[int, dict[int, int]] = {}
-        home = np.array([self.partition_of_code.get(int(c), -1) for c in code], np.int64)
-        for task, state in zip(self.firsts, self.first_states):
-            mine = home == task.engine.program.partition
+        forwarded: dict[tuple[int, int], list[tuple[int, Tuples]]] = {}  # (stage, partition) -> inputs
+        heartbeats: dict[tuple[int, int], dict[int, int]] = {}
+
+        def send(program: Program, result: BatchResult, watermark: int) -> None:
+            for forward, tuples in result.forwards:
+                forwarded.setdefault((forward.stage, forward.dest), []).append((forward.code, tuples))
+            for forward in program.forwards:
+                heartbeats.setdefault((forward.stage, forward.dest), {})[
+                    sender_id(program.stage, program.partition, self.partitions)] = watermark
+
+        for task, state, codes in zip(self.firsts, self.first_states, self.codes):
+            mine = np.isin(code, codes)
             if not mine.any() and not end_of_input:
                 continue  # Spark calls a partition's operator only when it has rows
             step = task.step(state, code[mine], ts[mine], value[mine], end_of_input)
             for result in step.results:
                 emitted.append((task.engine.program, result))
-                for forward, tuples in result.forwards:
-                    forwarded.setdefault(forward.dest, []).append((forward.code, tuples))
-            for forward in task.engine.program.forwards:
-                heartbeats.setdefault(forward.dest, {})[task.engine.program.partition] = step.heartbeat
-        for task, state in zip(self.seconds, self.second_states):
-            if task is None:
-                continue
-            partition = task.engine.program.partition
-            if partition in forwarded or partition in heartbeats:
-                emitted.append((task.engine.program,
-                                task.step(state, forwarded.get(partition, []), heartbeats.get(partition, {}))))
+                send(task.engine.program, result, step.heartbeat)
+        for number, (tasks, states) in enumerate(zip(self.later, self.later_states), start=2):
+            for task, state in zip(tasks, states):
+                if task is None:
+                    continue
+                key = (number, task.engine.program.partition)
+                if key in forwarded or key in heartbeats:
+                    result = task.step(state, forwarded.get(key, []), heartbeats.get(key, {}))
+                    emitted.append((task.engine.program, result))
+                    send(task.engine.program, result, state.engine.watermark)
         return emitted
