@@ -170,22 +170,29 @@ def graph(files, out) -> None:
 @click.option("-o", "--out", default="report", show_default=True, type=click.Path(file_okay=False),
               help="Folder for report.md, report.html and the plots.")
 @click.option("--measure", "data", metavar="DATA", type=click.Path(exists=True, file_okay=False),
-              help="Also run the job and the naive job on local Spark over this folder of CSV readings "
-                   "and report the tuples that really crossed their shuffles.")
-@click.option("--no-naive-run", is_flag=True, help="With --measure, run only the compiled job.")
+              help="Also run, on local Spark over this folder of CSV readings, the compiled job, the same "
+                   "workflows under the naive placements (hash by workflow, hash by sensor id) and the naive "
+                   "PySpark job, and report the tuples that really crossed their shuffles.")
+@click.option("--no-naive-run", is_flag=True, help="With --measure, do not run the naive PySpark job.")
+@click.option("--measure-sweeps", "sweep_seconds", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="Also run every point of the n and n_s sweeps on local Spark over SECONDS of generated "
+                   "readings each, and plot the measured traffic beside the model (a few minutes).")
 @click.option("--generated", default="1,16,128,1024", show_default=True, metavar="N,N,...",
               help="Sizes of the generated bridge workloads in the line-count table.")
-def report(files, sensors, partitions, out, data, no_naive_run, generated) -> None:
+def report(files, sensors, partitions, out, data, no_naive_run, sweep_seconds, generated) -> None:
     """Lines saved and network traffic saved, for FILES: a Markdown report and an HTML page with plots."""
     from sensorscript import report as reporting
 
     try:
         sizes = [int(n) for n in generated.split(",") if n.strip()]
         built = reporting.build(list(files), sensors, partitions, data, Path(out) / "work", not no_naive_run,
-                                echo=lambda m: click.echo(m, err=True), sizes=sizes)
+                                echo=lambda m: click.echo(m, err=True), sizes=sizes, sweep_seconds=sweep_seconds)
     except SensorScriptError as exc:
         _fail(exc)
         return
+    except RuntimeError as exc:  # a measuring run failed; its lines were shown above
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
     md, page = reporting.write(built, Path(out))
     given = built.lines[0]
     click.echo(f"{given.workflows} workflow(s): {given.script} script lines -> {given.job} lines of generated job; "

@@ -1,5 +1,7 @@
 """`sscript report`: line counts, modelled and measured network cost, Markdown and HTML with plots."""
 
+import dataclasses
+
 import pytest
 from click.testing import CliRunner
 
@@ -39,6 +41,16 @@ def test_report_of_the_examples(tmp_path):
     assert "<table>" in page.read_text()
     for name in reporting.PLOTS.values():
         assert (tmp_path / "report" / name).read_bytes()[:4] == b"\x89PNG"
+    assert "measured: ours" not in text
+    # With measured sweep points (as --measure-sweeps gives them), the tables and plots show them.
+    point = reporting.MeasuredPoint(ours=33_600, lower_bound=19_200, by_sensor=278_600, by_workflow=48_000,
+                                    same=True)
+    built.by_shared[4] = dataclasses.replace(built.by_shared[4], measured=point)
+    md, _ = reporting.write(built, tmp_path / "measured")
+    assert "| measured: ours |" in md.read_text()
+    assert "| 8 | 33,600 | 19,200 | 278,592 | 48,000 | 87.9% | 30.0% | 33,600 | 19,200 | 278,600 | 48,000 | yes |" \
+        in md.read_text()
+    assert "| 0 | 19,200 | 19,200 | 76,992 | 19,200 | 75.1% | 0.0% | – | – | – | – | – |" in md.read_text()
 
 
 def test_naive_lines_say_when_the_naive_job_cannot_be_written(tmp_path):
@@ -81,6 +93,23 @@ def test_measured_shuffle_records(spark, tmp_path):
     assert measured.by_sensor_same is True and measured.by_sensor_stages == 5
     assert measured.by_sensor_tuples == pytest.approx(cost.naive_sensor_hash * 5, rel=0.01)
     assert measured.by_sensor_bytes > 2 * measured.ours_bytes
+
+
+@pytest.mark.spark
+def test_measured_sweep_point_matches_the_model(tmp_path):
+    """A point of the n_s sweep, run for real in the report's child process (20 s of 16 sensors at
+    20 Hz, 8 workflows sharing 8 sensors, 4 partitions): our plan, hash by workflow and hash by sensor
+    id give the same results, and the tuples that crossed, per minute, are what the model says."""
+    measured, sweeps = reporting.measure_quietly([], None, None, 2, tmp_path, False, lambda *_: None,
+                                                 sweep_seconds=20, sweep_shared_points=(8,), sweep_counts=())
+    assert measured is None and list(sweeps) == ["shared", "sensors"] and sweeps["sensors"] == []
+    (point,), (model,) = sweeps["shared"], reporting.sweep("shared", (8,))
+    assert point.same
+    assert point.lower_bound == model.cost.lower_bound == 16 * 20 * 60
+    assert point.ours == pytest.approx(model.cost.ours, rel=0.01)
+    assert point.by_workflow == pytest.approx(model.cost.naive_workflow_hash, rel=0.01)
+    assert point.by_sensor == pytest.approx(model.cost.naive_sensor_hash, rel=0.02)
+    assert point.ours < point.by_workflow < point.by_sensor
 
 
 def test_cli_report(tmp_path):

@@ -1,7 +1,9 @@
 """Communication cost: tuples per minute that cross a shuffle, for our plan and the baselines.
 
 - lower bound: every referenced raw tuple crosses once (from the source to its partition);
-- ours: that, plus the tuples on the edges the partitioner had to cut;
+- ours: that, plus the tuples on the edges the partitioner had to cut, once per stream and
+  destination partition (the job forwards a stream to a partition once, however many
+  computations there read it);
 - naive hashing by sensor id (the paper's baseline, Storm's fieldsGrouping on sensor_id):
   raw tuples go to the hash of their sensor, where windows directly over a sensor run;
   every other edge is a shuffle: a union re-shuffles its raw inputs, and derived tuples
@@ -38,7 +40,7 @@ class CommunicationCost:
 def communication_cost(graph: Graph, frequencies: dict[str, float], plan: PartitionPlan) -> CommunicationCost:
     rates = node_rates(graph, frequencies)
     raw = sum(frequencies[s] for s in graph.sensors())
-    ours = raw + sum(c.rate_per_s for c in plan.crossings)
+    ours = raw + sum({(c.source, c.to_partition): c.rate_per_s for c in plan.crossings}.values())
     by_sensor = raw + sum(
         rates[u] for u, v in graph.edges()
         if not (graph.node(v).kind == WINDOW and graph.node(u).kind == SENSOR))
