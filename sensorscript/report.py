@@ -269,51 +269,57 @@ def _packed_tuples(summary, job) -> int:
     return summary.readings + summary.quarantined + job.partitions
 
 
-def _measure_by_workflow(result: Measured, workflows: list, registry, data: str, module, spark, work: Path,
-                         echo) -> None:
-    """Run the same job under the placement "hash by workflow" (every workflow whole on the partition
-    of its name's hash, readings copied to each partition that reads them) and read its shuffle."""
-    from sensorscript.codegen.placements import by_workflow
+@dataclass(frozen=True)
+class _PlacedRun:
+    summary: object  # the job's RunSummary
+    shuffled: object  # measure.Shuffled
+    seconds: float
+    same: bool  # its results equal the compiled job's, row for row
+
+
+def _run_placed(placed, module, data: str, spark, work: Path, folder: str) -> _PlacedRun:
+    """Run the compiled job's query with another placement (`placed`), over `data` with --once, and
+    read its shuffles; compare its results with the compiled job's (in WORK/job)."""
     from sensorscript.measure import shuffled, streaming_jobs
     from sensorscript.runtime.job import run
     from sensorscript.runtime.sinks import same_results, sqlite_results
 
-    placed = by_workflow(module.JOB, workflows, registry)
     before = streaming_jobs(spark)
     started = time.monotonic()
-    summary = run(placed, module.build_query, data, work / "by-workflow", once=True, spark=spark,
-                  echo=lambda *_: None)
-    result.by_workflow_seconds = time.monotonic() - started
-    measured = shuffled(spark, streaming_jobs(spark) - before)
+    summary = run(placed, module.build_query, data, work / folder, once=True, spark=spark, echo=lambda *_: None)
+    seconds = time.monotonic() - started
+    return _PlacedRun(summary, shuffled(spark, streaming_jobs(spark) - before), seconds,
+                      same_results(sqlite_results(work / "job" / "results.db"),
+                                   sqlite_results(work / folder / "results.db")))
+
+
+def _measure_by_workflow(result: Measured, workflows: list, registry, data: str, module, spark, work: Path,
+                         echo) -> None:
+    """Our runtime under the placement "hash by workflow" (every workflow whole on the partition of
+    its name's hash, readings copied to each partition that reads them)."""
+    from sensorscript.codegen.placements import by_workflow
+
+    placed = by_workflow(module.JOB, workflows, registry)
+    done = _run_placed(placed, module, data, spark, work, "by-workflow")
     # One shuffle, no second operator: everything that crossed is in its packets.
-    result.by_workflow_tuples = _packed_tuples(summary, placed)
-    result.by_workflow_records, result.by_workflow_bytes = measured.from_input, measured.from_input_bytes
-    result.by_workflow_same = same_results(sqlite_results(work / "job" / "results.db"),
-                                           sqlite_results(work / "by-workflow" / "results.db"))
+    result.by_workflow_tuples = _packed_tuples(done.summary, placed)
+    result.by_workflow_records, result.by_workflow_bytes = done.shuffled.from_input, done.shuffled.from_input_bytes
+    result.by_workflow_seconds, result.by_workflow_same = done.seconds, done.same
     echo(f"measured hash by workflow: {result.by_workflow_tuples:,} readings crossed its shuffle")
 
 
 def _measure_by_sensor(result: Measured, plan, data: str, module, spark, work: Path, echo) -> None:
-    """Run the same job under the placement "hash by sensor id" (codegen/placements.by_sensor): a
-    reading goes to its sensor's hash, every other edge of the graph is a shuffle of its own."""
+    """Our runtime under the placement "hash by sensor id" (codegen/placements.by_sensor): a reading
+    goes to its sensor's hash, every other edge of the graph is a shuffle of its own."""
     from sensorscript.codegen.placements import by_sensor
-    from sensorscript.measure import shuffled, streaming_jobs
-    from sensorscript.runtime.job import run
-    from sensorscript.runtime.sinks import same_results, sqlite_results
 
     placed = by_sensor(module.JOB, plan)
-    before = streaming_jobs(spark)
-    started = time.monotonic()
-    summary = run(placed, module.build_query, data, work / "by-sensor", once=True, spark=spark,
-                  echo=lambda *_: None)
-    result.by_sensor_seconds = time.monotonic() - started
-    measured = shuffled(spark, streaming_jobs(spark) - before)
+    done = _run_placed(placed, module, data, spark, work, "by-sensor")
     # Every forward is an edge's shuffle (to another partition or not: Spark writes it either way).
-    result.by_sensor_tuples = _packed_tuples(summary, placed) + summary.forwarded
-    result.by_sensor_records, result.by_sensor_bytes = measured.records, measured.bytes
+    result.by_sensor_tuples = _packed_tuples(done.summary, placed) + done.summary.forwarded
+    result.by_sensor_records, result.by_sensor_bytes = done.shuffled.records, done.shuffled.bytes
     result.by_sensor_stages = 1 + len(placed.stages_after_first())
-    result.by_sensor_same = same_results(sqlite_results(work / "job" / "results.db"),
-                                         sqlite_results(work / "by-sensor" / "results.db"))
+    result.by_sensor_seconds, result.by_sensor_same = done.seconds, done.same
     echo(f"measured hash by sensor id: {result.by_sensor_tuples:,} tuples crossed its "
          f"{result.by_sensor_stages} stages' shuffles")
 
@@ -541,7 +547,7 @@ def _plot(points: list[CostPoint], xlabel: str, title: str, path: Path) -> None:
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+    figure, axes = plt.subplots(figsize=(8.6, 4.0), dpi=110)
     xs = [p.x for p in points]
     for label, values, style, measured in (
             ("hash by workflow", [p.cost.naive_workflow_hash for p in points], "s--", "by_workflow"),
@@ -557,7 +563,7 @@ def _plot(points: list[CostPoint], xlabel: str, title: str, path: Path) -> None:
     axes.set_ylabel("tuples per minute crossing the network")
     axes.set_title(title)
     axes.grid(alpha=0.3)
-    axes.legend(fontsize="small")
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))  # beside, not over, the lines
     figure.tight_layout()
     figure.savefig(path, metadata={"Software": None})
     plt.close(figure)
