@@ -174,7 +174,7 @@ def graph(files, out) -> None:
                    "workflows under the naive placements (hash by workflow, hash by sensor id) and the naive "
                    "PySpark job, and report the tuples that really crossed their shuffles.")
 @click.option("--no-naive-run", is_flag=True, help="With --measure, do not run the naive PySpark job.")
-@click.option("--measure-sweeps", "sweep_seconds", type=click.FloatRange(min=1), metavar="SECONDS",
+@click.option("--measure-sweeps", "sweep_seconds", type=click.IntRange(min=1), metavar="SECONDS",
               help="Also run every point of the n and n_s sweeps on local Spark over SECONDS of generated "
                    "readings each, and plot the measured traffic beside the model (a few minutes).")
 @click.option("--generated", default="1,16,128,1024", show_default=True, metavar="N,N,...",
@@ -190,7 +190,7 @@ def report(files, sensors, partitions, out, data, no_naive_run, sweep_seconds, g
     except SensorScriptError as exc:
         _fail(exc)
         return
-    except RuntimeError as exc:  # a measuring run failed; its lines were shown above
+    except reporting.MeasuringFailed as exc:  # its lines were shown above
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     md, page = reporting.write(built, Path(out))

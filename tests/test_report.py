@@ -93,6 +93,7 @@ def test_measured_shuffle_records(spark, tmp_path):
     assert measured.by_sensor_same is True and measured.by_sensor_stages == 5
     assert measured.by_sensor_tuples == pytest.approx(cost.naive_sensor_hash * 5, rel=0.01)
     assert measured.by_sensor_bytes > 2 * measured.ours_bytes
+    assert measured.ours_crossing < measured.by_sensor_crossing < measured.by_sensor_tuples
 
 
 @pytest.mark.spark

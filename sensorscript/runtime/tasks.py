@@ -34,7 +34,7 @@ class FirstStageState:
 @dataclass
 class LaterStageState:
     engine: EngineState
-    heartbeats: dict[int, int] = field(default_factory=dict)  # sender partition -> its last watermark
+    heartbeats: dict[int, int] = field(default_factory=dict)  # sender id -> its last watermark
 
 
 @dataclass
