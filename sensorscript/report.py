@@ -329,8 +329,9 @@ def _measure_by_sensor(result: Measured, plan, data: str, module, spark, work: P
 def measure_sweeps(seconds: int, work: Path, shared: Sequence[int] = SWEEP_SHARED,
                    sensors: Sequence[int] = SWEEP_SENSORS, echo=print) -> dict[str, list[MeasuredPoint]]:
     """Run every point of both sweeps for real: `seconds` (whole: a sensor then has exactly
-    seconds x its frequency readings) of generated readings of the point's sensors; the compiled job and our runtime under both naive placements, one after the other
-    in one Spark session. Returns tuples per minute per point, as the model gives them."""
+    seconds x its frequency readings) of generated readings of the point's sensors; the
+    compiled job and our runtime under both naive placements, one after the other in one
+    Spark session. Returns tuples per minute per point, as the model gives them."""
     from sensorscript.workload import write_readings
 
     result: dict[str, list[MeasuredPoint]] = {}
@@ -344,10 +345,11 @@ def measure_sweeps(seconds: int, work: Path, shared: Sequence[int] = SWEEP_SHARE
             for name, text in sorted(texts.items()):
                 (folder / "workflows" / name).write_text(text)
                 files.append(str(folder / "workflows" / name))
-            (folder / "sensors.csv").write_text("sensor_id,frequency_hz,type\n" + "".join(
-                f"{s.sensor_id},{s.frequency_hz:g},{s.type}\n" for s in fleet))
+            registry = SensorRegistry.create(folder / "sensors.db")
+            registry.put(fleet)
+            registry.close()
             write_readings(fleet, folder / "data", seconds, files=1)
-            m = measure(files, str(folder / "data"), str(folder / "sensors.csv"), SWEEP_PARTITIONS, folder / "run",
+            m = measure(files, str(folder / "data"), str(folder / "sensors.db"), SWEEP_PARTITIONS, folder / "run",
                         naive=False, echo=lambda *_: None, warm_up=first)
             first = False
             per_minute = 60 / seconds

@@ -63,10 +63,15 @@ def same_rows(actual, expected):
         assert math.isclose(a.value, e.value, rel_tol=1e-9, abs_tol=1e-9), (a, e)
 
 
-def reference(scripts, batches, delay_ms=0, plan=None):
+def reference(scripts, batches, delay_ms=0, plan=None, by_sensor=False):
+    """The reference's rows, with lateness judged per partition as `plan` places the sensors (or,
+    `by_sensor`, as hash by sensor id does: on the partition of the sensor id's hash)."""
     loaded = load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()})
-    return evaluate(loaded.workflows, batches, delay_ms,
-                    plan.partitions.sensor_partition if plan is not None else None)
+    homes = None
+    if plan is not None:
+        homes = ({s: hash_partition(s, plan.partitions.count) for s in plan.frequencies} if by_sensor
+                 else plan.partitions.sensor_partition)
+    return evaluate(loaded.workflows, batches, delay_ms, homes)
 
 
 def test_bridge_shape_in_one_batch():
@@ -126,10 +131,7 @@ def test_hash_by_sensor_placement_matches_reference(example, batch_count, delay_
     cuts = sorted(rng.randint(0, len(lines)) for _ in range(batch_count - 1))
     batches = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
     rows, late, plan = run_local(scripts, batches, delay_ms, partitions, by_sensor=True)
-    loaded = load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()})
-    # Lateness is judged per partition: here a sensor's partition is its id's hash.
-    homes = {s: hash_partition(s, partitions) for s in plan.frequencies}
-    expected = evaluate(loaded.workflows, batches, delay_ms, homes)
+    expected = reference(scripts, batches, delay_ms, plan, by_sensor=True)
     same_rows(rows, expected.rows)
     assert late == expected.late
 
@@ -184,8 +186,8 @@ def test_a_later_stage_waits_for_its_slowest_sender():
     # Hash by sensor id: A and D hash to different partitions of 2; the union is a stage of its own.
     scripts = {"u": "U = union(A, D);\nM = max(U, 1000, 1000);\nV = avg(A, 1000, 1000);\nX = M - V;\n"}
     batches = _skewed_batches(["A"], ["D"])
-    rows, _, _ = run_local(scripts, batches, 0, partitions=2, by_sensor=True)
-    loaded = load(["u.ss"], texts={"u.ss": scripts["u"]})
-    expected = evaluate(loaded.workflows, batches, 0, {"A": hash_partition("A", 2), "D": hash_partition("D", 2)})
+    rows, _, plan = run_local(scripts, batches, 0, partitions=2, by_sensor=True)
+    expected = reference(scripts, batches, 0, plan, by_sensor=True)
+    assert hash_partition("A", 2) != hash_partition("D", 2)
     assert len(expected.rows) == 10  # X for each second
     same_rows(rows, expected.rows)

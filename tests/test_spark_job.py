@@ -98,13 +98,14 @@ def test_the_naive_placements_give_the_same_results(spark, tmp_path):
     lines += ["S1,not-a-time,1.0"]
     compiled, ours, out = compile_and_run(spark, tmp_path, files, [lines], partitions=2)
     module = load_job(out)
-    placed = by_workflow(module.JOB, load(files).workflows, None)
+    workflows = load(files).workflows
+    placed = by_workflow(module.JOB, workflows, None)
     assert placed.replicas == {"S1": (1,), "S2": (1,)}  # read on both sides
     assert [p.partition for p in placed.first_stage] == [0, 1] and not placed.has_second_stage
     naive_out = tmp_path / "by-workflow"
     summary = run(placed, module.build_query, str(tmp_path / "data"), naive_out, once=True, spark=spark,
                   echo=lambda *_: None)
-    expected = expected_rows(evaluate(load(files).workflows, [lines]))
+    expected = expected_rows(evaluate(workflows, [lines]))
     assert_same(result_rows(out), expected)
     assert_same(result_rows(naive_out), expected)
     counts = {s: sum(line.startswith(f"{s},") for line in lines[:-1]) for s in ("S1", "S2", "S3", "S4")}

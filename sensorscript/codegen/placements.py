@@ -18,8 +18,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from sensorscript.codegen.program import programs, sensor_codes
-from sensorscript.graph.nodes import COMBINE, SENSOR, UNION, WINDOW
+from sensorscript.codegen.program import programs, runtime_node, sensor_codes
+from sensorscript.graph.nodes import SENSOR, WINDOW
 from sensorscript.parser import ast
 from sensorscript.partition.cost import hash_partition, workflow_partition
 from sensorscript.partition.plan import Plan, make_plan
@@ -94,11 +94,9 @@ def by_sensor_stages(plan: Plan) -> list[tuple[rt.Program | None, ...]]:
     received: dict[str, str] = {}  # the name of an edge's stream at its consumer -> the input's id
     for node in graph.nodes():
         where = (stage[node.id], home[node.id])
-        if node.kind == SENSOR:
-            nodes[where].append(rt.Sensor(node.id, node.sensor_id, codes[node.sensor_id]))
-            continue
-        if stage[node.id] == 1:  # a window directly over its sensor, beside it
-            nodes[where].append(rt.Window(node.id, node.func, node.inputs[0], node.length, node.slide))
+        declared = runtime_node(node, codes)
+        if stage[node.id] == 1:  # a sensor, or a window directly over its sensor, beside it
+            nodes[where].append(declared)
             continue
         names = {}
         for i in dict.fromkeys(node.inputs):
@@ -108,15 +106,13 @@ def by_sensor_stages(plan: Plan) -> list[tuple[rt.Program | None, ...]]:
             nodes[where].append(rt.Sensor(names[i], graph.node(i).label, code))
             forwards.setdefault((stage[i], home[i]), []).append(rt.Forward(i, home[node.id], code, stage[node.id]))
             senders.setdefault(where, set()).add(rt.sender_id(stage[i], home[i], count))
-        inputs = tuple(names[i] for i in node.inputs)
-        if node.kind == WINDOW:
-            nodes[where].append(rt.Window(node.id, node.func, inputs[0], node.length, node.slide))
-        elif node.kind == UNION:
-            nodes[where].append(rt.Union(node.id, inputs))
-        elif node.kind == COMBINE:
-            nodes[where].append(rt.Combine(node.id, inputs, _renamed(node.key[1], names)))
+        if isinstance(declared, rt.Window):
+            nodes[where].append(dataclasses.replace(declared, input=names[declared.input]))
+        elif isinstance(declared, rt.Union):
+            nodes[where].append(dataclasses.replace(declared, inputs=tuple(names[i] for i in declared.inputs)))
         else:
-            raise ValueError(f"hash by sensor id does not place {node.kind} computations")
+            nodes[where].append(dataclasses.replace(declared, inputs=tuple(names[i] for i in declared.inputs),
+                                                    expression=_renamed(declared.expression, names)))
     stages = []
     for k in range(1, depth + 1):
         row = []
@@ -125,11 +121,11 @@ def by_sensor_stages(plan: Plan) -> list[tuple[rt.Program | None, ...]]:
             if k > 1 and not mine:
                 row.append(None)
                 continue
-            computed = {n.id for n in mine if not (k > 1 and isinstance(n, rt.Sensor))}
             row.append(rt.Program(
                 partition=q, stage=k, nodes=tuple(mine),
                 slices=_slices_of(plan, mine, received),
-                outputs={n: tuple(outputs[n]) for n in computed if n in outputs},
+                # (a received stream is named after its edge, never an output)
+                outputs={n.id: tuple(outputs[n.id]) for n in mine if n.id in outputs},
                 forwards=tuple(forwards.get((k, q), ())),
                 senders=tuple(sorted(senders.get((k, q), ())))))
         stages.append(tuple(row))

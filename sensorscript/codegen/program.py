@@ -61,7 +61,7 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
         first = [n for n in mine if n.id not in stage2]
         firsts.append(rt.Program(
             partition=partition, stage=1,
-            nodes=tuple(_node(n, codes) for n in first),
+            nodes=tuple(runtime_node(n, codes) for n in first),
             slices=_slices(plan, {n.id for n in first}, {n.id for n in first}),
             outputs={n.id: tuple(outputs[n.id]) for n in first if n.id in outputs},
             forwards=tuple(rt.Forward(node_id, dest, forward_code[dest, node_id])
@@ -76,7 +76,7 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
                    for node_id in forwarded.get(partition, [])]
         seconds.append(rt.Program(
             partition=partition, stage=2,
-            nodes=(*sources, *(_node(n, codes) for n in second)),
+            nodes=(*sources, *(runtime_node(n, codes) for n in second)),
             slices=_slices(plan, {n.id for n in second} | {s.id for s in sources}, {n.id for n in second}),
             outputs={n.id: tuple(outputs[n.id]) for n in second if n.id in outputs},
             senders=tuple(sorted({placement[i] for i in forwarded.get(partition, [])})),
@@ -84,7 +84,8 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
     return tuple(firsts), tuple(seconds)
 
 
-def _node(node, codes: dict[str, int]) -> rt.Node:
+def runtime_node(node, codes: dict[str, int]) -> rt.Node:
+    """A graph node as the runtime's declaration of it (sensors by their codes)."""
     if node.kind == SENSOR:
         return rt.Sensor(node.id, node.sensor_id, codes[node.sensor_id])
     if node.kind == WINDOW:

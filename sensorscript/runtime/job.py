@@ -294,15 +294,13 @@ class LaterStageProcessor(_processor_base()):
             return
         task = self.tasks.get(partition) or self.tasks.setdefault(partition, LaterStage(program))
         state = pickle.loads(self.state.get()[0]) if self.state.exists() else task.new_state()
-        frame = frame[mine]
-        kind = frame["kind"].to_numpy()
-        forwards = frame[kind == "forward"]
+        forwards = frame[mine & (kind == "forward")]
         received = []
         for c, g in forwards.groupby("fcode", sort=True):
             ts = np.concatenate([np.frombuffer(b, np.int64) for b in g["times"]])
             value = np.concatenate([np.frombuffer(b, np.float64) for b in g["values"]])
             received.append((int(c), Tuples(ts, value, np.full(len(ts), -1, np.int32))))
-        beats = frame[kind == "heartbeat"]
+        beats = frame[mine & (kind == "heartbeat")]
         # Every row carries a ts, so the column arrives as int64 and the +-2^63 sentinels are exact.
         heartbeats = {int(s): int(w) for s, w in zip(beats["fcode"], beats["ts"].to_numpy(np.int64))}
         result = task.step(state, received, heartbeats)
