@@ -126,3 +126,61 @@ def test_check_command_exit_codes(write_scripts):
     assert "bad.ss:1:5: error: unknown function 'avgg'" in failed.output
     missing = runner.invoke(main, ["check", "nowhere.ss"])
     assert missing.exit_code == 1 and "cannot read the workflow" in missing.output
+
+
+# ------------------------------------------------------------------ recovery per statement
+
+BROKEN_AND_WRONG = """\
+A   = avg(S, 1s, 1s);
+B   = avg(A, , 1s);          // syntax: B does not parse
+C   = B + A;                 // reads B: no follow-on error
+D   = avgg(S, 1s, 1s);       // unknown function
+E   = (S + ;                 // syntax
+F   = E * 2 + B;             // reads two broken streams: no follow-on error
+A   = S;                     // redefinition
+H   = max(S)                 // syntax: the ';' is missing
+I   = H + union(A, C);       // a union inside an expression; H is only broken, not unknown
+J   = K + 1;                 // a cycle through K ...
+K   = J * 2;                 // ... which is reported once
+P   = pattern(a: X -> b Y) within 1s;
+Q   = count(P, 1h, 1h);      // P is broken: no follow-on error
+R   = pattern(a: X) within 1s strategy nxt;
+"""
+
+
+def test_broken_statements_do_not_hide_the_rest_of_the_file():
+    found = [d for d in diagnostics(BROKEN_AND_WRONG) if d[0] == "error"]
+    assert [(line, message.split("; ")[0]) for _, line, _, message in found] == [
+        (2, "unexpected ','"),
+        (4, "unknown function 'avgg'"),
+        (5, "unexpected ';'"),
+        (7, "'A' is already defined on line 1"),
+        (8, "expected ';' here"),
+        (9, "a union must be a statement of its own: name it (X = ...;) and use X here"),
+        (10, "cycle: 'J' reads 'K' reads 'J'"),
+        (12, "expected ':' here"),
+        (14, "unknown strategy 'nxt'"),
+    ]
+
+
+def test_names_of_broken_statements_raise_no_warnings_either():
+    text = "MD1Z = avg(S, 1s 1s);\nX = MD1Z + 1;\nY = MD1z + 2;\n"
+    found = diagnostics(text, known_sensors={"S"})
+    # MD1Z is broken, not unknown; MD1z (a typo) is still an unknown sensor.
+    assert [(d[0], d[1]) for d in found] == [("error", 1), ("warning", 3)]
+    assert "did you mean 'MD1Z'" in found[1][3]
+
+
+@pytest.mark.parametrize("text, errors", [
+    # A stray token between statements is skipped with the statement it would have started.
+    ("= avg(S, 1s, 1s);\nX = S;\nY = X + 1;", [1]),
+    (") ; ) ;\nX = S;", [1]),
+    # Both the ';' and more are missing: the statement ends at the next `NAME =`.
+    ("X = avg(S, 1s\nY = S * 2;\nZ = Y + X;", [1]),
+    # Several broken statements on one line, each reported once.
+    ("X = S +* 2; Y = X; Z = X +;  W = Z + Y + V;", [1, 1]),
+    ("X = S;\nY = (X + 1;\nZ = Y)\nW = Z;", [2, 3]),
+])
+def test_each_broken_statement_is_reported_once(text, errors):
+    found = [d for d in diagnostics(text) if d[0] == "error"]
+    assert [d[1] for d in found] == errors, found

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from sensorscript.errors import SensorScriptError
 from sensorscript.parser import load
 from tests.conftest import EXAMPLES
-from tests.test_tokens import FRAGMENTS
+from tests.test_antlr_runtime import FRAGMENTS
 
 SEEDS = [p.read_text() for p in EXAMPLES]
 

@@ -5,37 +5,33 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 from typing import Collection, Iterable
 
 from sensorscript.errors import Diagnostic, SensorScriptError
 from sensorscript.memory import paused_gc
 from sensorscript.parser import ast
-from sensorscript.parser.antlr import build_workflow, parse_tree
+from sensorscript.parser.antlr import parse_workflow
 from sensorscript.parser.check import Context, check
-from sensorscript.parser.descent import parse_statements
 
 __all__ = ["parse", "parse_file", "load", "Loaded", "ast"]
 
 
 def parse(text: str, file: str = "<script>", name: str | None = None) -> ast.Workflow:
     """Parse one script; raises SensorScriptError on syntax errors (semantics are `check`'s)."""
-    workflow, diagnostics, _ = _parse(text, file, name)
+    workflow, diagnostics = _parse(text, file, name)
     if any(d.is_error for d in diagnostics):
         raise SensorScriptError(diagnostics, {file: text})
     return workflow
 
 
-def _parse(text: str, file: str, name: str | None) -> tuple[ast.Workflow, list[Diagnostic], bool]:
-    """The workflow, the diagnostics of parsing, and whether the AST is whole (no syntax error)."""
-    statements = parse_statements(text, file)  # the fast path: well-formed scripts only
-    if statements is not None:
-        return ast.Workflow(name or Path(file).stem, statements, file), [], True
-    tree, _, syntax = parse_tree(text, file)
-    if syntax:
-        return ast.Workflow(name or Path(file).stem, (), file), syntax, False
-    statements, lexical = build_workflow(tree, file)
-    return ast.Workflow(name or Path(file).stem, statements, file), lexical, True
+def _parse(text: str, file: str, name: str | None) -> tuple[ast.Workflow, list[Diagnostic]]:
+    """The workflow as far as it parsed (statements that did not are named in `broken`) and the
+    diagnostics of parsing."""
+    parsed = parse_workflow(text, file)
+    return ast.Workflow(name or Path(file).stem, parsed.statements, file, parsed.broken), list(parsed.diagnostics)
 
 
 def parse_file(path: str | Path) -> ast.Workflow:
@@ -43,22 +39,60 @@ def parse_file(path: str | Path) -> ast.Workflow:
     return parse(path.read_text(encoding="utf-8"), str(path), path.stem)
 
 
+def _position(diagnostic: Diagnostic) -> tuple[int, int]:
+    return (diagnostic.span.line, diagnostic.span.column) if diagnostic.span else (0, 0)
+
+
 def _parse_and_check(item: tuple[str, str], context: Context) -> tuple[ast.Workflow, list[Diagnostic]]:
+    """One workflow's AST and all its diagnostics, in file order: the statements that parsed are
+    checked even when others did not."""
     path, text = item
-    workflow, found, whole = _parse(text, path, Path(path).stem)
-    if whole:
-        found = sorted([*found, *check(workflow, context)],
-                       key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
-    return workflow, found
+    workflow, found = _parse(text, path, Path(path).stem)
+    return workflow, sorted([*found, *check(workflow, context)], key=_position)
+
+
+def _parse_and_check_chunk(items: list[tuple[str, str]], context: Context):
+    with paused_gc():
+        return [_parse_and_check(item, context) for item in items]
+
+
+# Below this many workflows one process is as fast: starting workers and pickling their results
+# costs about what they save.
+PARALLEL_FROM = 128
+WARM_UP = 8
 
 
 def _parse_and_check_all(items: list[tuple[str, str]], context: Context):
-    """Each workflow parses and checks on its own, in order.
+    """Each workflow parses and checks on its own, in order; many of them in parallel processes.
 
-    In one process: with the recursive-descent fast path, sending the ASTs back from
-    worker processes (pickling) would cost more than parsing them.
+    The parent parses the first share itself while forked workers parse the rest. Forking is
+    used only from a single-threaded process (the `sscript` commands are; a process that runs
+    Spark's gateway threads parses in one process).
     """
-    return [_parse_and_check(item, context) for item in items]
+    workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
+    if len(items) < PARALLEL_FROM or workers < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
+        return _parse_and_check_chunk(items, context)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # A few workflows first, so that the workers inherit ANTLR's DFA caches warm instead of each
+    # building them again; then equal shares (measured: the parent's parsing is slowed by copy-on-
+    # write after the fork about as much as a worker's by pickling its results).
+    results = _parse_and_check_chunk(items[:WARM_UP], context)
+    own = len(items) // workers
+    rest = items[max(own, WARM_UP):]
+    size = -(-len(rest) // (workers - 1))
+    chunks = [rest[i:i + size] for i in range(0, len(rest), size)]
+    with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
+        futures = [pool.submit(_parse_and_check_chunk, chunk, context) for chunk in chunks]
+        results += _parse_and_check_chunk(items[WARM_UP:own], context)
+        with paused_gc():
+            for future, chunk in zip(futures, chunks):
+                try:
+                    results.extend(future.result())
+                except Exception:  # a worker that died (out of memory, killed): its share is parsed here
+                    results.extend(_parse_and_check_chunk(chunk, context))
+    return results
 
 
 class Loaded:

@@ -1,38 +1,51 @@
 """From source text to the AST: the only module that imports the generated ANTLR code.
 
-Parsing runs in two stages, as ANTLR recommends for speed: first the fast SLL
-prediction mode with an error strategy that bails out at the first problem;
-only a script that fails there is parsed again in full LL mode, which finds
-every syntax error and reports each with its position.
+The grammar, grammar/SensorScript.g4, is the language's one definition; every
+script is lexed and parsed by the code ANTLR generates from it, and one visitor
+(`_Builder`) turns the parse tree into the project's AST.
 
-Well-formed scripts rarely get here: `parser/descent.py` parses them first, by
-hand, to the same AST, and hands every script with a problem of any kind to
-this module, so that all syntax and lexical messages come from here.
+Parsing runs in two stages, as ANTLR recommends for speed: first the fast SLL
+prediction mode with an error strategy that gives up at the first problem; only
+a script that fails there is parsed again in full LL mode with ANTLR's error
+recovery, which finds the syntax errors and reports each with its position.
+
+Recovery is per statement. A statement whose subtree holds an error (a rule
+that failed, a token ANTLR had to skip or invent) is left out of the AST and
+reported by its first syntax error; its name, when ANTLR read one, is kept in
+`Parsed.broken` so that the checks raise no follow-on error for references to
+it. Every other statement is built and checked as usual.
+
+Two pieces of ANTLR's Python runtime are tightened here, both grammar-free:
+the lexer walks ANTLR's own DFA in one loop (`_LexerSimulator`), and the parser
+reads a token list that is complete before parsing starts (`_TokenList`).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from antlr4 import CommonTokenStream, Token
+from antlr4 import CommonTokenStream, InputStream, Token
+from antlr4.atn.LexerATNSimulator import LexerATNSimulator
+from antlr4.atn.PredictionMode import PredictionMode
 from antlr4.error.ErrorListener import ErrorListener
 from antlr4.error.ErrorStrategy import BailErrorStrategy, DefaultErrorStrategy
-from antlr4.error.Errors import ParseCancellationException
-from antlr4.tree.Tree import TerminalNode
-from antlr4.atn.PredictionMode import PredictionMode
+from antlr4.error.Errors import IllegalStateException, ParseCancellationException
+from antlr4.tree.Tree import ErrorNode, TerminalNode
 
 from sensorscript.errors import Diagnostic, did_you_mean, error
 from sensorscript.parser import ast
 from sensorscript.parser._generated.SensorScriptLexer import SensorScriptLexer
 from sensorscript.parser._generated.SensorScriptParser import SensorScriptParser
 from sensorscript.parser._generated.SensorScriptVisitor import SensorScriptVisitor
-from sensorscript.parser.tokens import FastLexer
 
 DURATION_UNITS = {"ms": 1, "s": 1_000, "min": 60_000, "h": 3_600_000}
 WINDOW_FUNCTIONS = ("avg", "max", "min", "sum", "count")
 STRATEGIES = ("any", "next", "strict")
 EMITS = ("all", "first")
 PARTITION_KEYS = ("sensor",)
+# The grammar's reserved words: a stream or sensor with such a name must be quoted.
+KEYWORDS = frozenset(name.strip("'") for name in SensorScriptLexer.literalNames if name.strip("'").isalpha())
 
 # How tokens are named in syntax errors: what the user typed, not ANTLR's names.
 _TOKEN_NAMES = {
@@ -44,30 +57,204 @@ _TOKEN_NAMES = {
 }
 
 
-def parse_tree(text: str, file: str) -> tuple[SensorScriptParser.WorkflowContext, CommonTokenStream, list[Diagnostic]]:
-    """Parse `text`; returns the tree, the tokens and the syntax errors (empty when it parsed)."""
-    tokens = CommonTokenStream(FastLexer(text))
-    tokens.fill()
+@dataclass(frozen=True)
+class Parsed:
+    """One script as far as it parsed: the statements that did, the names of those that did not,
+    and every syntax and lexical diagnostic."""
+
+    statements: tuple[ast.Statement, ...]
+    broken: tuple[str, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def parse_workflow(text: str, file: str) -> Parsed:
+    tokens = _TokenList(_Lexer(InputStream(text)))
     too_deep = _check_limits(tokens.tokens, file)
     if too_deep:
-        return None, tokens, too_deep
+        return Parsed((), (), tuple(too_deep))
     parser = SensorScriptParser(tokens)
     parser.removeErrorListeners()
     parser._interp.predictionMode = PredictionMode.SLL
     parser._errHandler = BailErrorStrategy()
     try:
-        return parser.workflow(), tokens, []
+        tree = parser.workflow()
     except ParseCancellationException:
-        pass
+        return _parse_with_recovery(parser, tokens, file)
+    builder = _Builder(file)
+    statements = tuple(builder.statement(s) for s in tree.statement())
+    return Parsed(statements, (), tuple(builder.diagnostics))
+
+
+def _parse_with_recovery(parser: SensorScriptParser, tokens: "_TokenList", file: str) -> Parsed:
+    """The full LL parse with ANTLR's error recovery; statements with an error are left out."""
     tokens.seek(0)
     parser.reset()
     parser._interp.predictionMode = PredictionMode.LL
-    parser._errHandler = DefaultErrorStrategy()
+    parser._errHandler = _StatementRecovery()
     listener = _SyntaxErrors(file)
     parser.addErrorListener(listener)
     tree = parser.workflow()
-    return tree, tokens, listener.diagnostics
+    builder = _Builder(file)
+    statements, broken = [], []
+    for statement in tree.statement():
+        if _has_error(statement):
+            if statement.name is not None and statement.name.tokenIndex >= 0:  # not a token ANTLR invented
+                broken.append(statement.name.text)
+        else:
+            statements.append(builder.statement(statement))
+    # One message per broken statement: its first. What follows inside it mostly echoes that one.
+    reported, first_of = [], set()
+    for owner, diagnostic in listener.found:
+        if owner is None or id(owner) not in first_of:
+            reported.append(diagnostic)
+            if owner is not None:
+                first_of.add(id(owner))
+    return Parsed(tuple(statements), tuple(broken), (*reported, *builder.diagnostics))
 
+
+_IDENT, _EOF = SensorScriptParser.IDENT, Token.EOF
+# statement : name=IDENT '=' (pattern | expr) ';' : where a statement opens and where it ends.
+_ASSIGN = SensorScriptParser.literalNames.index("'='")
+_END = SensorScriptParser.literalNames.index("';'")
+
+
+class _StatementRecovery(DefaultErrorStrategy):
+    """ANTLR's error recovery, bounded by statements.
+
+    Inside a statement ANTLR still mends what one token explains (a missing ';' or ')' is
+    supplied, one extraneous token skipped); anything else abandons the whole statement: the
+    failure unwinds to the statement rule, which skips to its ';', or to the next `NAME =` when
+    the ';' is missing too. Between statements, stray tokens are skipped the same way. ANTLR's
+    own resynchronisation would stop at any name and start a phantom statement there, each
+    with errors of its own.
+    """
+
+    def recover(self, recognizer, e) -> None:
+        statement = _statement_of(recognizer._ctx)
+        if statement is None:
+            return super().recover(recognizer, e)
+        if recognizer._ctx is not statement:
+            raise e  # caught by each enclosing rule in turn (marking it failed) up to the statement
+        _skip_statement(recognizer)
+
+    def sync(self, recognizer) -> None:
+        if not isinstance(recognizer._ctx, SensorScriptParser.WorkflowContext):
+            return super().sync(recognizer)
+        if recognizer.getTokenStream().LA(1) in recognizer.getExpectedTokens():  # a name, or the end
+            return
+        self.reportUnwantedToken(recognizer)
+        _skip_statement(recognizer)
+
+
+def _skip_statement(recognizer) -> None:
+    """Consume tokens up to and with the next ';', or up to the next `NAME =` or the end."""
+    stream = recognizer.getTokenStream()
+    while True:
+        kind = stream.LA(1)
+        if kind == _EOF or (kind == _IDENT and stream.LA(2) == _ASSIGN):
+            return
+        recognizer.consume()
+        if kind == _END:
+            return
+
+
+def _has_error(context) -> bool:
+    """Whether a rule failed anywhere under `context`, or ANTLR skipped or invented a token there."""
+    stack = [context]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, TerminalNode):
+            if isinstance(node, ErrorNode):
+                return True
+            continue
+        if node.exception is not None:
+            return True
+        stack.extend(node.children or ())
+    return False
+
+
+# ------------------------------------------------------------------ the runtime, tightened
+
+
+class _LexerSimulator(LexerATNSimulator):
+    """ANTLR's lexer simulator with the loop that walks its DFA written tighter.
+
+    The same DFA (built and cached by ANTLR from the grammar's ATN), the same states and
+    edges, the same longest-match and accept rules: only the per-character work of the
+    runtime's `execATN` (a method call per lookahead, per consumed character and per edge)
+    is done with local variables. An edge not yet in the DFA is computed by ANTLR itself.
+    """
+
+    def execATN(self, input: InputStream, ds0):  # noqa: N802 (ANTLR's name)
+        accept = self.prevAccept
+        data, size, index = input.data, input._size, input._index
+        line, column = self.line, self.column
+        failed, eof, top = self.ERROR, Token.EOF, self.MAX_DFA_EDGE
+        if ds0.isAcceptState:
+            accept.index, accept.line, accept.column, accept.dfaState = index, line, column, ds0
+        state = ds0
+        while True:
+            t = data[index] if index < size else eof
+            edges = state.edges
+            target = edges[t] if edges is not None and 0 <= t <= top else None
+            if target is None:
+                input._index, self.line, self.column = index, line, column
+                target = self.computeTargetState(input, state, t)
+            if target is failed:
+                break
+            if t != eof:
+                index += 1
+                if t == 10:  # '\n'
+                    line, column = line + 1, 0
+                else:
+                    column += 1
+            if target.isAcceptState:
+                accept.index, accept.line, accept.column, accept.dfaState = index, line, column, target
+                if t == eof:
+                    break
+            state = target
+        input._index, self.line, self.column = index, line, column
+        return self.failOrAccept(accept, input, state.configs, t)
+
+
+class _Lexer(SensorScriptLexer):
+    def __init__(self, input: InputStream):
+        super().__init__(input)
+        self._interp = _LexerSimulator(self, self.atn, self.decisionsToDFA, self._interp.sharedContextCache)
+        self.removeErrorListeners()  # the lexer never fails: any character is a token (UNEXPECTED_CHAR)
+
+
+class _TokenList(CommonTokenStream):
+    """Every token of the script, read before parsing starts.
+
+    The grammar sends nothing to other channels (whitespace and comments are skipped), so the
+    token at lookahead k is simply the k-th from here: no search for on-channel tokens, which
+    is most of what `CommonTokenStream.LT` costs.
+    """
+
+    def __init__(self, lexer: SensorScriptLexer):
+        super().__init__(lexer)
+        self.fill()
+        self.seek(0)
+        assert all(t.channel == Token.DEFAULT_CHANNEL for t in self.tokens), "a token on a hidden channel"
+
+    def LT(self, k: int):  # noqa: N802 (ANTLR's name)
+        if k > 0:
+            i = self.index + k - 1
+            tokens = self.tokens
+            return tokens[i] if i < len(tokens) else tokens[-1]
+        return None if k == 0 else self.LB(-k)
+
+    def LA(self, k: int) -> int:  # noqa: N802
+        return self.LT(k).type
+
+    def consume(self) -> None:
+        if self.tokens[self.index].type == Token.EOF:
+            raise IllegalStateException("cannot consume EOF")
+        self.index += 1
+
+
+# ---------------------------------------------------------------------- limits
 
 # Limits that keep every later stage (hashing, walking, printing the AST) far from
 # Python's recursion limit. Real scripts stay well below them.
@@ -83,21 +270,25 @@ _SEMI = SensorScriptParser.literalNames.index("';'")
 def _check_limits(tokens: list[Token], file: str) -> list[Diagnostic]:
     depth = operators = 0
     for token in tokens:
-        if token.type == _OPEN:
+        kind = token.type
+        if kind == _OPEN:
             depth += 1
             if depth > MAX_PAREN_DEPTH:
                 return [error(f"parentheses nest deeper than {MAX_PAREN_DEPTH} levels; split the expression "
                               f"into named streams", _token_span(file, token))]
-        elif token.type == _CLOSE:
+        elif kind == _CLOSE:
             depth = max(0, depth - 1)
-        elif token.type in _OPERATOR_TYPES:
+        elif kind in _OPERATOR_TYPES:
             operators += 1
             if operators > MAX_OPERATORS_PER_STATEMENT:
                 return [error(f"a statement may have at most {MAX_OPERATORS_PER_STATEMENT} operators; split it "
                               f"into named streams", _token_span(file, token))]
-        elif token.type == _SEMI:
+        elif kind == _SEMI:
             operators = 0
     return []
+
+
+# ---------------------------------------------------------------------- syntax errors
 
 
 def _token_span(file: str, token: Token) -> ast.Span:
@@ -128,10 +319,19 @@ def _describe(parser: SensorScriptParser, token_type: int) -> str:
     return _TOKEN_NAMES.get(symbolic, symbolic.lower())
 
 
+def _statement_of(context):
+    """The statement a parser context lies in, or None between statements."""
+    while context is not None and not isinstance(context, SensorScriptParser.StatementContext):
+        context = context.parentCtx
+    return context
+
+
 class _SyntaxErrors(ErrorListener):
+    """Words ANTLR's syntax errors for people; `found` pairs each with the statement it lies in."""
+
     def __init__(self, file: str):
         self.file = file
-        self.diagnostics: list[Diagnostic] = []
+        self.found: list[tuple[object, Diagnostic]] = []
 
     def syntaxError(self, recognizer, offendingSymbol, line, column, msg, e):  # noqa: N802 (ANTLR's name)
         token: Token = offendingSymbol
@@ -154,18 +354,28 @@ class _SyntaxErrors(ErrorListener):
         else:
             expected = sorted({_describe(recognizer, t) for t in _expected(recognizer, e)})
             message = f"unexpected {shown}"
-            if expected == ["';'"] or (0 < len(expected) <= 4 and "';'" in expected):
+            stream = recognizer.getTokenStream()
+            previous = stream.LT(-1)
+            on_next_line = previous is not None and previous.line < token.line
+            if on_next_line and (expected == ["';'"] or (0 < len(expected) <= 4 and "';'" in expected)):
                 # Almost always a forgotten ';' at the end of the previous statement.
-                previous = recognizer.getTokenStream().LT(-1)
-                if previous is not None and previous.line < token.line:
-                    message = "expected ';' at the end of the statement"
-                    span = _after_token(self.file, previous)
-                else:
-                    message += "; expected " + " or ".join(expected)
+                message = "expected ';' at the end of the statement"
+                span = _after_token(self.file, previous)
+            elif on_next_line and _opens_statement(stream, token) and 0 < len(expected) <= 5:
+                # The next statement begins while this one is unfinished (a ')' and ';' forgotten).
+                message = f"unfinished statement: expected {' or '.join(expected)} here"
+                span = _after_token(self.file, previous)
             elif 0 < len(expected) <= 5:
                 message += "; expected " + " or ".join(expected)
-        if not any(d.span == span for d in self.diagnostics):
-            self.diagnostics.append(error(message, span))
+        if not any(d.span == span for _, d in self.found):
+            self.found.append((_statement_of(recognizer._ctx), error(message, span)))
+
+
+def _opens_statement(stream, token: Token) -> bool:
+    """Whether `token` is the `NAME =` that opens a statement."""
+    following = token.tokenIndex + 1
+    return (token.type == _IDENT and following < len(stream.tokens)
+            and stream.tokens[following].type == _ASSIGN)
 
 
 def _expected(parser, e) -> list[int]:
@@ -179,11 +389,20 @@ def _expected(parser, e) -> list[int]:
     return [t for r in interval.intervals for t in r]
 
 
-# ---------------------------------------------------------------------- visitor
+# ---------------------------------------------------------------------- the visitor
+
+_NUMBER, _DURATION = SensorScriptLexer.NUMBER, SensorScriptLexer.DURATION
+_PRECEDENCE = ast.PRECEDENCE
+_NEG_LEVEL, _NOT_LEVEL = ast.PRECEDENCE["neg"], ast.PRECEDENCE["not"]
 
 
 class _Builder(SensorScriptVisitor):
-    """Turns a parse tree into the AST; lexical mistakes (units, numbers) become diagnostics."""
+    """Turns a parse tree into the AST; lexical mistakes (units, numbers) become diagnostics.
+
+    It is only given statements that parsed whole, so every token it reads is one the
+    lexer produced (none invented) and none holds a line break. Rule methods call each
+    other directly: the tree's shape is the grammar's.
+    """
 
     def __init__(self, file: str):
         self.file = file
@@ -191,54 +410,57 @@ class _Builder(SensorScriptVisitor):
         self._in_pattern = False
 
     # spans ------------------------------------------------------------------
-    def span(self, ctx) -> ast.Span:
-        start: Token = ctx.start
-        stop: Token = ctx.stop if ctx.stop is not None else ctx.start
-        end = _token_span(self.file, stop)
-        return ast.Span(self.file, start.line, start.column + 1, end.end_line, end.end_column)
-
     def tspan(self, token: Token) -> ast.Span:
-        return _token_span(self.file, token)
+        line, column = token.line, token.column + 1
+        return ast.Span(self.file, line, column, line, column + len(token.text))
+
+    def span(self, ctx) -> ast.Span:
+        start, stop = ctx.start, ctx.stop
+        return ast.Span(self.file, start.line, start.column + 1, stop.line, stop.column + 1 + len(stop.text))
 
     # workflow ---------------------------------------------------------------
     def visitWorkflow(self, ctx):
-        return tuple(self.visit(s) for s in ctx.statement())
+        return tuple(self.statement(s) for s in ctx.statement())
 
-    def visitStatement(self, ctx):
-        if ctx.pattern() is not None:
+    def statement(self, ctx) -> ast.Statement:
+        pattern = ctx.pattern()
+        if pattern is not None:
             self._in_pattern = True
             try:
-                value = self.visit(ctx.pattern())
+                value = self.visitPattern(pattern)
             finally:
                 self._in_pattern = False
         else:
-            value = self.visit(ctx.expr())
+            value = self.visitExpr(ctx.expr())
         return ast.Statement(ctx.name.text, value, self.span(ctx), self.tspan(ctx.name))
+
+    visitStatement = statement
 
     # expressions ------------------------------------------------------------
     def visitExpr(self, ctx):
         """Group the flat operand/operator sequence by precedence (precedence climbing)."""
         items = ctx.children
+        if len(items) == 1:
+            return self.visitAtom(items[0])
         position = 0
 
-        def operand(min_level: int) -> ast.Expr:
+        def operand() -> ast.Expr:
             nonlocal position
             item = items[position]
             position += 1
             if isinstance(item, TerminalNode):  # a prefix operator: - or not
-                token = item.getSymbol()
+                token = item.symbol
                 op = "not" if token.text == "not" else "-"
-                level = ast.PRECEDENCE["not" if op == "not" else "neg"]
-                inner = binary(level)
+                inner = binary(_NOT_LEVEL if op == "not" else _NEG_LEVEL)
                 return ast.Unary(op, inner, self._join(self.tspan(token), inner.span))
-            return self.visit(item)
+            return self.visitAtom(item)
 
         def binary(min_level: int) -> ast.Expr:
             nonlocal position
-            left = operand(min_level)
+            left = operand()
             while position < len(items):
-                op = items[position].getText()
-                level = ast.PRECEDENCE[op]
+                op = items[position].symbol.text
+                level = _PRECEDENCE[op]
                 if level < min_level:
                     break
                 position += 1
@@ -252,19 +474,21 @@ class _Builder(SensorScriptVisitor):
         return ast.Span(self.file, first.line, first.column, last.end_line, last.end_column)
 
     def visitAtom(self, ctx):
-        if ctx.name is not None:
+        name = ctx.name
+        if name is not None:
             if ctx.call is not None:
                 return self._call(ctx)
             if ctx.attr is not None:
-                return ast.Attribute(ctx.name.text, ctx.attr.text, self.span(ctx))
-            return ast.Ref(ctx.name.text, False, self.span(ctx))
+                return ast.Attribute(name.text, ctx.attr.text, self.span(ctx))
+            return ast.Ref(name.text, False, self.tspan(name))
         if ctx.inner is not None:
-            return self.visit(ctx.inner)
+            return self.visitExpr(ctx.inner)
         token = ctx.start
         kind = token.type
-        if kind == SensorScriptLexer.NUMBER:
-            return ast.Number(float(token.text.replace("_", "")), token.text, self.tspan(token))
-        if kind == SensorScriptLexer.DURATION:
+        if kind == _NUMBER:
+            text = token.text
+            return ast.Number(float(text.replace("_", "")), text, self.tspan(token))
+        if kind == _DURATION:
             return self._duration(token)
         value = _unquote(token.text)  # STRING
         if self._in_pattern:
@@ -273,10 +497,10 @@ class _Builder(SensorScriptVisitor):
 
     def _call(self, ctx):
         func = ctx.name.text
-        args = tuple(self.visit(a) for a in ctx.args)
+        args = tuple(self.visitExpr(a) for a in ctx.args)
         span = self.span(ctx)
         if not self._in_pattern:
-            if func in WINDOW_FUNCTIONS and len(args) == 3 and all(_is_duration(a) for a in args[1:]):
+            if func in WINDOW_FUNCTIONS and len(args) == 3 and _is_duration(args[1]) and _is_duration(args[2]):
                 return ast.Window(func, args[0], _as_duration(args[1]), _as_duration(args[2]), span)
             if func == "union":
                 return ast.Union_(args, span)
@@ -295,7 +519,7 @@ class _Builder(SensorScriptVisitor):
 
     # patterns ---------------------------------------------------------------
     def visitPattern(self, ctx):
-        elements = tuple(self.visit(e) for e in ctx.elements)
+        elements = tuple(self.visitPatternElement(e) for e in ctx.elements)
         clauses: dict[str, object] = {}
         within = None
         for clause_ctx in ctx.clauses:
@@ -304,7 +528,7 @@ class _Builder(SensorScriptVisitor):
                 self.diagnostics.append(error(f"a pattern takes one '{keyword}' clause; this is a second one",
                                               self.span(clause_ctx)))
                 continue
-            clauses[keyword] = self.visit(clause_ctx)
+            clauses[keyword] = clause_ctx.accept(self)
             if keyword == "within":
                 within = (clauses[keyword], clause_ctx)
         span = self.span(ctx)
@@ -341,7 +565,7 @@ class _Builder(SensorScriptVisitor):
         return ast.PatternElement(ctx.var.text, ref, ctx.kleene is not None, ctx.negated is not None, self.span(ctx))
 
     def visitWhereClause(self, ctx):
-        return self.visit(ctx.expr())
+        return self.visitExpr(ctx.expr())
 
     visitYieldClause = visitWithinClause = visitWhereClause
 
@@ -379,9 +603,3 @@ def _as_duration(node: ast.Duration | ast.Number) -> ast.Duration:
     if isinstance(node, ast.Duration):
         return node
     return ast.Duration(int(node.value), node.text, node.span)
-
-
-def build_workflow(tree, file: str) -> tuple[tuple[ast.Statement, ...], list[Diagnostic]]:
-    builder = _Builder(file)
-    statements = builder.visit(tree)
-    return statements, builder.diagnostics

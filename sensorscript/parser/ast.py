@@ -188,6 +188,9 @@ class Workflow:
     name: str
     statements: tuple[Statement, ...]
     path: str = field(default="", compare=False, hash=False)
+    # Names of statements that did not parse: their syntax errors are reported, and reading
+    # them is no error of its own (the checks raise no follow-on errors for them).
+    broken: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
     @property
     def defined(self) -> dict[str, Statement]:

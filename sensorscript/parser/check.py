@@ -131,18 +131,19 @@ def check_references(workflow: ast.Workflow, context: Context) -> Iterator[Diagn
     a warning (it gets the default frequency), with the nearest name suggested.
     """
     defined = {s.name for s in workflow.statements}
+    unparsed = set(workflow.broken) - defined  # their syntax errors are reported already
     for statement in workflow.statements:
         for ref in ast.references(statement.value):
-            if ref.name in defined:
+            if ref.name in defined or ref.name in unparsed:
                 continue
             if context.known_sensors is None:
                 # A quoted name is deliberate: sensor ids like "8MD1-AZ" need quotes.
-                hint = "" if ref.quoted else did_you_mean(ref.name, defined, cutoff=0.75)
+                hint = "" if ref.quoted else did_you_mean(ref.name, defined | unparsed, cutoff=0.75)
                 if hint:
                     yield warning(f"'{ref.name}' is not defined in this workflow and is read as a raw "
                                   f"sensor{hint}", ref.span)
             elif ref.name not in context.known_sensors:
-                hint = did_you_mean(ref.name, defined | context.known_sensors)
+                hint = did_you_mean(ref.name, defined | unparsed | context.known_sensors)
                 yield warning(f"'{ref.name}' is neither a stream of this workflow nor a sensor of the "
                               f"registry; it is read as a raw sensor with the default frequency{hint}",
                               ref.span)

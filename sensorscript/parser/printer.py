@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 
 from sensorscript.parser import ast
+from sensorscript.parser.antlr import KEYWORDS
 
 _PRECEDENCE = ast.PRECEDENCE
-_KEYWORDS = {"and", "or", "not", "pattern", "where", "within", "strategy", "emit", "partition", "by", "yield"}
+
 
 
 def print_workflow(workflow: ast.Workflow) -> str:
@@ -52,7 +53,7 @@ def print_pattern(p: ast.Pattern) -> str:
 
 
 def name(ref: ast.Ref) -> str:
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", ref.name) and ref.name not in _KEYWORDS:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", ref.name) and ref.name not in KEYWORDS:
         return ref.name
     return quote(ref.name)
 
