@@ -22,12 +22,13 @@ from sensorscript.runtime import program as rt
 TEMPLATE = "job.py.j2"
 
 
-def template_environment() -> jinja2.Environment:
-    """Templates ship inside the package (wheel); in a source checkout they are at the top."""
+def template_environment(autoescape: bool = False) -> jinja2.Environment:
+    """Templates ship inside the package (wheel); in a source checkout they are at the top.
+    `autoescape` for HTML pages."""
     package = Path(__file__).resolve().parent.parent / "templates"
     checkout = Path(__file__).resolve().parent.parent.parent / "templates"
     folder = package if (package / TEMPLATE).exists() else checkout
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), trim_blocks=True,
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), trim_blocks=True, autoescape=autoescape,
                               lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
 
 
