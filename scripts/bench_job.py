@@ -25,7 +25,8 @@ from sensorscript.compiler import compile_workflows
 from sensorscript.registry import SensorRegistry
 from sensorscript.running import load_job
 from sensorscript.runtime import source as sources
-from sensorscript.runtime.job import run, spark_session
+from sensorscript.runtime.run_loop import run
+from sensorscript.runtime.session import spark_session
 from sensorscript.workload import bridge_workload, write_readings
 
 

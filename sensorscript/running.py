@@ -27,7 +27,8 @@ def load_job(out: Path, name: str = "job.py"):
 
 
 def run_local(out: Path, source: str, once: bool, sink: str | None, spark=None, echo=print, **options):
-    from sensorscript.runtime.job import run, spark_session
+    from sensorscript.runtime.run_loop import run
+    from sensorscript.runtime.session import spark_session
 
     module = load_job(out)
     _check_input(source)

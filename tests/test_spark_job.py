@@ -86,7 +86,7 @@ def test_the_naive_placements_give_the_same_results(spark, tmp_path):
     every edge a shuffle. Same results as our plan and the reference; copies and forwards counted."""
     from sensorscript.codegen.placements import by_sensor, by_workflow
     from sensorscript.running import load_job
-    from sensorscript.runtime.job import run
+    from sensorscript.runtime.run_loop import run
 
     scripts = {"north": "A = avg(S1, 1000, 500);\nU = union(S1, S2);\nB = max(U, 2000, 1000);\nC = A - B;",
                "south": "A = avg(S1, 1000, 500);\nD = min(S3, 1000, 1000);",

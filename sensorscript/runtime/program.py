@@ -1,7 +1,8 @@
 """The program a generated job runs: its computations as plain data.
 
 The compiler writes these declarations into job.py (one per computation, each
-commented with the script lines it came from); the engine interprets them.
+commented with the script lines it came from), and the `Job` that holds them all;
+the engine interprets them.
 They import nothing from the compiler, so the runtime ships to executors alone.
 """
 
@@ -94,3 +95,35 @@ class Program:
 def sender_id(stage: int, partition: int, partitions: int) -> int:
     """The number a stage's heartbeats carry: stage 1 of partition p is p, stage 2 is n + p, ..."""
     return (stage - 1) * partitions + partition
+
+
+@dataclass(frozen=True)
+class Job:
+    """A compiled job: the plan as data. `sensors` maps sensor id -> (code, home partition)."""
+
+    name: str
+    workflows: tuple[str, ...]
+    sensors: dict[str, tuple[int, int]]
+    first_stage: tuple[Program, ...]
+    second_stage: tuple[Program | None, ...]
+    bucket_keys: tuple[int, ...]  # partition p's rows carry key bucket_keys[p]: Spark hashes it to task p
+    watermark: str = "fixed:0"
+    # Sensor id -> further partitions its readings also go to. Our plans send each reading to
+    # one partition; the naive placements the report measures (hash by workflow) copy them.
+    replicas: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # Stages 3, 4, ...: only the naive placement hash by sensor id (a shuffle per level) has them.
+    later_stages: tuple[tuple[Program | None, ...], ...] = ()
+
+    @property
+    def partitions(self) -> int:
+        return len(self.first_stage)
+
+    @property
+    def has_second_stage(self) -> bool:
+        return any(p is not None for p in self.second_stage)
+
+    def stages_after_first(self) -> list[tuple[int, tuple[Program | None, ...]]]:
+        """(stage number, a program or None per partition) for stage 2 on, where any exists."""
+        stages = [(2, self.second_stage)] if self.has_second_stage or self.later_stages else []
+        return stages + list(enumerate(self.later_stages, start=3))
+

@@ -1,6 +1,6 @@
 """One partition's work per micro-batch, for each stage: what the Spark operators run.
 
-The Spark processors (runtime/job.py) and the Spark-free `LocalRun` used by tests
+The Spark operators (runtime/operators.py) and the Spark-free `LocalRun` used by tests
 both call these, so the watermark handling, the end of input and the forwarding
 between stages exist once.
 

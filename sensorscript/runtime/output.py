@@ -1,0 +1,111 @@
+"""The rows leaving a stateful stage (OUTPUT_SCHEMA): results, quarantined input, counters and, to
+a later stage, forwarded tuples and watermark heartbeats; built as pandas frames in the form Spark's
+Arrow writer takes."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from sensorscript.runtime.engine import BatchResult
+from sensorscript.runtime.program import Job, Program, sender_id
+
+# `dest` is the key of the partition a row goes to, `stage` the stage that takes a forward or a
+# heartbeat (the ones between pass it on). Forwarded tuples travel packed, one row per edge and
+# batch (`times`, `values`: buffers).
+OUTPUT_SCHEMA = ("kind string, stream string, ts long, window_start long, window_end long, value double, "
+                 "version int, raw string, reason string, dest int, fcode int, times binary, values binary, "
+                 "stage int")
+OUTPUT_COLUMNS = [c.split()[0] for c in OUTPUT_SCHEMA.split(", ")]
+
+
+def empty() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in OUTPUT_COLUMNS})
+
+
+_INTEGER_COLUMNS = ("ts", "window_start", "window_end", "version", "dest", "fcode", "stage")
+_OBJECT_COLUMNS = ("kind", "stream", "raw", "reason", "times", "values")  # text and bytes
+
+
+def frames(parts: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """The output frames in OUTPUT_SCHEMA's columns, each converted as Spark's Arrow writer needs.
+
+    Parts go out one by one (a processor may yield several frames), so a part keeps exact
+    numpy integers where its column has no gaps: forwarded readings stay int64 and fast.
+    A column with gaps becomes Python ints or None (pandas would turn it into floats, which
+    cannot hold the +-2^63 watermark sentinels; its nullable Int64 cannot go through Spark's
+    conversion, which passes a mask). Text and bytes become plain objects: columns read from Spark
+    arrive as pandas' `string` dtype, which converts to chunked arrays Spark does not take.
+    """
+    for part in parts:
+        if not len(part):
+            continue
+        part = part.reindex(columns=OUTPUT_COLUMNS)
+        for column in _INTEGER_COLUMNS:
+            values = part[column]
+            if values.isna().any() or values.dtype == object:
+                part[column] = values.astype(object).where(values.notna(), None)
+        for column in _OBJECT_COLUMNS:
+            part[column] = part[column].astype(object).where(part[column].notna(), None)
+        part["value"] = part["value"].astype("float64")
+        yield part
+
+
+def results(result: BatchResult, program: Program, dest: int) -> pd.DataFrame:
+    parts = []
+    for node_id, tuples in result.outputs.items():
+        for name in program.outputs[node_id] if len(tuples) else ():
+            parts.append(pd.DataFrame({
+                "kind": "result", "stream": name, "ts": tuples.ts,
+                "window_start": tuples.start if tuples.start is not None else None,
+                "window_end": tuples.end if tuples.end is not None else None,
+                "value": tuples.value, "version": 1, "dest": dest}))
+    return pd.concat(parts, ignore_index=True) if parts else empty()
+
+
+def forwards(result: BatchResult, job: Job) -> pd.DataFrame:
+    """One packet per cut edge: its tuples of this batch as two buffers."""
+    rows = [(job.bucket_keys[f.dest], f.stage, f.code, np.ascontiguousarray(t.ts, np.int64).tobytes(),
+             np.ascontiguousarray(t.value, np.float64).tobytes()) for f, t in result.forwards]
+    if not rows:
+        return empty()
+    dest, stage, fcode, times, values = zip(*rows)
+    return pd.DataFrame({"kind": "forward", "ts": 0, "dest": list(dest), "stage": list(stage),
+                         "fcode": list(fcode), "times": list(times), "values": list(values)})
+
+
+def heartbeats(program: Program, watermark: int, job: Job) -> pd.DataFrame:
+    """This stage's watermark, to every stage it forwards to (`fcode`: the sender's id)."""
+    targets = sorted({(f.dest, f.stage) for f in program.forwards})
+    if not targets:
+        return empty()
+    return pd.DataFrame({"kind": "heartbeat", "ts": watermark,
+                         "fcode": sender_id(program.stage, program.partition, job.partitions),
+                         "dest": [job.bucket_keys[d] for d, _ in targets], "stage": [s for _, s in targets]})
+
+
+def counters(results: list[BatchResult], program: Program, dest: int, **extra: int) -> pd.DataFrame:
+    counters = dict(extra)
+    counters["late"] = sum(r.late for r in results)
+    forwarded = [(f.dest, len(t)) for r in results for f, t in r.forwards]  # a packet each
+    if forwarded:
+        counters["forwarded"] = sum(n for _, n in forwarded)
+        counters["forward_packets"] = len(forwarded)
+        # Only these cross between partitions; the rest feed a later stage of this partition.
+        counters["forwarded_remote"] = sum(n for dest, n in forwarded if dest != program.partition)
+    for r in results:
+        for node_id, count in r.division_by_zero.items():
+            for name in program.outputs.get(node_id, (node_id,)):
+                counters[f"division_by_zero:{name}"] = counters.get(f"division_by_zero:{name}", 0) + count
+    return pd.DataFrame({"kind": "metric", "stream": list(counters), "ts": 0,
+                         "value": [float(v) for v in counters.values()], "dest": dest})
+
+
+def quarantine(frame: pd.DataFrame, dest: int) -> pd.DataFrame:
+    if not len(frame):
+        return empty()
+    return pd.DataFrame({"kind": "quarantine", "ts": 0, "raw": frame["raw"].to_numpy(),
+                         "reason": frame["reason"].to_numpy(), "dest": dest})
+

@@ -1,0 +1,113 @@
+"""Stage 0 of the job: readings -> their sensor's code and partition, packed per partition.
+
+What crosses the job's one shuffle of raw readings are packets; the end-of-input control line
+(`--once`, `sscript stop --drain`) becomes one control packet per partition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sensorscript.runtime.program import Job
+
+END_OF_INPUT = "__sscript_end_of_input__"  # the control line that ends the input
+CONTROL_CODE = -2  # the code of the end-of-input marker in a control packet
+
+# What crosses the shuffle: packets of readings, one per partition per Arrow batch of the
+# source, each column a buffer (code int32, ts int64, value float64); a quarantined line
+# travels as a row of its own, with `raw` and `reason`. Packets were measured when the first
+# operator was a transformWithStateInPandas, which turns its input into pandas row by row
+# (a million readings as a thousand packets cost it a thousandth of the time); they also keep
+# the shuffle at a few Spark records per batch.
+PACKET_SCHEMA = "pkey int, code binary, ts binary, value binary, raw string, reason string"
+
+
+def assign_partitions(records, job: Job):
+    """Readings -> their sensor's code and partition, packed per partition (`Packer`).
+
+    Rows here are quarantined or read a referenced sensor (the job filters first, with
+    a hash set); quarantined rows go to partition 0, which writes them out.
+    """
+    from pyspark.sql import functions as F
+
+    # The raw line goes to Python only where it is needed, for a quarantined row.
+    raw = F.when(F.col("reason").isNotNull(), F.col("raw")).alias("raw")
+    return records.select("sensor_id", "ts", "value", "reason", raw).mapInArrow(Packer(job), PACKET_SCHEMA)
+
+
+def control_rows(lines, job: Job):
+    """The end-of-input line becomes one control packet per partition (watermark to +infinity)."""
+    from pyspark.sql import functions as F
+
+    return lines.select(
+        F.explode(F.array(*[F.lit(k) for k in job.bucket_keys])).alias("pkey"),
+        F.lit(bytearray(np.array([CONTROL_CODE], np.int32).tobytes())).alias("code"),
+        F.lit(bytearray(np.zeros(1, np.int64).tobytes())).alias("ts"),
+        F.lit(bytearray(np.zeros(1, np.float64).tobytes())).alias("value"),
+        F.lit(None).cast("string").alias("raw"), F.lit(None).cast("string").alias("reason"))
+
+
+class Packer:
+    """Stage 0 in Python, vectorised with Arrow: sensor id -> code and partition key, then one
+    packet per partition key. The ids are looked up in a hash table (Arrow's `index_in`);
+    a literal map in Spark SQL would be searched key by key."""
+
+    def __init__(self, job: Job):
+        items = sorted(job.sensors.items())
+        self.ids = [sensor_id for sensor_id, _ in items]
+        self.codes = np.array([code for _, (code, _) in items], np.int32)
+        self.keys = np.array([job.bucket_keys[partition] for _, (_, partition) in items], np.int32)
+        self.quarantine_key = job.bucket_keys[0]
+        # Copies (a naive placement only): sensor index -> its extra partition keys, as
+        # offsets into one flat array.
+        extra = [[job.bucket_keys[p] for p in job.replicas.get(sensor_id, ())] for sensor_id in self.ids]
+        self.copies = np.array([len(e) for e in extra], np.int64)
+        self.copy_start = np.cumsum(self.copies) - self.copies
+        self.copy_keys = np.array([k for e in extra for k in e], np.int32)
+
+    def _replicated(self, index: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(reading positions, partition keys) with a reading repeated once per extra partition."""
+        counts = self.copies[index]
+        if not counts.any():
+            return np.arange(len(index)), key
+        positions = np.repeat(np.arange(len(index)), counts)
+        nth = np.arange(len(positions)) - np.repeat(np.cumsum(counts) - counts, counts)
+        extra = self.copy_keys[self.copy_start[index[positions]] + nth]
+        return np.concatenate([np.arange(len(index)), positions]), np.concatenate([key, extra])
+
+    def __call__(self, batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        known = pa.array(self.ids, pa.string())
+        for batch in batches:
+            bad = batch.column("reason").is_valid().to_numpy(zero_copy_only=False)
+            where = pc.index_in(batch.column("sensor_id"), value_set=known).to_numpy(zero_copy_only=False)
+            # index_in gives null (NaN here) for an id not in the set: only quarantined rows.
+            good = ~bad & ~np.isnan(where)
+            index = where[good].astype(np.int64)
+            code, key = self.codes[index], self.keys[index]
+            # Nulls (quarantined rows) filled first: numpy would make the column float64, which
+            # rounds timestamps past 2^53.
+            ts = pc.fill_null(batch.column("ts"), 0).to_numpy(zero_copy_only=False)[good].astype(np.int64)
+            value = batch.column("value").to_numpy(zero_copy_only=False)[good].astype(np.float64)
+            if self.copy_keys.size:
+                positions, key = self._replicated(index, key)
+                code, ts, value = code[positions], ts[positions], value[positions]
+            order = np.argsort(key, kind="stable")
+            code, key, ts, value = code[order], key[order], ts[order], value[order]
+            bounds = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True]) if len(key) else np.array([0])
+            packets = [(int(key[lo]), code[lo:hi].tobytes(), ts[lo:hi].tobytes(), value[lo:hi].tobytes())
+                       for lo, hi in zip(bounds[:-1], bounds[1:])]
+            rejected = np.flatnonzero(bad)
+            raw = batch.column("raw").take(pa.array(rejected)).to_pylist() if len(rejected) else []
+            reason = batch.column("reason").take(pa.array(rejected)).to_pylist() if len(rejected) else []
+            yield pa.RecordBatch.from_pydict({
+                "pkey": pa.array([p[0] for p in packets] + [self.quarantine_key] * len(raw), pa.int32()),
+                "code": pa.array([p[1] for p in packets] + [None] * len(raw), pa.binary()),
+                "ts": pa.array([p[2] for p in packets] + [None] * len(raw), pa.binary()),
+                "value": pa.array([p[3] for p in packets] + [None] * len(raw), pa.binary()),
+                "raw": pa.array([None] * len(packets) + raw, pa.string()),
+                "reason": pa.array([None] * len(packets) + reason, pa.string()),
+            })
+

@@ -1,0 +1,130 @@
+"""The run loop: start the job's query, write each micro-batch to the sink, report progress in the
+user's terms (batches, readings, windows), end the input for `--once`."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sensorscript.runtime.packets import END_OF_INPUT
+from sensorscript.runtime.program import Job
+from sensorscript.runtime.session import spark_session
+from sensorscript.runtime.sinks import open_sink
+
+
+@dataclass
+class RunSummary:
+    batches: int = 0
+    readings: int = 0
+    quarantined: int = 0
+    late: int = 0
+    results: int = 0
+    division_by_zero: int = 0
+    forwarded: int = 0  # tuples sent to second operators (over cut edges, and local inputs beside them)
+    forwarded_remote: int = 0  # those sent to another partition's second operator: cut edges
+    forward_packets: int = 0  # the rows that carried them
+    seconds: float = 0.0
+
+
+def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink: str | None = None, spark=None,
+        master: str | None = None, trigger_seconds: float = 1.0, max_files_per_trigger: int | None = None,
+        echo=print) -> RunSummary:
+    """Run the job's query (`build_query`, from job.py). `once`: process what is there, then end
+    the input, so that every window is emitted, and stop."""
+    out = Path(out)
+    sink_spec = sink or f"sqlite:{out / 'results.db'}"
+    if once and source.startswith(("socket://", "kafka://")):
+        raise ValueError("--once reads a folder of files; a socket or Kafka source runs until stopped")
+    checkpoint = out / ("checkpoint-once" if once else "checkpoint")
+    if once:  # a bounded run starts afresh and writes its own results
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        _reset_sink(sink_spec)
+    control = checkpoint / "control"
+    control.mkdir(parents=True, exist_ok=True)
+    target = open_sink(sink_spec)
+    spark = spark or spark_session(job, master)
+    summary = RunSummary()
+    started = time.monotonic()
+
+    def write_batch(batch, batch_id: int) -> None:
+        t0 = time.monotonic()
+        rows = batch.toPandas()
+        kinds = rows["kind"]
+        results = rows[kinds == "result"]
+        quarantine = rows[kinds == "quarantine"]
+        metrics = rows[kinds == "metric"].groupby("stream")["value"].sum()
+        target.write(batch_id, results, quarantine)
+        readings, late = int(metrics.get("readings", 0)), int(metrics.get("late", 0))
+        dbz = int(sum(v for k, v in metrics.items() if k.startswith("division_by_zero:")))
+        summary.batches += 1
+        summary.readings += readings
+        summary.quarantined += len(quarantine)
+        summary.late += late
+        summary.results += len(results)
+        summary.division_by_zero += dbz
+        summary.forwarded += int(metrics.get("forwarded", 0))
+        summary.forwarded_remote += int(metrics.get("forwarded_remote", 0))
+        summary.forward_packets += int(metrics.get("forward_packets", 0))
+        echo(f"batch {batch_id}: {readings:,} readings, {len(quarantine):,} quarantined, {late:,} late, "
+             f"{len(results):,} results" + (f", {dbz} divisions by zero skipped" if dbz else "")
+             + f" ({time.monotonic() - t0:.1f} s to write)")
+
+    streamed = source.startswith(("socket://", "kafka://"))
+
+    def start():
+        query = build_query(spark, source, None if streamed else str(control), max_files_per_trigger, job=job)
+        writer = query.writeStream.foreachBatch(write_batch).option("checkpointLocation", str(checkpoint / "state"))
+        writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=f"{trigger_seconds} seconds")
+        return writer.queryName(f"sensorscript_{job.name}_{int(time.time() * 1000)}").start()
+
+    # The end of the input moves the watermark to +infinity: a control line read after all the
+    # input makes every partition emit what it still holds (as Flink does). When the whole input
+    # is one micro-batch, the line can come in the same batch (a partition applies its readings
+    # first, then the end); when micro-batches are bounded, it needs a run of its own after them.
+    single_batch = once and not max_files_per_trigger
+    if single_batch:
+        (control / "end-of-input.txt").write_text(END_OF_INPUT + "\n")
+    query = start()
+    try:
+        _await(query)
+        if once and not single_batch:
+            (control / "end-of-input.txt").write_text(END_OF_INPUT + "\n")
+            query = start()
+            _await(query)
+    except KeyboardInterrupt:
+        echo("stopping: the checkpoint keeps the state, a new run continues from here")
+        query.stop()
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+class JobFailed(RuntimeError):
+    """The Spark query stopped with an error; the message is the first line a user needs."""
+
+
+def _await(query) -> None:
+    from pyspark.errors import StreamingQueryException
+
+    try:
+        query.awaitTermination()
+    except StreamingQueryException as exc:
+        text = str(exc)
+        cause = next((line.strip() for line in text.splitlines()
+                      if "Error" in line or "Exception" in line), text.splitlines()[0] if text else "")
+        raise JobFailed(f"the job stopped with an error: {cause[:500]}") from exc
+
+
+def _reset_sink(spec: str) -> None:
+    kind, _, path = spec.partition(":")
+    target = Path(path)
+    if kind == "sqlite" and target.exists():
+        target.unlink()
+    elif kind == "csv":
+        target.unlink(missing_ok=True)
+        (target.parent / f".{target.name}.batches").unlink(missing_ok=True)
+        shutil.rmtree(target.parent / "quarantine", ignore_errors=True)
+    elif kind == "parquet":
+        shutil.rmtree(target, ignore_errors=True)
+

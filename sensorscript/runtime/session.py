@@ -1,0 +1,31 @@
+"""The Spark session a job runs in."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from sensorscript.runtime.program import Job
+
+
+def spark_session(job: Job, master: str | None, ui: bool = False, app_name: str | None = None):
+    """A Spark session fitted to the job: shuffle partitions = plan partitions, RocksDB state, quiet."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (SparkSession.builder.appName(app_name or f"sensorscript:{job.name}")
+               .config("spark.sql.shuffle.partitions", str(job.partitions))
+               .config("spark.sql.streaming.stateStore.providerClass",
+                       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+               .config("spark.ui.enabled", "true" if ui else "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.streaming.stopGracefullyOnShutdown", "true"))
+    if master:
+        builder = builder.master(master)
+    spark = builder.getOrCreate()
+    # Progress and errors are reported in the user's terms (batches, readings, windows);
+    # Spark's own log is for debugging: SSCRIPT_SPARK_LOG=WARN brings it back.
+    spark.sparkContext.setLogLevel(os.environ.get("SSCRIPT_SPARK_LOG", "OFF"))
+    return spark
+
