@@ -54,12 +54,18 @@ atom
 // ------------------------------------------------------------------- patterns
 
 pattern
-    : PATTERN '(' elements+=patternElement ('->' elements+=patternElement)* ')'
+    : PATTERN '(' elements+=patternElement (links+=link elements+=patternElement)* ')'
       clauses+=patternClause*
     ;
 
+// `->` is the built-in followed-by; `->[name]` a registered binary operator in its place.
+link
+    : '->' ('[' operator=IDENT ']')?
+    ;
+
+// `v: S`, `v: S+` (Kleene), `!v: S` (negation), or `v: name(S)`: a registered unary operator over S.
 patternElement
-    : negated='!'? var=IDENT ':' stream=streamRef kleene='+'?
+    : negated='!'? var=IDENT ':' (operator=IDENT '(' stream=streamRef ')' | stream=streamRef) kleene='+'?
     ;
 
 streamRef
@@ -74,6 +80,7 @@ patternClause
     | EMIT value=IDENT            # emitClause
     | PARTITION BY value=IDENT    # partitionClause
     | YIELD expr                  # yieldClause
+    | LIMIT expr                  # limitClause
     ;
 
 // --------------------------------------------------------------------- tokens
@@ -90,6 +97,7 @@ EMIT      : 'emit' ;
 PARTITION : 'partition' ;
 BY        : 'by' ;
 YIELD     : 'yield' ;
+LIMIT     : 'limit' ;
 
 // A number with a unit suffix (10min, 5s, 250ms, 1h). Any letters are taken as
 // the unit here so that a wrong unit ("10m") gets a precise message later.

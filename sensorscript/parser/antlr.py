@@ -531,6 +531,14 @@ class _Builder(SensorScriptVisitor):
             clauses[keyword] = clause_ctx.accept(self)
             if keyword == "within":
                 within = (clauses[keyword], clause_ctx)
+        limit = clauses.get("limit")
+        if limit is not None:
+            if isinstance(limit, ast.Number) and re.fullmatch(r"[0-9_]+", limit.text) and limit.value >= 1:
+                limit = int(limit.value)
+            else:
+                self.diagnostics.append(error("'limit' takes a whole number of partial matches, e.g. limit 5000",
+                                              limit.span))
+                limit = None
         span = self.span(ctx)
         if within is None:
             self.diagnostics.append(error(
@@ -554,6 +562,8 @@ class _Builder(SensorScriptVisitor):
             partition_by=clauses.get("partition"),
             yield_=clauses.get("yield"),
             span=span,
+            links=tuple(link.operator.text if link.operator is not None else None for link in ctx.links),
+            limit=limit,
         )
 
     def visitPatternElement(self, ctx):
@@ -562,12 +572,14 @@ class _Builder(SensorScriptVisitor):
             ref = ast.Ref(_unquote(stream.getText()), True, self.span(stream))
         else:
             ref = ast.Ref(stream.getText(), False, self.span(stream))
-        return ast.PatternElement(ctx.var.text, ref, ctx.kleene is not None, ctx.negated is not None, self.span(ctx))
+        operator = ctx.operator.text if ctx.operator is not None else None
+        return ast.PatternElement(ctx.var.text, ref, ctx.kleene is not None, ctx.negated is not None, self.span(ctx),
+                                  operator)
 
     def visitWhereClause(self, ctx):
         return self.visitExpr(ctx.expr())
 
-    visitYieldClause = visitWithinClause = visitWhereClause
+    visitYieldClause = visitWithinClause = visitLimitClause = visitWhereClause
 
     def _choice(self, ctx, options: tuple[str, ...], what: str) -> str:
         value = ctx.value.text

@@ -145,13 +145,15 @@ class Union_:
 
 @dataclass(frozen=True)
 class PatternElement:
-    """One position of a pattern: `v: S`, `v: S+` (Kleene) or `!v: S` (negation)."""
+    """One position of a pattern: `v: S`, `v: S+` (Kleene), `!v: S` (negation), or `v: op(S)`: the
+    events a registered unary operator `op` makes of S."""
 
     var: str
     stream: Ref
     kleene: bool = False
     negated: bool = False
     span: Span | None = _span()
+    operator: str | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,9 @@ class Pattern:
     partition_by: str | None = None
     yield_: Expr | None = None
     span: Span | None = _span()
+    # Between elements i and i+1: None for the built-in `->`, or a registered binary operator's name.
+    links: tuple[str | None, ...] = ()
+    limit: int | None = None  # at most this many partial matches per key (None: the job's setting)
 
 
 Definition = Union[Window, Union_, Pattern, Expr]

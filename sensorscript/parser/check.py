@@ -20,10 +20,16 @@ COMPARISONS = (">", ">=", "<", "<=", "==", "!=")
 
 
 class Context:
-    """What the checks know besides the workflow: the sensor registry, if one was given."""
+    """What the checks know besides the workflow: the sensor registry, if one was given, and the
+    pattern operators registered (name -> arity; the built-in ones by default)."""
 
-    def __init__(self, known_sensors: Collection[str] | None = None):
+    def __init__(self, known_sensors: Collection[str] | None = None, operators: dict[str, int] | None = None):
         self.known_sensors = None if known_sensors is None else frozenset(known_sensors)
+        if operators is None:
+            from sensorscript.runtime.cep.operators import arities
+
+            operators = arities()
+        self.operators = dict(operators)
 
 
 Check = Callable[[ast.Workflow, Context], Iterator[Diagnostic]]
@@ -198,10 +204,10 @@ def _acyclic(reads: dict[str, list[str]]) -> bool:
 def check_patterns(workflow: ast.Workflow, context: Context) -> Iterator[Diagnostic]:
     for statement in workflow.statements:
         if isinstance(statement.value, ast.Pattern):
-            yield from _check_pattern(statement.value)
+            yield from _check_pattern(statement.value, context)
 
 
-def _check_pattern(pattern: ast.Pattern) -> Iterator[Diagnostic]:
+def _check_pattern(pattern: ast.Pattern, context: Context) -> Iterator[Diagnostic]:
     elements = pattern.elements
     variables: dict[str, ast.PatternElement] = {}
     for element in elements:
@@ -211,6 +217,17 @@ def _check_pattern(pattern: ast.Pattern) -> Iterator[Diagnostic]:
         if element.negated and element.kleene:
             yield error(f"a negated element cannot be Kleene: write '!{element.var}: "
                         f"{element.stream.name}' without '+'", element.span)
+        if element.operator is not None:
+            yield from _check_operator(element.operator, 1, context, element.span)
+            if element.negated or element.kleene:
+                yield error(f"'{element.operator}(...)' makes the events of '{element.var}' itself: it cannot be "
+                            f"{'negated' if element.negated else 'Kleene'} too", element.span)
+    for link, element in zip(pattern.links, elements[1:]):
+        if link is not None:
+            yield from _check_operator(link, 2, context, element.span)
+            if element.negated:
+                yield error(f"'->[{link}]' cannot lead to a negated element: a negation binds no event to "
+                            f"join; put the operator on the link after it", element.span)
     if elements and elements[0].negated:
         yield error("a pattern may not start with a negation: there is nothing yet to follow",
                     elements[0].span)
@@ -223,6 +240,85 @@ def _check_pattern(pattern: ast.Pattern) -> Iterator[Diagnostic]:
     for clause, expr in (("where", pattern.where), ("yield", pattern.yield_)):
         if expr is not None:
             yield from _check_pattern_expr(expr, variables, clause)
+            yield from _check_names(expr, clause, variables)
+    if pattern.yield_ is not None:
+        for node in _bare_attributes(pattern.yield_):
+            element = variables.get(node.var)
+            if element is not None and element.kleene:
+                yield error(f"'{node.var}' is Kleene: yield one value of it with an aggregate, e.g. "
+                            f"last({node.var}.{node.attr}) or avg({node.var}.value)", node.span)
+    for condition in _conjuncts(pattern.where):
+        negated = sorted({n.var for n in ast.walk(condition) if isinstance(n, ast.Attribute)
+                          and n.var in variables and variables[n.var].negated})
+        if len(negated) > 1:
+            yield error(f"a condition may read one negated variable, this one reads {', '.join(negated)}; "
+                        f"split it with 'and'", condition.span)
+
+
+def _check_operator(name: str, arity: int, context: Context, span) -> Iterator[Diagnostic]:
+    known = context.operators
+    if name not in known:
+        wanted = [n for n, a in known.items() if a == arity]
+        yield error(f"unknown {'unary' if arity == 1 else 'binary'} operator '{name}'{did_you_mean(name, wanted)}"
+                    f" (registered: {', '.join(sorted(wanted)) or 'none'}; register your own with "
+                    f"sscript compile --operators FILE.py)", span)
+    elif known[name] != arity:
+        where = "on an element, as name(STREAM)" if known[name] == 1 else "between elements, as ->[name]"
+        yield error(f"'{name}' is a {'unary' if known[name] == 1 else 'binary'} operator: write it {where}", span)
+
+
+def _conjuncts(expr):
+    if expr is None:
+        return []
+    if isinstance(expr, ast.Binary) and expr.op == "and":
+        return _conjuncts(expr.left) + _conjuncts(expr.right)
+    return [expr]
+
+
+def _bare_attributes(expr) -> list[ast.Attribute]:
+    """Attributes read outside any aggregate."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, ast.Call):
+            return
+        if isinstance(node, ast.Attribute):
+            found.append(node)
+        for child in ast.children(node):
+            visit(child)
+
+    visit(expr)
+    return found
+
+
+def _is_name(node) -> bool:
+    """A sensor or stream name: a quoted string, VAR.sensor, or first/last(VAR.sensor)."""
+    if isinstance(node, ast.String):
+        return True
+    if isinstance(node, ast.Attribute):
+        return node.attr == "sensor"
+    return isinstance(node, ast.Call) and node.func in ("first", "last") and len(node.args) == 1 \
+        and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "sensor"
+
+
+def _check_names(expr, clause: str, variables) -> Iterator[Diagnostic]:
+    """Names (sensors, streams, quoted text) are only compared, with == or !=, to other names."""
+    if isinstance(expr, ast.Binary) and expr.op in ("==", "!="):
+        left, right = _is_name(expr.left), _is_name(expr.right)
+        if left and right:
+            return
+        if left or right:
+            yield error("a sensor name can only be compared with another name: write e.g. "
+                        "a.sensor == \"8TL3-N\" or a.sensor == b.sensor", expr.span)
+            return
+    if _is_name(expr):
+        if isinstance(expr, ast.Attribute) and expr.var not in variables:
+            return  # an unknown variable, reported apart
+        yield error(f"a name cannot be used as a number in '{clause}': compare it with == or != "
+                    f"(e.g. a.sensor == \"8TL3-N\")", expr.span)
+        return
+    for child in ast.children(expr):
+        yield from _check_names(child, clause, variables)
 
 
 def _check_pattern_expr(expr: ast.Expr, variables: dict[str, ast.PatternElement],

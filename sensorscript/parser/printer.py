@@ -35,8 +35,14 @@ def print_definition(node: object) -> str:
 
 
 def print_pattern(p: ast.Pattern) -> str:
-    elements = " -> ".join(
-        f"{'!' if e.negated else ''}{e.var}: {name(e.stream)}{'+' if e.kleene else ''}" for e in p.elements)
+    def element(e: ast.PatternElement) -> str:
+        stream = f"{e.operator}({name(e.stream)})" if e.operator else name(e.stream)
+        return f"{'!' if e.negated else ''}{e.var}: {stream}{'+' if e.kleene else ''}"
+
+    elements = element(p.elements[0])
+    for link, e in zip(p.links or (None,) * (len(p.elements) - 1), p.elements[1:]):
+        elements += f" ->[{link}] " if link else " -> "
+        elements += element(e)
     parts = [f"pattern({elements})"]
     if p.where is not None:
         parts.append(f"where {expr(p.where)}")
@@ -49,6 +55,8 @@ def print_pattern(p: ast.Pattern) -> str:
         parts.append(f"partition by {p.partition_by}")
     if p.yield_ is not None:
         parts.append(f"yield {expr(p.yield_)}")
+    if p.limit is not None:
+        parts.append(f"limit {p.limit}")
     return "\n    ".join(parts)
 
 

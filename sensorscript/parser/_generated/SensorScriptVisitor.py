@@ -34,6 +34,11 @@ class SensorScriptVisitor(ParseTreeVisitor):
         return self.visitChildren(ctx)
 
 
+    # Visit a parse tree produced by SensorScriptParser#link.
+    def visitLink(self, ctx:SensorScriptParser.LinkContext):
+        return self.visitChildren(ctx)
+
+
     # Visit a parse tree produced by SensorScriptParser#patternElement.
     def visitPatternElement(self, ctx:SensorScriptParser.PatternElementContext):
         return self.visitChildren(ctx)
@@ -71,6 +76,11 @@ class SensorScriptVisitor(ParseTreeVisitor):
 
     # Visit a parse tree produced by SensorScriptParser#yieldClause.
     def visitYieldClause(self, ctx:SensorScriptParser.YieldClauseContext):
+        return self.visitChildren(ctx)
+
+
+    # Visit a parse tree produced by SensorScriptParser#limitClause.
+    def visitLimitClause(self, ctx:SensorScriptParser.LimitClauseContext):
         return self.visitChildren(ctx)
 
 
