@@ -31,16 +31,23 @@ def main() -> None:
     """SensorScript: compile sensor-monitoring scripts into one PySpark Structured Streaming job."""
 
 
+_operators = click.option("--operators", "operators", multiple=True, type=click.Path(dir_okay=False, exists=True),
+                          metavar="FILE.py", help="A Python file registering pattern operators (repeatable).")
+
+
 @main.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--sensors", metavar="DB_OR_CSV", help="Sensor registry (sensors.db or a CSV) to check names against.")
 @click.option("--show", is_flag=True, help="Also print what the compiler understood of each workflow.")
-def check(files: tuple[str, ...], sensors: str | None, show: bool) -> None:
+@_operators
+def check(files: tuple[str, ...], sensors: str | None, show: bool, operators: tuple[str, ...]) -> None:
     """Report errors and warnings in workflow FILES; exit 1 on any error."""
+    from sensorscript.compiler import load_operator_files
     from sensorscript.parser import load
     from sensorscript.parser.printer import describe
 
     try:
+        load_operator_files(operators)
         loaded = load(files, _known_sensors(sensors))
     except SensorScriptError as exc:
         _fail(exc)
@@ -76,12 +83,13 @@ _epsilon = click.option("--epsilon", default=0.1, show_default=True, type=click.
 @_epsilon
 @click.option("--naive", is_flag=True, help="Also write OUT/naive_job.py: the same workflows written the naive way "
                                             "in PySpark (for benchmarks and `sscript report`).")
-def compile_command(files, out, sensors, partitions, epsilon, naive) -> None:
+@_operators
+def compile_command(files, out, sensors, partitions, epsilon, naive, operators) -> None:
     """Compile workflow FILES into one job: OUT/job.py, OUT/plan.json and OUT/plan.txt."""
     from sensorscript.compiler import compile_workflows
 
     try:
-        compiled = compile_workflows(files, out, sensors, partitions, epsilon, naive=naive)
+        compiled = compile_workflows(files, out, sensors, partitions, epsilon, naive=naive, operators=operators)
     except SensorScriptError as exc:
         _fail(exc)
         return
@@ -126,13 +134,14 @@ def run_command(out, source, once, sink, cluster, max_files_per_trigger) -> None
 @_sensors
 @_partitions
 @_epsilon
-def explain(files, sensors, partitions, epsilon) -> None:
-    """Print the plan for people: shared computations, slices, partitions and their cost."""
+@_operators
+def explain(files, sensors, partitions, epsilon, operators) -> None:
+    """Print the plan for people: shared computations, slices, pattern operator trees, partitions, cost."""
     from sensorscript.compiler import plan_workflows
     from sensorscript.partition.explain import explain as explain_plan
 
     try:
-        plan, warnings, sources = plan_workflows(files, sensors, partitions, epsilon)
+        plan, warnings, sources = plan_workflows(files, sensors, partitions, epsilon, operators)
     except SensorScriptError as exc:
         _fail(exc)
         return

@@ -6,17 +6,20 @@ from run): it writes everything a run needs into one folder.
 
 from __future__ import annotations
 
+import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from sensorscript.codegen.job import render_job
 from sensorscript.codegen.naive import render_naive
-from sensorscript.errors import Diagnostic
+from sensorscript.errors import Diagnostic, SensorScriptError
 from sensorscript.parser import load
 from sensorscript.partition.explain import explain
 from sensorscript.partition.plan import Plan, make_plan, write_plan
 from sensorscript.registry import DEFAULT_DB, SensorRegistry
+from sensorscript.runtime.program import SELECTIVITY
 
 
 @dataclass(frozen=True)
@@ -37,29 +40,54 @@ def open_registry(sensors: str | None) -> SensorRegistry | None:
 
 
 def plan_workflows(files: Sequence[str], sensors: str | None = None, partitions: int = 2,
-                   epsilon: float = 0.1) -> tuple[Plan, tuple[Diagnostic, ...], dict[str, str]]:
-    plan, warnings, loaded = _plan(files, sensors, partitions, epsilon)
+                   epsilon: float = 0.1, operators: Sequence[str] = ()) -> tuple[Plan, tuple[Diagnostic, ...],
+                                                                                 dict[str, str]]:
+    plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators)
     return plan, warnings, loaded.sources
 
 
-def _plan(files: Sequence[str], sensors: str | None, partitions: int, epsilon: float):
+def load_operator_files(operators: Sequence[str]) -> None:
+    """Register the pattern operators the files define (sscript ... --operators FILE.py)."""
+    from sensorscript.runtime.cep.operators import load_operators
+
+    for path in operators:
+        try:
+            load_operators(path)
+        except Exception as exc:  # the user's code: say which file and what, not a traceback
+            raise SensorScriptError([Diagnostic("error", f"{path}: cannot load the operators: "
+                                                         f"{type(exc).__name__}: {exc}")]) from exc
+
+
+def _plan(files: Sequence[str], sensors: str | None, partitions: int, epsilon: float,
+          operators: Sequence[str] = (), selectivity: dict | None = None):
+    load_operator_files(operators)
     registry = open_registry(sensors)
     loaded = load(files, registry.ids() if registry is not None else None)
-    plan = make_plan(loaded.workflows, registry, partitions, epsilon)
+    plan = make_plan(loaded.workflows, registry, partitions, epsilon, selectivity)
     return plan, (*loaded.warnings, *plan.warnings), loaded
 
 
 def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None = None,
                       partitions: int = 2, epsilon: float = 0.1, watermark: str = "fixed:0",
-                      naive: bool = False) -> Compiled:
+                      naive: bool = False, operators: Sequence[str] = ()) -> Compiled:
     """Write OUT/plan.json, OUT/plan.txt and OUT/job.py; with `naive`, also OUT/naive_job.py (the same
-    workflows written the naive way in PySpark, for comparison; raises NotExpressible if it cannot be)."""
-    plan, warnings, loaded = _plan(files, sensors, partitions, epsilon)
+    workflows written the naive way in PySpark, for comparison; raises NotExpressible if it cannot be).
+    `operators`: Python files registering pattern operators, copied to OUT/operators/ for the job.
+    The conditions of patterns are ordered by the pass rates an earlier run into OUT measured
+    (OUT/selectivity.json), where it has them."""
     out = Path(out)
+    measured = out / SELECTIVITY
+    selectivity = json.loads(measured.read_text()) if measured.exists() else None
+    plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators, selectivity)
     out.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for path in operators:
+        (out / "operators").mkdir(exist_ok=True)
+        shutil.copyfile(path, out / "operators" / Path(path).name)
+        copied.append(f"operators/{Path(path).name}")
     write_plan(plan, out / "plan.json")
     (out / "plan.txt").write_text(explain(plan))
-    (out / "job.py").write_text(render_job(plan, loaded.sources, str(out), watermark))
+    (out / "job.py").write_text(render_job(plan, loaded.sources, str(out), watermark, tuple(copied)))
     if naive:
         (out / "naive_job.py").write_text(
             render_naive(loaded.workflows, loaded.sources, delay_ms(watermark), partitions))

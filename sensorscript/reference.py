@@ -35,7 +35,7 @@ from sensorscript.runtime.records import Reading, Rejected, parse_line
 
 @dataclass(frozen=True)
 class ResultRow:
-    """One output tuple with the result columns of SPEC §7."""
+    """One output tuple with the result columns of SPEC §7 (a pattern's add start_ts, end_ts, events)."""
 
     stream: str  # "WORKFLOW.NAME"
     ts: int
@@ -43,6 +43,9 @@ class ResultRow:
     window_end: int | None
     value: float
     version: int = 1
+    start_ts: int | None = None
+    end_ts: int | None = None
+    events: str | None = None
 
 
 @dataclass
@@ -64,30 +67,25 @@ class StreamTuple:
     value: float
     window_start: int | None = None  # set on a window's own output only
     window_end: int | None = None
+    match: tuple | None = None  # a pattern's own output: (start_ts, end_ts, events as JSON)
 
 
 def evaluate(workflows: list[ast.Workflow], batches: list[list[str]], delay_ms: int = 0,
              partition_of: dict[str, int] | None = None) -> Evaluation:
     """Every output row of every workflow for the input lines, read micro-batch by micro-batch."""
-    for workflow in workflows:
-        refuse_patterns(workflow)
-    readings, quarantine, late = admit(batches, referenced_sensors(workflows), delay_ms, partition_of or {})
+    sensors = referenced_sensors(workflows)
+    readings, quarantine, late = admit(batches, sensors, delay_ms, partition_of or {})
     rows: list[ResultRow] = []
     division_by_zero: dict[str, int] = {}
+    codes = {sensor_id: code for code, sensor_id in enumerate(sorted(sensors))}
     for workflow in workflows:
-        streams = evaluate_workflow(workflow, readings, division_by_zero)
+        streams = evaluate_workflow(workflow, readings, division_by_zero, codes)
         for name in workflow.outputs:
-            rows.extend(ResultRow(f"{workflow.name}.{name}", t.ts, t.window_start, t.window_end, t.value)
+            rows.extend(ResultRow(f"{workflow.name}.{name}", t.ts, t.window_start, t.window_end, t.value,
+                                  1, *(t.match or (None, None, None)))
                         for t in streams[name])
     rows.sort(key=lambda row: (row.stream, row.ts, row.window_start if row.window_start is not None else -1))
     return Evaluation(rows, quarantine, late, division_by_zero)
-
-
-def refuse_patterns(workflow: ast.Workflow) -> None:
-    for statement in workflow.statements:
-        if isinstance(statement.value, ast.Pattern):
-            raise NotImplementedError("pattern streams are evaluated by the CEP stage, which is not built yet: "
-                                      f"{workflow.name}.{statement.name}")
 
 
 def referenced_sensors(workflows: list[ast.Workflow]) -> set[str]:
@@ -134,10 +132,12 @@ def admit(batches: list[list[str]], sensors: set[str], delay_ms: int,
 # ------------------------------------------------------------------ workflows
 
 
-def evaluate_workflow(workflow: ast.Workflow, readings: list[Reading],
-                      division_by_zero: dict[str, int]) -> dict[str, list[StreamTuple]]:
-    """Every stream of one workflow, each a list of tuples in event-time order."""
+def evaluate_workflow(workflow: ast.Workflow, readings: list[Reading], division_by_zero: dict[str, int],
+                      codes: dict[str, int] | None = None) -> dict[str, list[StreamTuple]]:
+    """Every stream of one workflow, each a list of tuples in event-time order. `codes`: sensor id ->
+    the code a pattern's operators see (the job's numbering)."""
     defined = workflow.defined
+    identity = Identity(workflow, codes or {})
     # Streams may be read before the line that defines them: evaluate in dependency order.
     dependencies = {name: {ref.name for ref in ast.references(statement.value) if ref.name in defined}
                     for name, statement in defined.items()}
@@ -154,6 +154,10 @@ def evaluate_workflow(workflow: ast.Workflow, readings: list[Reading],
             streams[name] = window(name, value, read(value.stream))
         elif isinstance(value, ast.Union_):
             streams[name] = union([read(ref) for ref in value.streams])
+        elif isinstance(value, ast.Pattern):
+            streams[name], skipped = pattern(name, value, read, identity)
+            if skipped:
+                division_by_zero[f"{workflow.name}.{name}"] = skipped
         else:
             inputs = {ref.name: read(ref) for ref in ast.references(value)}
             streams[name], skipped = combine_latest(name, value, inputs)
@@ -166,6 +170,60 @@ def raw_stream(sensor_id: str, readings: list[Reading]) -> list[StreamTuple]:
     """A sensor's readings in event-time order; equal timestamps keep their arrival order."""
     tuples = [StreamTuple(r.sensor_id, r.ts, r.value) for r in readings if r.sensor_id == sensor_id]
     return sorted(tuples, key=lambda t: t.ts)
+
+
+# ------------------------------------------------------------------- patterns
+
+
+class Identity:
+    """What streams are, for patterns: two statements computing the same thing are one stream
+    (as the planner shares them), named after the first of them; a derived tuple's sensor is that
+    name, ordered after raw sensors by its stream's code."""
+
+    def __init__(self, workflow: ast.Workflow, codes: dict[str, int]):
+        from sensorscript.graph.build import stream_ids
+
+        self.ids = stream_ids(workflow)
+        lines = {s.name: s.span.line if s.span else 0 for s in workflow.statements}
+        first: dict[str, str] = {}
+        for name in sorted(self.ids, key=lambda n: (lines.get(n, 0), n)):
+            first.setdefault(self.ids[name], name)
+        self.canonical = {name: first[node] for name, node in self.ids.items()}
+        self.codes = codes
+
+    def event(self, k: int, t: StreamTuple, n: int):
+        from sensorscript.reference_matcher import Event
+        from sensorscript.runtime.program import derived_code
+
+        if t.sensor_id in self.ids:  # a derived tuple: its stream's name
+            node = self.ids[t.sensor_id]
+            return Event(k, t.ts, t.value, self.canonical[t.sensor_id], (1, derived_code(node)), derived_code(node), n)
+        return Event(k, t.ts, t.value, t.sensor_id, (0, t.sensor_id), self.codes.get(t.sensor_id, -1), n)
+
+
+def pattern(name: str, definition: ast.Pattern, read, identity: Identity) -> tuple[list[StreamTuple], int]:
+    """A pattern's matches (reference_matcher.py), as the pattern stream's tuples."""
+    from sensorscript.reference_matcher import match
+    from sensorscript.runtime.cep import events_json
+
+    streams: list[list] = []
+    keys: list[str] = []
+    element_stream = []
+    for element in definition.elements:
+        key = identity.ids.get(element.stream.name, f"sensor:{element.stream.name}")
+        if key not in keys:
+            keys.append(key)
+            streams.append([identity.event(len(keys) - 1, t, n) for n, t in enumerate(read(element.stream))])
+        element_stream.append(keys.index(key))
+    matches, skipped = match(definition, streams, element_stream, identity.canonical)
+    variables = tuple(e.var for e in definition.elements)
+    out = []
+    for m in matches:
+        bound = [(variables.index(var), ts, value, sensor) for var, ts, value, sensor in m.events]
+        out.append(StreamTuple(name, m.ts, m.value,
+                               match=(m.start_ts, m.end_ts, events_json(bound, variables, lambda s: s))))
+    out.sort(key=lambda t: t.ts)
+    return out, skipped
 
 
 # -------------------------------------------------------------------- windows

@@ -25,6 +25,15 @@ def test_golden_job_of_the_examples(golden):
     golden("jobs/examples.n2.job.py", rendered(EXAMPLES, 2))
 
 
+PIER = [ROOT / "workflows" / n for n in ("pier_alarms.ss", "pier_report.ss")]
+
+
+def test_golden_job_of_the_pier_patterns(golden):
+    """Operator trees in the job: conditions with their text, shapes compared, the stream names of
+    matches, a pattern partitioned by sensor running on both partitions."""
+    golden("jobs/pier.n2.job.py", rendered(PIER, 2))
+
+
 def test_golden_job_of_the_bridge_alone(golden):
     golden("jobs/bridge.n1.job.py", rendered([ROOT / "workflows" / "bridge.ss"], 1))
 

@@ -38,7 +38,7 @@ def test_naive_job_is_deterministic_valid_python_and_names_script_lines():
     assert text == naive_text(EXAMPLES)
     python_ast.parse(text)
     assert "# line 6: MD1Z   = avg(\"8MD1-AZ\", 600_000, 300_000);" in text
-    assert "left out (pattern streams need the CEP stage): FLOOD, SURGE, SURGES_PER_HOUR" in text
+    assert "left out (Spark has no pattern operator): FLOOD, JUMP, SURGE" in text
     # Nothing is shared: the bridge's and bridge_limits' identical windows are written twice.
     assert text.count('window_agg(sensors(readings, "8MD1-AZ"), "avg", 600000, 300000)') == 2
 

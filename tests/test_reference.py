@@ -3,7 +3,6 @@ worked out in the comments next to it, from the SPEC's rules, not from the evalu
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from sensorscript.parser import load
@@ -256,11 +255,17 @@ def test_readings_no_workflow_reads_do_not_move_the_watermark():
 # ------------------------------------------------------------------ patterns
 
 
-def test_patterns_are_refused_until_the_cep_stage_exists():
+def test_the_pier_workflows_match_their_patterns():
+    """The bundled pattern workflows through the reference: one surge, its count, a flood alarm."""
     pier = next(path for path in EXAMPLES if path.stem == "pier_alarms")
-    workflows = load([pier]).workflows
-    with pytest.raises(NotImplementedError, match=r"CEP stage.*not built yet: pier_alarms\.SURGE"):
-        evaluate(workflows, [["8TL3-N,1,1.0"]])
+    lines = [f"8TL3-N,{m * 60_000 + 30_000},{v}" for m, v in enumerate([0, 2, 3, 4, 0.05, 0, 0, 0, 0, 0])]
+    lines += [f"8WL3,{m * 60_000},{10 if m == 1 else 0}" for m in range(10)] + ["8TL3-S,125000,9.5"]
+    rows = evaluate(load([pier]).workflows, [lines]).rows
+    surge = [r for r in rows if r.stream == "pier_alarms.SURGE"]
+    assert [(r.start_ts, r.ts) for r in surge] == [(119_999, 239_999)]  # a = minute 1, c = minutes 2 and 3
+    assert surge[0].value == 4.0 - 2.0  # yield last(c.value) - a.value
+    flood = [r for r in rows if r.stream == "pier_alarms.FLOOD"]
+    assert [(r.start_ts, r.ts) for r in flood] == [(119_999, 125_000)]
 
 
 # ---------------------------------------------------------------- ordering

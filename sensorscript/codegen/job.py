@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jinja2
 
+from sensorscript.cep.plan import condition_text, describe
 from sensorscript.codegen.buckets import bucket_keys
 from sensorscript.codegen.program import programs, sensor_codes
 from sensorscript.graph.nodes import SENSOR
@@ -62,11 +63,44 @@ def _node_code(node: rt.Node) -> str:
                 f"{node.length}, {node.slide})")
     if isinstance(node, rt.Union):
         return f"p.Union({_literal(node.id)}, {_literal(node.inputs)})"
+    if isinstance(node, rt.Pattern):
+        return _pattern_code(node)
     head = f"p.Combine({_literal(node.id)}, {_literal(node.inputs)}, "
     expression = _literal(node.expression)
     if len(head) + len(expression) + 9 <= 100:
         return head + expression + ")"
     return head + _wrapped(node.expression, 8) + ")"
+
+
+def _pattern_code(node: rt.Pattern) -> str:
+    """A pattern's declaration, a field a line (its conditions one a line, each with its text)."""
+    pad = " " * 16
+    variables = tuple(e.var for e in node.elements)
+    elements = []
+    for e in node.elements:
+        extra = "".join(f", {name}={_literal(getattr(e, name))}" for name in ("kleene", "negated", "operator", "link")
+                        if getattr(e, name))
+        elements.append(f"p.Element({_literal(e.var)}, {e.stream}{extra})")
+    conditions = "".join(
+        f"{pad}# {condition_text(c.expression, variables)}\n"
+        f"{pad}p.Condition({_literal(c.expression)}, {_literal(c.positions)}, {_literal(c.aggregated)}, "
+        f"{c.negated}, {round(c.probability, 4)!r}),\n" for c in node.conditions)
+    fields = [
+        f"id={_literal(node.id)}",
+        f"feeds={_literal(node.feeds)}",
+        f"elements=({', '.join(elements)}{',' if len(elements) == 1 else ''})",
+        f"within={node.within}",
+        f"tree={_literal(node.tree)}",
+        f"conditions=(\n{conditions}            )" if node.conditions else "conditions=()",
+        f"final={_literal(node.final)}",
+        f"strategy={_literal(node.strategy)}",
+        f"emit={_literal(node.emit)}",
+        f"by_sensor={node.by_sensor}",
+        f"yield_={_literal(node.yield_) if node.yield_ is not None else None}",
+        f"limit={node.limit}",
+        "names={" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in sorted(node.names.items())) + "}",
+    ]
+    return "p.Pattern(\n" + "".join(f"            {field},\n" for field in fields) + "        )"
 
 
 class ScriptLines:
@@ -82,7 +116,9 @@ class ScriptLines:
         return text.split("//")[0].rstrip()
 
 
-def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0") -> str:
+def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0",
+               operator_files: tuple[str, ...] = ()) -> str:
+    """job.py for the plan; `operator_files`: files registering pattern operators, relative to OUT."""
     graph = plan.graph
     codes = sensor_codes(plan)
     lines = ScriptLines(sources)
@@ -99,6 +135,8 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
                 comments.append(f"{Path(o.file).name}:{o.line}  {lines.statement(o.file, o.line)}")
             if len({o.workflow for o in origins}) > 1:
                 comments.append(f"(one computation, shared by {len({o.workflow for o in origins})} workflows)")
+            if isinstance(node, rt.Pattern):
+                comments += describe(plan.patterns[node.id])
         return {"code": _node_code(node), "comments": comments}
 
     def program_entry(program: rt.Program, variable: str) -> dict:
@@ -159,6 +197,10 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
         bucket_keys=_literal(bucket_keys(plan.partitions.count)),
         programs=entries, first_stage=first_vars, second_stage=second_vars,
         watermark=_literal(watermark), watermark_text=watermark.replace(":", " "),
+        stream_names=[(_literal(w), "{" + ", ".join(f"{code}: {_literal(name)}" for code, name in names.items()) + "}")
+                      for w, names in plan.stream_names.items()],
+        operator_files=[_literal(f) for f in operator_files], operator_literal=_literal(tuple(operator_files)),
+        cep_text=(f"{len(plan.patterns)} pattern(s)" if plan.patterns else "no patterns in these workflows"),
     )
 
 

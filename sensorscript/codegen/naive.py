@@ -16,8 +16,9 @@ It runs (`python OUT/naive_job.py --input DATA --once`) and gives the same resul
 as the compiled job on in-order input; the differential tests check that. What it
 cannot express in one Spark query is refused with the script line: a window over an
 arithmetic result (Spark rejects rows a stateful processor emits behind the watermark),
-or arithmetic over a union that contains one. Pattern streams are left out, as the
-compiled job leaves them out until the CEP stage exists.
+or arithmetic over a union that contains one. Pattern streams are left out: Spark has no
+pattern operator, and the stateful matcher an engineer would write instead is not a line
+count to guess (the line counts of `sscript report` say so).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def _expression(node) -> str:
 
 
 def _pattern_dependent(workflow: ast.Workflow) -> set[str]:
-    """Pattern streams and every stream that reads one: left out, as the compiled job leaves them out."""
+    """Pattern streams and every stream that reads one: left out (Spark has no pattern operator)."""
     defined = workflow.defined
     tainted = {name for name, s in defined.items() if isinstance(s.value, ast.Pattern)}
     changed = True

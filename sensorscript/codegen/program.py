@@ -10,6 +10,8 @@ too). Without cut edges there is no stage 2, and the job shuffles once.
 
 from __future__ import annotations
 
+import dataclasses
+
 from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW
 from sensorscript.partition.plan import Plan
 from sensorscript.runtime import program as rt
@@ -20,55 +22,70 @@ def sensor_codes(plan: Plan) -> dict[str, int]:
     return {sensor_id: code for code, sensor_id in enumerate(plan.graph.sensors())}
 
 
-def check_supported(plan: Plan) -> None:
-    patterns = [n for n in plan.graph.nodes() if n.kind == PATTERN]
-    if patterns:
-        where = "; ".join(str(o) for n in patterns for o in n.origins)
-        raise NotImplementedError(f"pattern streams run in the CEP stage, which is not built yet: {where}")
-
-
 def second_stage(plan: Plan) -> set[str]:
-    """Nodes that read a tuple forwarded from another partition, directly or through others."""
-    placement = plan.partitions.node_partition
+    """Nodes (of the placed graph) that read a tuple forwarded from another partition, directly or
+    through others. The pieces of one pattern on one partition go to one stage together."""
+    graph, placement = plan.placed or plan.graph, plan.partitions.node_partition
+    together: dict[tuple[str, int], list[str]] = {}
+    for pattern_id, pieces in plan.pieces.items():
+        for piece in pieces.values():
+            together.setdefault((pattern_id, placement[piece]), []).append(piece)
+    of_piece = {piece: key for key, pieces in together.items() for piece in pieces}
     stage2: set[str] = set()
-    for node in plan.graph.nodes():
-        here = placement[node.id]
-        if any(placement[i] != here or i in stage2 for i in node.inputs):
-            stage2.add(node.id)
+    changed = True
+    while changed:
+        changed = False
+        for node in graph.nodes():
+            if node.id in stage2:
+                continue
+            here = placement[node.id]
+            if any(placement[i] != here or i in stage2 for i in node.inputs) or \
+                    (node.id in of_piece and any(p in stage2 for p in together[of_piece[node.id]])):
+                stage2.add(node.id)
+                changed = True
     return stage2
 
 
 def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | None, ...]]:
     """(stage-1 programs, stage-2 programs or None), one of each per partition."""
-    check_supported(plan)
-    graph, placement = plan.graph, plan.partitions.node_partition
+    graph, placed, placement = plan.graph, plan.placed or plan.graph, plan.partitions.node_partition
     codes = sensor_codes(plan)
     stage2 = second_stage(plan)
+    runtime_id = {piece: pattern_id for pattern_id, pieces in plan.pieces.items() for piece in pieces.values()}
+    source_of = {piece: source for pieces in plan.pieces.values() for source, piece in pieces.items()}
+
+    def rid(node_id: str) -> str:
+        return runtime_id.get(node_id, node_id)
+
     outputs: dict[str, list[str]] = {}
     for name, node_id in sorted(graph.outputs.items()):
         outputs.setdefault(node_id, []).append(name)
     # Every edge into a stage-2 node from a stage-1 node is a forward (across partitions or not).
-    forwarded: dict[int, list[str]] = {}  # destination partition -> forwarded node ids, in order
-    for node in graph.nodes():
+    forwarded: dict[int, list[str]] = {}  # destination partition -> forwarded (runtime) node ids, in order
+    sends: set[tuple[int, int, str]] = set()  # (from partition, to partition, runtime node id)
+    for node in placed.nodes():
         if node.id in stage2:
+            dest = placement[node.id]
             for i in node.inputs:
-                if i not in stage2 and i not in forwarded.setdefault(placement[node.id], []):
-                    forwarded[placement[node.id]].append(i)
+                if i not in stage2:
+                    if rid(i) not in forwarded.setdefault(dest, []):
+                        forwarded[dest].append(rid(i))
+                    sends.add((placement[i], dest, rid(i)))
     forward_code = {(dest, node_id): code for dest, ids in forwarded.items() for code, node_id in enumerate(ids)}
     firsts, seconds = [], []
     for partition in range(plan.partitions.count):
-        mine = [n for n in graph.nodes() if placement[n.id] == partition]
-        first = [n for n in mine if n.id not in stage2]
+        mine = [n for n in placed.nodes() if placement[n.id] == partition]
+        first = _runtime_nodes(plan, [n for n in mine if n.id not in stage2], codes, rid, source_of)
         firsts.append(rt.Program(
             partition=partition, stage=1,
-            nodes=tuple(runtime_node(n, codes) for n in first),
+            nodes=first,
             slices=_slices(plan, {n.id for n in first}, {n.id for n in first}),
             outputs={n.id: tuple(outputs[n.id]) for n in first if n.id in outputs},
             forwards=tuple(rt.Forward(node_id, dest, forward_code[dest, node_id])
                            for dest, ids in sorted(forwarded.items()) for node_id in ids
-                           if placement[node_id] == partition),
+                           if (partition, dest, node_id) in sends),
         ))
-        second = [n for n in mine if n.id in stage2]
+        second = _runtime_nodes(plan, [n for n in mine if n.id in stage2], codes, rid, source_of)
         if not second:
             seconds.append(None)
             continue
@@ -76,15 +93,47 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
                    for node_id in forwarded.get(partition, [])]
         seconds.append(rt.Program(
             partition=partition, stage=2,
-            nodes=(*sources, *(runtime_node(n, codes) for n in second)),
+            nodes=(*sources, *second),
             slices=_slices(plan, {n.id for n in second} | {s.id for s in sources}, {n.id for n in second}),
             outputs={n.id: tuple(outputs[n.id]) for n in second if n.id in outputs},
-            senders=tuple(sorted({placement[i] for i in forwarded.get(partition, [])})),
+            senders=tuple(sorted({sender for sender, dest, _ in sends if dest == partition})),
         ))
     return tuple(firsts), tuple(seconds)
 
 
-def runtime_node(node, codes: dict[str, int]) -> rt.Node:
+def _runtime_nodes(plan: Plan, placed_nodes: list, codes: dict[str, int], rid, source_of) -> tuple[rt.Node, ...]:
+    """The runtime's declarations of these placed nodes, in order; the pieces of a pattern become
+    one pattern reading their sources, where its last piece stands."""
+    last_piece: dict[str, int] = {}
+    for index, node in enumerate(placed_nodes):
+        if node.id in source_of:
+            last_piece[rid(node.id)] = index
+    out = []
+    for index, node in enumerate(placed_nodes):
+        if node.id not in source_of:  # as the graph has it: reading a pattern, not its pieces
+            out.append(runtime_node(plan.graph.node(node.id), codes, plan))
+        elif last_piece[rid(node.id)] == index:
+            pattern_id = rid(node.id)
+            sources = [source_of[n.id] for n in placed_nodes if n.id in source_of and rid(n.id) == pattern_id]
+            out.append(pattern_node(plan, pattern_id, sources))
+    return tuple(out)
+
+
+def pattern_node(plan: Plan, pattern_id: str, sources: list[str] | None = None) -> rt.Pattern:
+    """A pattern's declaration reading its elements' streams, or (partitioned by sensor) the sources
+    given: each source feeds every stream of the pattern it reaches through unions, as often as it
+    reaches it."""
+    declared = plan.patterns[pattern_id].pattern
+    inputs = list(dict.fromkeys(plan.graph.node(pattern_id).inputs))
+    if sources is None:
+        feeds = tuple((node_id, k, 1) for k, node_id in enumerate(inputs))
+    else:
+        feeds = tuple((source, k, copies) for source in sorted(sources) for k, node_id in enumerate(inputs)
+                      for copies in [plan.graph.sources(node_id).get(source, 0)] if copies)
+    return dataclasses.replace(declared, feeds=feeds)
+
+
+def runtime_node(node, codes: dict[str, int], plan: Plan | None = None) -> rt.Node:
     """A graph node as the runtime's declaration of it (sensors by their codes)."""
     if node.kind == SENSOR:
         return rt.Sensor(node.id, node.sensor_id, codes[node.sensor_id])
@@ -94,6 +143,8 @@ def runtime_node(node, codes: dict[str, int]) -> rt.Node:
         return rt.Union(node.id, node.inputs)
     if node.kind == COMBINE:
         return rt.Combine(node.id, node.inputs, node.key[1])
+    if node.kind == PATTERN:
+        return pattern_node(plan, node.id)
     raise ValueError(node.kind)
 
 

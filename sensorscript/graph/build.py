@@ -61,7 +61,10 @@ def _add_workflow(graph: Graph, workflow: ast.Workflow, references: list[list[as
     for name in _static_order(dependencies):  # deterministic: follows statement order where free
         statement = statements[name]
         origin = nodes.Origin(workflow.name, name, workflow.path, statement.span.line if statement.span else 0)
-        ids[name] = graph.add(_node(statement.value, stream, origin))
+        if isinstance(statement.value, ast.Pattern):
+            ids[name] = graph.add(_pattern(statement.value, stream, origin, graph, ids))
+        else:
+            ids[name] = graph.add(_node(statement.value, stream, origin))
     return ids
 
 
@@ -104,8 +107,6 @@ def _node(value, stream, origin: nodes.Origin) -> nodes.Node:
         return nodes.window(value.func, stream(value.stream), value.length.ms, value.slide.ms, origin)
     if isinstance(value, ast.Union_):
         return nodes.union([stream(s) for s in value.streams], origin)
-    if isinstance(value, ast.Pattern):
-        return _pattern(value, stream, origin)
     inputs: list[str] = []
     expression = canonical(value, lambda ref: ("in", _collect(inputs, stream(ref))))
     return nodes.combine(expression, inputs, origin)
@@ -138,41 +139,48 @@ def canonical(expr, leaf) -> tuple:
     raise TypeError(f"not an expression: {expr!r}")
 
 
-def _pattern(pattern: ast.Pattern, stream, origin: nodes.Origin) -> nodes.Node:
+def _pattern(pattern: ast.Pattern, stream, origin: nodes.Origin, graph: Graph, ids: dict[str, str]) -> nodes.Node:
+    """A pattern's node: variables by position, and quoted names resolved to what they name among
+    the pattern's sources (a stream of this workflow, by node id; otherwise a sensor id), so that the
+    same pattern written in two workflows, with other names, is one node."""
     position = {e.var: i for i, e in enumerate(pattern.elements)}
+    inputs = [stream(e.stream) for e in pattern.elements]
+    sources = {source for i in set(inputs) for source in graph.sources(i)}
+    derived = {name: node_id for name, node_id in ids.items() if node_id in sources}
 
     def leaf(node):
         if isinstance(node, ast.Attribute):
             return ("attr", position[node.var], node.attr)
         return ("var", position[node.name])  # count(c)
 
-    inputs = [stream(e.stream) for e in pattern.elements]
+    def resolve(expression):
+        if not isinstance(expression, tuple) or not expression:
+            return expression
+        if expression[0] == "str":
+            name = expression[1]
+            return ("stream", derived[name]) if name in derived else ("sensor", name)
+        return tuple(resolve(e) for e in expression)
+
+    def canonical_pattern(expr):
+        return None if expr is None else resolve(canonical(expr, leaf))
+
+    links = pattern.links or (None,) * (len(pattern.elements) - 1)
     description = (
-        tuple((e.negated, e.kleene, input_id) for e, input_id in zip(pattern.elements, inputs)),
-        canonical(pattern.where, leaf) if pattern.where is not None else None,
+        tuple((e.negated, e.kleene, input_id, e.operator) for e, input_id in zip(pattern.elements, inputs)),
+        canonical_pattern(pattern.where),
         pattern.within.ms,
         pattern.strategy,
         pattern.emit,
         pattern.partition_by,
-        canonical(pattern.yield_, leaf) if pattern.yield_ is not None else None,
+        canonical_pattern(pattern.yield_),
+        tuple(links),
+        pattern.limit,
     )
     return nodes.pattern(description, inputs, origin)
 
 
-def without_patterns(graph: Graph) -> tuple[Graph, list[str]]:
-    """The graph without pattern streams and the outputs that depend on them.
-
-    Pattern streams run in the CEP stage (SPEC §4), which this version does not build
-    yet; the compiler leaves them out of the job, names them in a warning, and keeps
-    every other output. Returns the reduced graph and the outputs left out.
-    """
-    patterns = [n.id for n in graph.nodes() if n.kind == nodes.PATTERN]
-    if not patterns:
-        return graph, []
-    tainted = set(patterns)
-    for node in graph.nodes():
-        if any(i in tainted for i in node.inputs):
-            tainted.add(node.id)
-    kept = {name: node_id for name, node_id in graph.outputs.items() if node_id not in tainted}
-    dropped = sorted(name for name in graph.outputs if name not in kept)
-    return graph.restricted_to_outputs(kept), dropped
+def stream_ids(workflow: ast.Workflow) -> dict[str, str]:
+    """Each stream name of one workflow -> the node that computes it (two names of one computation
+    give one node): what the reference evaluator identifies streams by."""
+    graph = Graph()
+    return _add_workflow(graph, workflow, [ast.references(s.value) for s in workflow.statements])

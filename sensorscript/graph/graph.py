@@ -92,6 +92,21 @@ class Graph:
                 upstream[node.id] = frozenset().union(*(upstream[i] for i in node.inputs))
         return upstream
 
+    def sources(self, node_id: str) -> dict[str, int]:
+        """What a stream's tuples come from: through unions, the sensors and the derived streams that
+        make them, each with how many times it reaches the stream (a multiset union repeats)."""
+        node = self.node(node_id)
+        if node.kind != "union":
+            return {node_id: 1}
+        found: dict[str, int] = {}
+        for i in node.inputs:
+            for source, copies in self.sources(i).items():
+                found[source] = found.get(source, 0) + copies
+        return found
+
+    def consumers(self, node_id: str) -> list[str]:
+        return sorted(self._dag.successors(node_id))
+
     def shared(self) -> list[Node]:
         """Computations (not sensors) that more than one workflow wrote."""
         return [n for n in self.nodes() if n.kind != SENSOR and len({o.workflow for o in n.origins}) > 1]

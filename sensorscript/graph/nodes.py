@@ -82,6 +82,14 @@ def with_origins(node: Node, origins: tuple[Origin, ...]) -> Node:
     return other
 
 
+def with_inputs(node: Node, inputs: tuple[str, ...], node_id: str | None = None) -> Node:
+    """The same computation reading other nodes (placement stands pieces in for a node), under its
+    own id or the one given."""
+    other = Node(node.kind, node.key, tuple(inputs), node.origins)
+    other.__dict__["id"] = node_id or node.id
+    return other
+
+
 def node_id(kind: str, key: tuple) -> str:
     if kind == SENSOR:
         return f"sensor:{key[1]}"

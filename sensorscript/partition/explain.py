@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sensorscript.cep.plan import describe as pattern_lines
 from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW, Node
 from sensorscript.parser.printer import format_ms
 from sensorscript.partition.plan import Plan
@@ -55,6 +56,15 @@ def explain(plan: Plan) -> str:
                      f"({slices.mode}; {slices.slices_per_minute:g}/min), partials {', '.join(slices.partials)}")
     if len(plan.slices) > 50:
         lines.append(f"  ... and {len(plan.slices) - 50} more streams")
+    if plan.patterns:
+        lines += ["", "Patterns (operator trees: where each condition is tested, the shapes compared):"]
+        for node_id, planned in plan.patterns.items():
+            node = graph.node(node_id)
+            where = plan.partitions_of(node_id)
+            runs = (f"on partitions {', '.join(map(str, where))}, each for its own sensors" if node_id in plan.pieces
+                    else f"on partition {where[0]}")
+            lines.append(f"  {', '.join(f'{o.workflow}.{o.stream}' for o in node.origins)} ({runs}):")
+            lines += [f"    {line}" for line in pattern_lines(planned)]
     lines += ["", f"Partitions ({placement.count}, balance {placement.balance:.3f} = most loaded / average; "
                   f"bound {1 + placement.epsilon:.2f}):"]
     by_partition: dict[int, list[str]] = {}
@@ -67,8 +77,9 @@ def explain(plan: Plan) -> str:
     if placement.crossings:
         lines.append(f"  {len(placement.crossings)} edge(s) cross partitions to keep the balance "
                      f"({placement.split_subgraphs} subgraph(s) split):")
+        placed = plan.placed or graph
         for c in placement.crossings[:20]:
-            lines.append(f"    {graph.node(c.source).label} -> {graph.node(c.target).label}: "
+            lines.append(f"    {placed.node(c.source).label} -> {placed.node(c.target).label}: "
                          f"{c.rate_per_s * 60:g} tuples/min ({c.kind}, partition {c.from_partition} -> "
                          f"{c.to_partition})")
     lines += ["", "Communication cost (tuples per minute crossing a shuffle):",

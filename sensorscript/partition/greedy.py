@@ -84,21 +84,24 @@ def node_rates(graph: Graph, frequencies: dict[str, float]) -> dict[str, float]:
             # a union passes all; combine-latest emits at most as often
             rates[node.id] = sum([rates[i] for i in node.inputs])
         elif kind == PATTERN:
-            rates[node.id] = rates[node.inputs[0]]  # matches start at most as often as the first element
+            # Matches are rarer than the events they are made of: an estimate, a tenth of the input's.
+            rates[node.id] = 0.1 * min(rates[i] for i in node.inputs)
     return rates
 
 
 def stages(graph: Graph) -> dict[str, int]:
     """Stage 1 reads raw-rate streams; stage 2 reads only window outputs and stage-2 streams.
 
-    A raw-rate stream is a sensor, or a union, combine or pattern with a raw-rate
-    input. Stage 1 holds those and the windows over them; everything else reads
-    low-rate derived tuples only and may run on another partition than its inputs.
+    A raw-rate stream is a sensor, or a union or combine with a raw-rate input. Stage 1
+    holds those and the windows and patterns over them; everything else reads low-rate
+    derived tuples only (window outputs, matches) and may run on another partition than
+    its inputs.
     """
     raw_rate: set[str] = set()
     stage: dict[str, int] = {}
     for node in graph.nodes():
-        if node.kind == SENSOR or (node.kind != WINDOW and any(i in raw_rate for i in node.inputs)):
+        # A window's and a pattern's outputs are low-rate: one tuple per window, the matches.
+        if node.kind == SENSOR or (node.kind not in (WINDOW, PATTERN) and any(i in raw_rate for i in node.inputs)):
             raw_rate.add(node.id)
         stage[node.id] = 1 if node.id in raw_rate or any(i in raw_rate for i in node.inputs) else 2
     return stage

@@ -6,12 +6,14 @@ stable, diff-friendly JSON (sorted keys, no timestamps, no absolute paths).
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sensorscript.errors import Diagnostic, warning
-from sensorscript.graph.build import build_graph, without_patterns
+from sensorscript.cep.plan import DEFAULT_LIMIT, Options, PatternPlan, plan_pattern
+from sensorscript.graph.build import build_graph
 from sensorscript.memory import paused_gc
 from sensorscript.graph.graph import Graph
 from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW, Node
@@ -19,7 +21,9 @@ from sensorscript.graph.slicing import SlicePlan, plan_slices
 from sensorscript.parser import ast
 from sensorscript.partition.cost import CommunicationCost, communication_cost
 from sensorscript.partition.greedy import PartitionPlan, node_rates, partition
+from sensorscript.partition.pieces import placement_graph
 from sensorscript.registry import DEFAULT_FREQUENCY_HZ, SensorRegistry
+from sensorscript.runtime.program import derived_code
 
 PLAN_FORMAT = 1
 
@@ -32,23 +36,38 @@ class Plan:
     partitions: PartitionPlan
     cost: CommunicationCost
     warnings: tuple[Diagnostic, ...]
+    # What the partitioner placed: the graph with patterns partitioned by sensor as pieces
+    # (partition/pieces.py), and those pieces per pattern (source -> piece id).
+    placed: Graph | None = None
+    pieces: dict[str, dict[str, str]] = field(default_factory=dict)
+    patterns: dict[str, PatternPlan] = field(default_factory=dict)  # pattern node -> its operator tree
+    # Per workflow: the names of the derived streams patterns read (their code -> name), for the
+    # events of matches.
+    stream_names: dict[str, dict[int, str]] = field(default_factory=dict)
+
+    def partitions_of(self, node_id: str) -> tuple[int, ...]:
+        """Where a node runs: one partition, or each partition holding a piece of it."""
+        placement = self.partitions.node_partition
+        if node_id in self.pieces:
+            return tuple(sorted({placement[p] for p in self.pieces[node_id].values()}))
+        return (placement[node_id],) if node_id in placement else ()
 
 
 def make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None = None,
-              partitions: int = 2, epsilon: float = 0.1) -> Plan:
+              partitions: int = 2, epsilon: float = 0.1, selectivity: dict | None = None,
+              options: Options = Options(), limit: int = DEFAULT_LIMIT) -> Plan:
+    """`selectivity`: pass counts of pattern conditions measured by an earlier run (OUT/selectivity.json);
+    `options` and `limit`: the patterns' planning switches and default cap of partial matches."""
     # The whole plan is long-lived and acyclic: no cyclic-GC passes while it is built.
     with paused_gc():
-        return _make_plan(workflows, registry, partitions, epsilon)
+        return _make_plan(workflows, registry, partitions, epsilon, selectivity or {}, options, limit)
 
 
 def _make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None, partitions: int,
-               epsilon: float) -> Plan:
-    graph, left_out = without_patterns(build_graph(workflows))
+               epsilon: float, selectivity: dict, options: Options, limit: int) -> Plan:
+    graph = build_graph(workflows)
     known = registry.frequencies() if registry is not None else {}
     frequencies, warnings = {}, []
-    if left_out:
-        warnings.append(warning(f"pattern streams need the CEP stage, which this version does not build yet; "
-                                f"left out of the job: {', '.join(left_out)}"))
     for sensor_id in graph.sensors():
         if sensor_id in known:
             frequencies[sensor_id] = known[sensor_id]
@@ -57,9 +76,58 @@ def _make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None, p
             if registry is not None:
                 warnings.append(warning(f"sensor '{sensor_id}' is not in the registry; planning with the "
                                         f"default {DEFAULT_FREQUENCY_HZ:g} Hz"))
-    placement = partition(graph, frequencies, partitions, epsilon)
+    placed, pieces = placement_graph(graph)
+    placement = partition(placed, frequencies, partitions, epsilon)
+    patterns = plan_patterns(graph, workflows, frequencies, pieces, selectivity, options, limit)
     return Plan(graph, frequencies, plan_slices(graph), placement,
-                communication_cost(graph, frequencies, placement), tuple(warnings))
+                communication_cost(graph, frequencies, placement), tuple(warnings), placed, pieces, patterns,
+                stream_names(graph, patterns))
+
+
+def plan_patterns(graph: Graph, workflows: list[ast.Workflow], frequencies: dict[str, float],
+                  pieces: dict[str, dict[str, str]], selectivity: dict, options: Options,
+                  limit: int) -> dict[str, PatternPlan]:
+    """Every pattern node's operator tree (cep/plan.py), with the variable names each output's
+    workflow wrote."""
+    statements = {(w.name, s.name): s for w in workflows for s in w.statements}
+    codes = {sensor_id: code for code, sensor_id in enumerate(graph.sensors())}
+    rates = node_rates(graph, frequencies)
+    outputs: dict[str, list[str]] = {}
+    for name, node_id in sorted(graph.outputs.items()):
+        outputs.setdefault(node_id, []).append(name)
+    plans = {}
+    for node in graph.nodes():
+        if node.kind != PATTERN:
+            continue
+        origin = node.origins[0]
+        variables = _variables(statements[(origin.workflow, origin.stream)])
+        keys = len(pieces.get(node.id, {})) or 1
+        planned = plan_pattern(node.id, node.key, variables, rates, codes, keys, selectivity.get(node.id),
+                               options, limit)
+        names = {name: _variables(statements[tuple(name.rsplit(".", 1))]) for name in outputs.get(node.id, [])}
+        planned.pattern = dataclasses.replace(planned.pattern, names=names)
+        plans[node.id] = planned
+    return plans
+
+
+def _variables(statement: ast.Statement) -> tuple[str, ...]:
+    return tuple(e.var for e in statement.value.elements)
+
+
+def stream_names(graph: Graph, patterns: dict[str, PatternPlan]) -> dict[str, dict[int, str]]:
+    """Per workflow, the name of each derived stream a pattern reads events of: the first statement
+    of that workflow that computes it."""
+    names: dict[str, dict[int, str]] = {}
+    for pattern_id in patterns:
+        for input_id in graph.node(pattern_id).inputs:
+            for source in graph.sources(input_id):
+                node = graph.node(source)
+                if node.kind == SENSOR:
+                    continue
+                for workflow in {o.workflow for o in node.origins}:
+                    first = min((o for o in node.origins if o.workflow == workflow), key=lambda o: o.line)
+                    names.setdefault(workflow, {})[derived_code(source)] = first.stream
+    return {w: dict(sorted(n.items())) for w, n in sorted(names.items())}
 
 
 def describe_node(node: Node) -> dict:
@@ -73,11 +141,13 @@ def describe_node(node: Node) -> dict:
     if node.kind == COMBINE:
         return {"expression": _expression_text(node.key[1])}
     if node.kind == PATTERN:
-        elements, where, within, strategy, emit, partition_by, yield_ = node.key[1]
-        return {"elements": [{"negated": n, "kleene": k, "input": i} for n, k, i in elements],
+        elements, where, within, strategy, emit, partition_by, yield_, links, limit = node.key[1]
+        return {"elements": [{"negated": n, "kleene": k, "input": i, **({"operator": o} if o else {})}
+                             for n, k, i, o in elements],
+                "links": [link or "->" for link in links],
                 "where": None if where is None else _expression_text(where), "within_ms": within,
                 "strategy": strategy, "emit": emit, "partition_by": partition_by,
-                "yield": None if yield_ is None else _expression_text(yield_)}
+                "yield": None if yield_ is None else _expression_text(yield_), "limit": limit}
     raise ValueError(node.kind)
 
 
@@ -93,6 +163,8 @@ def _expression_text(expression: tuple) -> str:
         return f"${expression[1]}.{expression[2]}"
     if kind == "var":
         return f"${expression[1]}"
+    if kind in ("stream", "sensor"):
+        return f"{kind}({json.dumps(expression[1])})"
     if kind in ("neg", "not"):
         return f"{'-' if kind == 'neg' else 'not '}({_expression_text(expression[1])})"
     if kind == "call":
@@ -110,7 +182,7 @@ def plan_json(plan: Plan) -> dict:
             "kind": node.kind,
             "label": node.label,
             "inputs": list(node.inputs),
-            "partition": placement.node_partition[node.id],
+            "partition": _partition_entry(plan, node.id),
             "rate_per_s": round(rates[node.id], 6),
             "defined_in": [f"{Path(o.file).name}:{o.line} {o.workflow}.{o.stream}" for o in node.origins],
             **describe_node(node),
@@ -154,6 +226,15 @@ def plan_json(plan: Plan) -> dict:
             "naive_workflow_hash": round(plan.cost.naive_workflow_hash, 3),
         },
     }
+
+
+def _partition_entry(plan: Plan, node_id: str):
+    """A partition number; for a pattern partitioned by sensor the partitions of its pieces; None for
+    a union its only readers (such patterns) never form."""
+    where = plan.partitions_of(node_id)
+    if node_id in plan.pieces:
+        return list(where)
+    return where[0] if where else None
 
 
 def write_plan(plan: Plan, path: Path) -> None:

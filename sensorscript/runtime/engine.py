@@ -30,8 +30,8 @@ POS_INF = np.iinfo(np.int64).max
 class Tuples:
     """A column batch of stream tuples: event time, value, and (window outputs) the window bounds.
 
-    `source` is the sensor code of raw tuples (-1 for derived ones); patterns and
-    `partition by sensor` will read it.
+    `source` is the sensor code of a raw tuple, and the code of the stream that made a derived one
+    (`program.derived_code`): what a pattern reads as an event's `sensor`.
     """
 
     ts: np.ndarray
@@ -39,6 +39,7 @@ class Tuples:
     source: np.ndarray
     start: np.ndarray | None = None
     end: np.ndarray | None = None
+    match: object | None = None  # a pattern's own output: its matches' intervals and bound events
 
     @staticmethod
     def empty() -> "Tuples":
@@ -78,6 +79,11 @@ class EngineState:
     watermark: int = NEG_INF  # the watermark of the last batch: everything below it has been emitted
     slices: dict[str, SliceState] = field(default_factory=dict)
     combines: dict[str, CombineState] = field(default_factory=dict)
+    patterns: dict[str, object] = field(default_factory=dict)  # node id -> its matcher's state
+    # Per window: the watermark of its input it has emitted up to. A node's input may lag the
+    # partition's watermark: a pattern whose matches can be earlier than its last event holds its
+    # output back until no partial match can produce an earlier one.
+    marks: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -86,6 +92,8 @@ class BatchResult:
     forwards: list[tuple[p.Forward, Tuples]] = field(default_factory=list)
     late: int = 0
     division_by_zero: dict[str, int] = field(default_factory=dict)
+    mark: int = NEG_INF  # the watermark this stage's forwarded streams have reached (its heartbeat)
+    patterns: dict[str, dict[str, int]] = field(default_factory=dict)  # node id -> counters this batch
 
 
 # ------------------------------------------------------------------ slicing
@@ -239,6 +247,8 @@ class Engine:
     """Runs one partition's `Program` over successive batches of readings."""
 
     def __init__(self, program: p.Program):
+        from sensorscript.runtime.cep.matcher import Matcher
+
         self.program = program
         self.sensors = {n.code: n.id for n in program.nodes if isinstance(n, p.Sensor)}
         self.slices = {s.stream: s for s in program.slices}
@@ -246,16 +256,21 @@ class Engine:
         for node in program.nodes:
             if isinstance(node, p.Window):
                 self.windows_by_stream.setdefault(node.input, []).append(node)
+        # What a derived tuple carries as its sensor: its stream's code.
+        self.codes = {n.id: p.derived_code(n.id) for n in program.nodes if not isinstance(n, p.Sensor)}
+        self.matchers = {n.id: Matcher(n) for n in program.nodes if isinstance(n, p.Pattern)}
 
     def new_state(self) -> EngineState:
         state = EngineState()
         for node in self.program.nodes:
             if isinstance(node, p.Combine):
                 state.combines[node.id] = CombineState(np.full(len(node.inputs), np.nan))
+        for node_id, matcher in self.matchers.items():
+            state.patterns[node_id] = matcher.new_state()
         return state
 
     def process(self, state: EngineState, code: np.ndarray, ts: np.ndarray, value: np.ndarray,
-                watermark: int) -> BatchResult:
+                watermark: int, source: np.ndarray | None = None) -> BatchResult:
         """One batch: readings (sensor code, ts, value) and the watermark in force for it.
 
         Readings below the watermark are late: dropped and counted. (Stage 1 receives only
@@ -263,46 +278,76 @@ class Engine:
         are never below its watermark, the smallest of its senders'.) Everything below the
         watermark is then final and is emitted.
         `watermark` = POS_INF means the end of the input: emit everything pending.
+        In a later stage `code` is the forward's input code and `source` what the tuples carry.
         """
-        previous = state.watermark
-        current = max(previous, watermark)
+        current = max(state.watermark, watermark)
+        source = code if source is None else source
         # Stage 2 receives tuples forwarded from stage 1, where lateness was decided already;
         # they lie below its new watermark by construction, never below the previous one.
         late_mask = ts < current if self.program.stage == 1 else np.zeros(len(ts), bool)
         late = int(late_mask.sum())
         if late:
-            code, ts, value = code[~late_mask], ts[~late_mask], value[~late_mask]
+            code, ts, value, source = code[~late_mask], ts[~late_mask], value[~late_mask], source[~late_mask]
         streams: dict[str, Tuples] = {}
+        marks: dict[str, int] = {}  # the watermark each node's output has reached this batch
         dbz: dict[str, int] = {}
+        counters: dict[str, dict[str, int]] = {}
         if len(code):
             order = np.argsort(code, kind="stable")
-            code, ts, value = code[order], ts[order], value[order]
+            code, ts, value, source = code[order], ts[order], value[order], source[order]
             firsts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
             for start, end in zip(firsts, [*firsts[1:], len(code)]):
                 node_id = self.sensors.get(int(code[start]))
                 if node_id is not None:
-                    streams[node_id] = Tuples(ts[start:end], value[start:end], code[start:end].astype(np.int32))
+                    streams[node_id] = Tuples(ts[start:end], value[start:end], source[start:end].astype(np.int32))
         # Dependency order: a stream's tuples of this batch are in its slices before any window
         # over it is emitted, which matters for derived inputs (their new tuples lie below the
         # watermark and belong to windows that close in this very batch).
         for node in self.program.nodes:
             if isinstance(node, p.Sensor):
                 tuples = streams.get(node.id, Tuples.empty())
-            elif isinstance(node, p.Union):
-                tuples = Tuples.concat([streams[i] for i in node.inputs])
-            elif isinstance(node, p.Window):
-                tuples = emit_windows(state.slices.get(node.input, SliceState()), self.slices[node.input],
-                                      node, previous, current)
+                marks[node.id] = current
             else:
-                tuples = combine_latest(state.combines[node.id], node, [streams[i] for i in node.inputs],
-                                        current, dbz)
+                mark = min(marks[i] for i in ((node.input,) if isinstance(node, p.Window) else node.inputs))
+                if isinstance(node, p.Union):
+                    tuples = Tuples.concat([streams[i] for i in node.inputs])
+                elif isinstance(node, p.Window):
+                    after = state.marks.get(node.id, NEG_INF)
+                    tuples = emit_windows(state.slices.get(node.input, SliceState()), self.slices[node.input],
+                                          node, after, mark)
+                    state.marks[node.id] = max(after, mark)
+                elif isinstance(node, p.Pattern):
+                    tuples, mark = self._match(state, node, streams, marks, counters)
+                else:
+                    tuples = combine_latest(state.combines[node.id], node, [streams[i] for i in node.inputs],
+                                            mark, dbz)
+                if not isinstance(node, p.Union):
+                    tuples.source = np.full(len(tuples), self.codes[node.id], np.int32)
+                marks[node.id] = mark
             streams[node.id] = tuples
             if node.id in self.slices:
                 add_to_slices(state.slices.setdefault(node.id, SliceState()), self.slices[node.id], tuples)
         for stream, slices in self.slices.items():
             forget_slices(state.slices.setdefault(stream, SliceState()), slices, self.windows_by_stream[stream],
-                          current)
+                          marks[stream])
         state.watermark = current
         outputs = {node_id: streams[node_id] for node_id in self.program.outputs if node_id in streams}
         forwards = [(f, streams[f.node]) for f in self.program.forwards if len(streams[f.node])]
-        return BatchResult(outputs, forwards, late, dbz)
+        mark = min([current] + [marks[f.node] for f in self.program.forwards])
+        return BatchResult(outputs, forwards, late, dbz, mark, counters)
+
+    def _match(self, state: EngineState, node: p.Pattern, streams: dict[str, Tuples], marks: dict[str, int],
+               counters: dict) -> tuple[Tuples, int]:
+        """A pattern's batch: its streams' tuples in, its matches out, and how far its output has come."""
+        matcher, pattern_state = self.matchers[node.id], state.patterns[node.id]
+        arrivals = []
+        for node_id, stream, copies in node.feeds:
+            arrivals.extend([(stream, streams[node_id])] * copies)
+        mark = min(marks[node_id] for node_id, _, _ in node.feeds)
+        before = (pattern_state.cut, pattern_state.divided, pattern_state.tested.copy(), pattern_state.passed.copy())
+        matches = matcher.step(pattern_state, arrivals, mark)
+        counters[node.id] = {"cut": pattern_state.cut - before[0], "divided": pattern_state.divided - before[1],
+                             **{f"tested:{i}": int(t) for i, t in enumerate(pattern_state.tested - before[2]) if t},
+                             **{f"passed:{i}": int(t) for i, t in enumerate(pattern_state.passed - before[3]) if t}}
+        tuples = Tuples(matches.ts, matches.value, np.empty(0, np.int32), match=matches)
+        return tuples, min(mark, matcher.holdback(pattern_state))

@@ -15,12 +15,21 @@ _ARITHMETIC = {"+": np.add, "-": np.subtract, "*": np.multiply}
 _CALLS = {"max": np.maximum, "min": np.minimum, "sum": np.add}
 
 
-def evaluate(expression: tuple, columns: dict[str, np.ndarray], rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Values (float64) and the divided-by-zero mask, for `rows` rows; inputs by node id in `columns`."""
+def evaluate(expression: tuple, columns: dict[str, np.ndarray], rows: int,
+             leaf=None) -> tuple[np.ndarray, np.ndarray]:
+    """Values (float64) and the divided-by-zero mask, for `rows` rows; inputs by node id in `columns`.
+
+    `leaf(e)` may give the values of a sub-expression itself (an array, or None for the usual rules):
+    patterns read event attributes and aggregates over Kleene closures that way.
+    """
     bad = np.zeros(rows, dtype=bool)
 
     def ev(e: tuple) -> np.ndarray:
         nonlocal bad
+        if leaf is not None:
+            given = leaf(e)
+            if given is not None:
+                return given
         kind = e[0]
         if kind == "in":
             return columns[e[1]]

@@ -107,7 +107,7 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     _save(state, value_state)
     own = job.bucket_keys[partition]
     parts = [output.quarantine(pd.concat(rejected, ignore_index=True) if rejected else output.empty(), own)]
-    parts += [output.results(r, task.engine.program, own) for r in step.results]
+    parts += [output.results(r, task.engine.program, own, job) for r in step.results]
     parts += [output.forwards(r, job) for r in step.results]
     parts.append(output.heartbeats(task.engine.program, step.heartbeat, job))
     parts.append(output.counters(step.results, task.engine.program, own, readings=int(good.sum()),
@@ -147,14 +147,15 @@ class LaterStageProcessor(_processor_base()):
         for c, g in forwards.groupby("fcode", sort=True):
             ts = np.concatenate([np.frombuffer(b, np.int64) for b in g["times"]])
             value = np.concatenate([np.frombuffer(b, np.float64) for b in g["values"]])
-            received.append((int(c), Tuples(ts, value, np.full(len(ts), -1, np.int32))))
+            source = np.concatenate([np.frombuffer(b, np.int32) for b in g["sources"]])
+            received.append((int(c), Tuples(ts, value, source)))
         beats = frame[mine & (kind == "heartbeat")]
         # Every row carries a ts, so the column arrives as int64 and the +-2^63 sentinels are exact.
         heartbeats = {int(s): int(w) for s, w in zip(beats["fcode"], beats["ts"].to_numpy(np.int64))}
         result = task.step(state, received, heartbeats)
         self.state.update((pickle.dumps(state, protocol=5),))
-        yield from output.frames([passing, output.results(result, program, own), output.forwards(result, job),
-                                  output.heartbeats(program, state.engine.watermark, job),
+        yield from output.frames([passing, output.results(result, program, own, job), output.forwards(result, job),
+                                  output.heartbeats(program, result.mark, job),
                                   output.counters([result], program, own)])
 
     def close(self) -> None:

@@ -9,15 +9,17 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
+from sensorscript.runtime.cep import events_json
 from sensorscript.runtime.engine import BatchResult
-from sensorscript.runtime.program import Job, Program, sender_id
+from sensorscript.runtime.program import Job, Pattern, Program, sender_id
 
 # `dest` is the key of the partition a row goes to, `stage` the stage that takes a forward or a
 # heartbeat (the ones between pass it on). Forwarded tuples travel packed, one row per edge and
-# batch (`times`, `values`: buffers).
+# batch (`times`, `values`, `sources`: buffers). A pattern's results add `start_ts`, `end_ts` and
+# `events` (SPEC §7).
 OUTPUT_SCHEMA = ("kind string, stream string, ts long, window_start long, window_end long, value double, "
                  "version int, raw string, reason string, dest int, fcode int, times binary, values binary, "
-                 "stage int")
+                 "stage int, sources binary, start_ts long, end_ts long, events string")
 OUTPUT_COLUMNS = [c.split()[0] for c in OUTPUT_SCHEMA.split(", ")]
 
 
@@ -25,8 +27,8 @@ def empty() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in OUTPUT_COLUMNS})
 
 
-_INTEGER_COLUMNS = ("ts", "window_start", "window_end", "version", "dest", "fcode", "stage")
-_OBJECT_COLUMNS = ("kind", "stream", "raw", "reason", "times", "values")  # text and bytes
+_INTEGER_COLUMNS = ("ts", "window_start", "window_end", "version", "dest", "fcode", "stage", "start_ts", "end_ts")
+_OBJECT_COLUMNS = ("kind", "stream", "raw", "reason", "times", "values", "sources", "events")  # text and bytes
 
 
 def frames(parts: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -53,27 +55,50 @@ def frames(parts: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         yield part
 
 
-def results(result: BatchResult, program: Program, dest: int) -> pd.DataFrame:
+def results(result: BatchResult, program: Program, dest: int, job: Job) -> pd.DataFrame:
     parts = []
+    patterns = {n.id: n for n in program.nodes if isinstance(n, Pattern)}
     for node_id, tuples in result.outputs.items():
         for name in program.outputs[node_id] if len(tuples) else ():
-            parts.append(pd.DataFrame({
+            frame = pd.DataFrame({
                 "kind": "result", "stream": name, "ts": tuples.ts,
                 "window_start": tuples.start if tuples.start is not None else None,
                 "window_end": tuples.end if tuples.end is not None else None,
-                "value": tuples.value, "version": 1, "dest": dest}))
+                "value": tuples.value, "version": 1, "dest": dest})
+            if tuples.match is not None:
+                match = tuples.match
+                variables = patterns[node_id].names[name]
+                namer = _namer(job, name.rsplit(".", 1)[0])
+                frame["start_ts"], frame["end_ts"] = match.start, match.end
+                frame["events"] = [events_json(bound, variables, namer) for bound in match.events]
+            parts.append(frame)
     return pd.concat(parts, ignore_index=True) if parts else empty()
 
 
+def _namer(job: Job, workflow: str):
+    """Sensor (or stream) code -> its name in this workflow."""
+    key = (id(job), workflow)
+    if key not in _NAMERS:
+        names = {code: sensor_id for sensor_id, (code, _) in job.sensors.items()}
+        names.update(job.stream_names.get(workflow, {}))
+        _NAMERS[key] = lambda code: names.get(int(code), str(code))
+    return _NAMERS[key]
+
+
+_NAMERS: dict = {}
+
+
 def forwards(result: BatchResult, job: Job) -> pd.DataFrame:
-    """One packet per cut edge: its tuples of this batch as two buffers."""
+    """One packet per cut edge: its tuples of this batch as buffers (times, values, sensor codes)."""
     rows = [(job.bucket_keys[f.dest], f.stage, f.code, np.ascontiguousarray(t.ts, np.int64).tobytes(),
-             np.ascontiguousarray(t.value, np.float64).tobytes()) for f, t in result.forwards]
+             np.ascontiguousarray(t.value, np.float64).tobytes(),
+             np.ascontiguousarray(t.source, np.int32).tobytes()) for f, t in result.forwards]
     if not rows:
         return empty()
-    dest, stage, fcode, times, values = zip(*rows)
+    dest, stage, fcode, times, values, sources = zip(*rows)
     return pd.DataFrame({"kind": "forward", "ts": 0, "dest": list(dest), "stage": list(stage),
-                         "fcode": list(fcode), "times": list(times), "values": list(values)})
+                         "fcode": list(fcode), "times": list(times), "values": list(values),
+                         "sources": list(sources)})
 
 
 def heartbeats(program: Program, watermark: int, job: Job) -> pd.DataFrame:
@@ -99,6 +124,12 @@ def counters(results: list[BatchResult], program: Program, dest: int, **extra: i
         for node_id, count in r.division_by_zero.items():
             for name in program.outputs.get(node_id, (node_id,)):
                 counters[f"division_by_zero:{name}"] = counters.get(f"division_by_zero:{name}", 0) + count
+        # Patterns: partial matches the cap cut, matches a division by zero skipped, and per
+        # condition the rows tested and passed (measured selectivity, for the next compile).
+        for node_id, found in r.patterns.items():
+            for what, count in found.items():
+                if count:
+                    counters[f"pattern_{what}:{node_id}"] = counters.get(f"pattern_{what}:{node_id}", 0) + count
     return pd.DataFrame({"kind": "metric", "stream": list(counters), "ts": 0,
                          "value": [float(v) for v in counters.values()], "dest": dest})
 

@@ -54,7 +54,79 @@ class Combine:
     expression: tuple
 
 
-Node = Sensor | Window | Union | Combine
+@dataclass(frozen=True)
+class Element:
+    """One element of a pattern: `var: STREAM` (`stream` indexes the pattern's streams), Kleene (`+`),
+    negated (`!`), or a registered unary operator over the stream; `link` is the binary operator
+    joining it to the element before (None: the built-in `->`)."""
+
+    var: str
+    stream: int
+    kleene: bool = False
+    negated: bool = False
+    operator: str | None = None
+    link: str | None = None
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One condition of a pattern's `where` (its top-level `and`s split): the compiler's canonical
+    expression, with sensors compared as codes (`("code", n)`); the elements it reads, those it reads
+    inside an aggregate, the negated element it belongs to (-1: none), and its pass probability."""
+
+    expression: tuple
+    positions: tuple[int, ...]
+    aggregated: tuple[int, ...] = ()
+    negated: int = -1
+    probability: float = 0.5
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A pattern (SPEC §4) as its operator tree.
+
+    `feeds` say what the engine hands it: (node id, stream index, copies); a pattern partitioned by
+    sensor reads the sensors (and derived streams) of its partition directly, not the unions its
+    elements name. `tree` is ("leaf", element, conditions) or ("join", left, right, conditions,
+    negated elements checked there); `final` lists the conditions and negations checked once a match
+    is whole (a trailing negation's). Conditions are indices into `conditions`, in the order they
+    are tested. `names` gives each output stream the variable names its workflow wrote.
+    """
+
+    id: str
+    feeds: tuple[tuple[str, int, int], ...]
+    elements: tuple[Element, ...]
+    within: int
+    tree: tuple
+    conditions: tuple[Condition, ...] = ()
+    final: tuple = ((), ())
+    strategy: str = "any"
+    emit: str = "all"
+    by_sensor: bool = False
+    yield_: tuple | None = None
+    limit: int = 10_000
+    names: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(node for node, _, _ in self.feeds))
+
+
+Node = Sensor | Window | Union | Combine | Pattern
+
+# Where a run keeps the pass counts of pattern conditions it measured, in the job's folder; the next
+# `sscript compile` into that folder orders conditions and chooses tree shapes by them.
+SELECTIVITY = "selectivity.json"
+
+# Codes of derived streams: what a derived tuple carries as its `sensor`. Sensors are numbered
+# 0, 1, ... (sorted by id); a derived stream's code comes from its node id, so every partition and
+# every stage agrees on it without a table.
+DERIVED_CODES = 1 << 30
+
+
+def derived_code(node_id: str) -> int:
+    """The code of a derived stream (node id "kind:<10 hex digits>"): 2^30 plus 28 bits of its id."""
+    return DERIVED_CODES + int(node_id.rsplit(":", 1)[1][:7], 16)
 
 
 @dataclass(frozen=True)
@@ -113,10 +185,20 @@ class Job:
     replicas: dict[str, tuple[int, ...]] = field(default_factory=dict)
     # Stages 3, 4, ...: only the naive placement hash by sensor id (a shuffle per level) has them.
     later_stages: tuple[tuple[Program | None, ...], ...] = ()
+    # Names of derived streams (code -> name) in each workflow, for the events of pattern matches.
+    stream_names: dict[str, dict[int, str]] = field(default_factory=dict)
+    operator_files: tuple[str, ...] = ()  # Python files registering operators, relative to job.py
 
     @property
     def partitions(self) -> int:
         return len(self.first_stage)
+
+    @property
+    def has_matches(self) -> bool:
+        """Whether a pattern stream is among the outputs (its rows carry start_ts, end_ts, events)."""
+        return any(isinstance(node, Pattern) and node.id in program.outputs
+                   for program in (*self.first_stage, *self.second_stage) if program is not None
+                   for node in program.nodes)
 
     @property
     def has_second_stage(self) -> bool:

@@ -3,13 +3,14 @@ user's terms (batches, readings, windows), end the input for `--once`."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sensorscript.runtime.packets import END_OF_INPUT
-from sensorscript.runtime.program import Job
+from sensorscript.runtime.program import SELECTIVITY, Job
 from sensorscript.runtime.session import spark_session
 from sensorscript.runtime.sinks import open_sink
 
@@ -25,7 +26,11 @@ class RunSummary:
     forwarded: int = 0  # tuples sent to second operators (over cut edges, and local inputs beside them)
     forwarded_remote: int = 0  # those sent to another partition's second operator: cut edges
     forward_packets: int = 0  # the rows that carried them
+    matches: int = 0  # result rows of pattern streams
+    cut: int = 0  # partial matches the patterns' caps cut
     seconds: float = 0.0
+    # Per pattern node and condition: [rows tested, rows passed] (kept in OUT/selectivity.json).
+    selectivity: dict = field(default_factory=dict)
 
 
 def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink: str | None = None, spark=None,
@@ -43,7 +48,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         _reset_sink(sink_spec)
     control = checkpoint / "control"
     control.mkdir(parents=True, exist_ok=True)
-    target = open_sink(sink_spec)
+    target = open_sink(sink_spec, matches=job.has_matches)
     spark = spark or spark_session(job, master)
     summary = RunSummary()
     started = time.monotonic()
@@ -67,8 +72,19 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         summary.forwarded += int(metrics.get("forwarded", 0))
         summary.forwarded_remote += int(metrics.get("forwarded_remote", 0))
         summary.forward_packets += int(metrics.get("forward_packets", 0))
+        matches = int(results["events"].notna().sum()) if "events" in results else 0
+        cut = int(sum(v for k, v in metrics.items() if k.startswith("pattern_cut:")))
+        summary.matches += matches
+        summary.cut += cut
+        for key, count in metrics.items():
+            if key.startswith(("pattern_tested:", "pattern_passed:")):
+                what, node, condition = key.split(":", 3)[0], *key.split(":", 1)[1].rsplit(":", 1)
+                entry = summary.selectivity.setdefault(node, {}).setdefault(condition, [0, 0])
+                entry[0 if what == "pattern_tested" else 1] += int(count)
         echo(f"batch {batch_id}: {readings:,} readings, {len(quarantine):,} quarantined, {late:,} late, "
-             f"{len(results):,} results" + (f", {dbz} divisions by zero skipped" if dbz else "")
+             f"{len(results):,} results" + (f" ({matches:,} pattern matches)" if matches else "")
+             + (f", {dbz} divisions by zero skipped" if dbz else "")
+             + (f", {cut:,} partial matches cut by the patterns' limit" if cut else "")
              + f" ({time.monotonic() - t0:.1f} s to write)")
 
     streamed = source.startswith(("socket://", "kafka://"))
@@ -97,7 +113,21 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         echo("stopping: the checkpoint keeps the state, a new run continues from here")
         query.stop()
     summary.seconds = time.monotonic() - started
+    if summary.selectivity:
+        record_selectivity(out / SELECTIVITY, summary.selectivity)
     return summary
+
+
+def record_selectivity(path: Path, measured: dict) -> None:
+    """Add a run's measured pass counts of pattern conditions to OUT/selectivity.json, which the next
+    `sscript compile` into OUT reads to order conditions and choose tree shapes."""
+    known = json.loads(path.read_text()) if path.exists() else {}
+    for node, conditions in measured.items():
+        for condition, (tested, passed) in conditions.items():
+            entry = known.setdefault(node, {}).setdefault(condition, [0, 0])
+            entry[0] += tested
+            entry[1] += passed
+    path.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
 
 
 class JobFailed(RuntimeError):

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 RESULT_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version")
+MATCH_COLUMNS = ("start_ts", "end_ts", "events")  # pattern matches add these (SPEC §7)
 QUARANTINE_COLUMNS = ("raw", "reason")
 
 
@@ -35,16 +36,19 @@ class Sink(ABC):
     def describe(self) -> str: ...
 
 
-def open_sink(spec: str) -> Sink:
+def open_sink(spec: str, matches: bool = False) -> Sink:
+    """`matches`: the job has pattern streams among its outputs, so results carry MATCH_COLUMNS too
+    (always in SQLite, where they are empty for other streams)."""
     kind, _, path = spec.partition(":")
+    columns = RESULT_COLUMNS + (MATCH_COLUMNS if matches else ())
     if kind == "sqlite":
         return SQLiteSink(Path(path))
     if kind == "csv":
-        return CsvSink(Path(path))
+        return CsvSink(Path(path), columns)
     if kind == "parquet":
-        return ParquetSink(Path(path))
+        return ParquetSink(Path(path), columns)
     if kind == "console":
-        return ConsoleSink()
+        return ConsoleSink(columns)
     raise ValueError(f"unknown sink '{spec}': use sqlite:PATH, csv:PATH, parquet:PATH or console")
 
 
@@ -55,11 +59,16 @@ class SQLiteSink(Sink):
         with self._connect() as db:
             db.executescript("""
                 CREATE TABLE IF NOT EXISTS results (stream TEXT NOT NULL, ts INTEGER NOT NULL,
-                    window_start INTEGER, window_end INTEGER, value REAL NOT NULL, version INTEGER NOT NULL);
+                    window_start INTEGER, window_end INTEGER, value REAL NOT NULL, version INTEGER NOT NULL,
+                    start_ts INTEGER, end_ts INTEGER, events TEXT);
                 CREATE TABLE IF NOT EXISTS quarantine (raw TEXT NOT NULL, reason TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS sscript_batches (batch_id INTEGER PRIMARY KEY);
                 CREATE INDEX IF NOT EXISTS results_by_stream ON results (stream, ts);
             """)
+            present = {row[1] for row in db.execute("PRAGMA table_info(results)")}
+            for column, kind in (("start_ts", "INTEGER"), ("end_ts", "INTEGER"), ("events", "TEXT")):
+                if column not in present:  # a results table written before patterns ran
+                    db.execute(f"ALTER TABLE results ADD COLUMN {column} {kind}")
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=60)
@@ -68,7 +77,9 @@ class SQLiteSink(Sink):
         with self._connect() as db:  # one transaction: the rows and the batch id, or nothing
             if db.execute("SELECT 1 FROM sscript_batches WHERE batch_id = ?", (batch_id,)).fetchone():
                 return
-            db.executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?)", _records(results, RESULT_COLUMNS))
+            columns = RESULT_COLUMNS + MATCH_COLUMNS
+            db.executemany(f"INSERT INTO results ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                           _records(results, columns))
             db.executemany("INSERT INTO quarantine VALUES (?, ?)", _records(quarantine, QUARANTINE_COLUMNS))
             db.execute("INSERT INTO sscript_batches VALUES (?)", (batch_id,))
 
@@ -79,8 +90,9 @@ class SQLiteSink(Sink):
 class _FileSink(Sink):
     """Shared by the CSV and Parquet sinks: a journal of written batch ids beside the output."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, columns: tuple[str, ...] = RESULT_COLUMNS):
         self.path = path
+        self.columns = columns
         self.quarantine = path.parent / "quarantine"
         self.journal = path.parent / f".{path.name}.batches"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,8 +119,8 @@ class CsvSink(_FileSink):
         with self.path.open("a", newline="") as f:
             writer = csv.writer(f)
             if new:
-                writer.writerow(RESULT_COLUMNS)
-            writer.writerows(("" if v is None else v for v in row) for row in _records(results, RESULT_COLUMNS))
+                writer.writerow(self.columns)
+            writer.writerows(("" if v is None else v for v in row) for row in _records(results, self.columns))
         self._write_quarantine(batch_id, quarantine)
         self._done(batch_id)
 
@@ -119,8 +131,8 @@ class CsvSink(_FileSink):
 class ParquetSink(_FileSink):
     """A folder of Parquet files, one per batch; the quarantine/ folder and journal sit beside it."""
 
-    def __init__(self, path: Path):
-        super().__init__(path)
+    def __init__(self, path: Path, columns: tuple[str, ...] = RESULT_COLUMNS):
+        super().__init__(path, columns)
         self.folder = path
         path.mkdir(parents=True, exist_ok=True)
 
@@ -128,8 +140,10 @@ class ParquetSink(_FileSink):
         if self._written(batch_id):
             return
         if len(results):
-            results.loc[:, list(RESULT_COLUMNS)].astype(
-                {"window_start": "Int64", "window_end": "Int64", "ts": "int64", "version": "int32"}).to_parquet(
+            types = {"window_start": "Int64", "window_end": "Int64", "ts": "int64", "version": "int32"}
+            if "events" in self.columns:
+                types.update({"start_ts": "Int64", "end_ts": "Int64", "events": "string"})
+            results.reindex(columns=list(self.columns)).astype(types).to_parquet(
                 self.folder / f"batch-{batch_id:06d}.parquet", index=False)
         self._write_quarantine(batch_id, quarantine)
         self._done(batch_id)
@@ -139,9 +153,12 @@ class ParquetSink(_FileSink):
 
 
 class ConsoleSink(Sink):
+    def __init__(self, columns: tuple[str, ...] = RESULT_COLUMNS):
+        self.columns = columns
+
     def write(self, batch_id, results, quarantine):
-        for row in _records(results, RESULT_COLUMNS):
-            print(json.dumps(dict(zip(RESULT_COLUMNS, row))))
+        for row in _records(results, self.columns):
+            print(json.dumps(dict(zip(self.columns, row))))
         for row in _records(quarantine, QUARANTINE_COLUMNS):
             print("quarantine: " + json.dumps(dict(zip(QUARANTINE_COLUMNS, row))))
 
@@ -153,12 +170,13 @@ def _records(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple]:
     """Rows as plain Python values, with None for missing window bounds."""
     if frame is None or not len(frame):
         return []
-    out = frame.loc[:, list(columns)].astype(object)
+    out = frame.reindex(columns=list(columns)).astype(object)
     out = out.where(pd.notna(out), None)
+    integers = ("ts", "window_start", "window_end", "version", "start_ts", "end_ts")
     rows = []
     for row in out.itertuples(index=False, name=None):
-        rows.append(tuple(int(v) if isinstance(v, float) and c in ("ts", "window_start", "window_end", "version")
-                          and v is not None else v for v, c in zip(row, columns)))
+        rows.append(tuple(int(v) if isinstance(v, float) and c in integers and v is not None else v
+                          for v, c in zip(row, columns)))
     return rows
 
 

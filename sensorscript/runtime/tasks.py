@@ -57,7 +57,7 @@ class FirstStage:
         state.policy.observe(ts)
         if end_of_input:  # the watermark moves to +infinity: everything pending is emitted
             results.append(self.engine.process(state.engine, _EMPTY_I, _EMPTY_I, _EMPTY_F, POS_INF))
-        return Step(results, state.engine.watermark)
+        return Step(results, results[-1].mark)
 
 
 class LaterStage:
@@ -73,7 +73,7 @@ class LaterStage:
     def step(self, state: LaterStageState, forwarded: list[tuple[int, Tuples]],
              heartbeats: dict[int, int]) -> BatchResult:
         """`forwarded`: (input code, tuples) received this batch; `heartbeats`: sender id -> watermark.
-        The stage's own watermark (its heartbeat onwards) is `state.engine.watermark` after."""
+        The stage's own heartbeat onwards is the result's `mark`."""
         for sender, watermark in heartbeats.items():
             state.heartbeats[sender] = max(state.heartbeats.get(sender, NEG_INF), watermark)
         watermark = min((state.heartbeats.get(s, NEG_INF) for s in self.senders), default=NEG_INF)
@@ -81,7 +81,8 @@ class LaterStage:
         code = np.concatenate([np.full(len(t), c, np.int64) for c, t in parts]) if parts else _EMPTY_I
         ts = np.concatenate([t.ts for _, t in parts]) if parts else _EMPTY_I
         value = np.concatenate([t.value for _, t in parts]) if parts else _EMPTY_F
-        return self.engine.process(state.engine, code, ts, value, watermark)
+        source = np.concatenate([t.source for _, t in parts]) if parts else np.empty(0, np.int32)
+        return self.engine.process(state.engine, code, ts, value, watermark, source)
 
 
 class LocalRun:
@@ -130,5 +131,5 @@ class LocalRun:
                 if key in forwarded or key in heartbeats:
                     result = task.step(state, forwarded.get(key, []), heartbeats.get(key, {}))
                     emitted.append((task.engine.program, result))
-                    send(task.engine.program, result, state.engine.watermark)
+                    send(task.engine.program, result, result.mark)
         return emitted

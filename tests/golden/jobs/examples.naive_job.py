@@ -239,7 +239,7 @@ def workflow_deck_vibration(readings: DataFrame) -> dict:
 
 # ---- workflow pier_alarms (pier_alarms.ss, 6 statements) -----------------------------------
 def workflow_pier_alarms(readings: DataFrame) -> dict:
-    # left out (pattern streams need the CEP stage): FLOOD, SURGE, SURGES_PER_HOUR
+    # left out (Spark has no pattern operator): FLOOD, JUMP, SURGE
     return {
     }
 

@@ -1,0 +1,619 @@
+"""The CEP stage's matcher: one pattern's operator tree over the events of one partition.
+
+Events reach a pattern as their streams produce them; they are matched in the pattern's total
+order (event time, sensor, value, stream) once the watermark has passed them, so matches depend
+neither on arrival order nor on how the input was cut into micro-batches. Each batch releases the
+events below the watermark and the tree computes the partial matches they complete:
+
+- a leaf makes one composite per event of its element (the events a unary operator keeps; for a
+  Kleene element, every closure of events that ends with a new one);
+- a join combines the partial matches of its left and right subtrees that its link accepts
+  (`->`: left.end < right.start; `strict`: the right one starts with the event right after the
+  left one's last, in the key's input), that fit `within`, and that pass the conditions and
+  negations the compiler pushed down to it, tested in its order. New matches at a join are
+  all-left x new-right (and new-left x old-right when a link may go back in time); a subtree keeps
+  its partial matches while they may still join.
+
+Strategy `next` runs as runs (runtime/cep/runs.py): one per event that can start the pattern.
+
+State is bounded: the events and partial matches older than `within` behind the watermark are
+dropped, and each node keeps at most `limit` partial matches per key (what the cap cuts is
+counted and reported).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sensorscript.runtime import program as p
+from sensorscript.runtime.cep.conditions import Frame, holds, value_of
+from sensorscript.runtime.cep.operators import (FOLLOWED_BY, BinaryOperator, Composite, Event, registered)
+from sensorscript.runtime.cep.tables import (ClosureStore, EventStore, Table, concat, ranges, segment_keys, size,
+                                             take)
+
+NEG_INF = np.iinfo(np.int64).min
+POS_INF = np.iinfo(np.int64).max
+_I64 = np.int64
+
+
+@dataclass
+class PatternState:
+    watermark: int = NEG_INF
+    pending: dict = field(default_factory=dict)  # ts, value, src, k of events not yet final
+    store: EventStore = field(default_factory=EventStore)
+    closures: ClosureStore = field(default_factory=ClosureStore)
+    next_seq: dict = field(default_factory=lambda: {"grp": np.empty(0, _I64), "seq": np.empty(0, _I64)})
+    tables: dict = field(default_factory=dict)  # tree node -> its partial matches that may still join
+    unary: dict = field(default_factory=dict)  # element -> {key: the unary operator's state}
+    runs: dict = field(default_factory=dict)  # strategy next: the runs still going
+    waiting: dict = field(default_factory=dict)  # whole matches waiting for the end of their window
+    emitted: dict = field(default_factory=lambda: {"id": np.empty(0, _I64), "ts": np.empty(0, _I64)})
+    tested: np.ndarray | None = None  # per condition: rows tested, rows passed (selectivity feedback)
+    passed: np.ndarray | None = None
+    cut: int = 0  # partial matches the cap cut, all batches
+    divided: int = 0  # matches skipped for a division by zero in `yield`
+
+
+@dataclass
+class Matches:
+    """What a batch emits: match times, values, intervals, and the bound events of each match as
+    (element, event ts, value, sensor code) tuples."""
+
+    ts: np.ndarray
+    value: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    events: list
+
+    @staticmethod
+    def empty() -> "Matches":
+        e = np.empty(0, _I64)
+        return Matches(e, np.empty(0), e, e, [])
+
+
+class Matcher:
+    """Runs one `p.Pattern` (its declaration) batch after batch over a `PatternState`."""
+
+    def __init__(self, pattern: p.Pattern):
+        self.pattern = pattern
+        self.within = pattern.within
+        self.elements = pattern.elements
+        self.positives = [i for i, e in enumerate(pattern.elements) if not e.negated]
+        self.kleene = frozenset(i for i, e in enumerate(pattern.elements) if e.kleene)
+        operators = registered()
+        self.unary = {i: operators[e.operator] for i, e in enumerate(pattern.elements) if e.operator}
+        self.links = {i: operators[e.link or FOLLOWED_BY] for i, e in enumerate(pattern.elements) if i}
+        self.monotone = all(getattr(op, "monotone", False) for op in self.links.values()) and not self.unary
+        self.strict = pattern.strategy == "strict"
+        self.trailing = [i for i in range(self.positives[-1] + 1, len(pattern.elements))]
+        # Negated element -> (positive element before it, positive element after it or None).
+        self.gaps = {}
+        for i, e in enumerate(pattern.elements):
+            if e.negated:
+                before = max(j for j in self.positives if j < i)
+                after = min((j for j in self.positives if j > i), default=None)
+                self.gaps[i] = (before, after)
+        self.nodes = _flatten(pattern.tree)
+
+    # ------------------------------------------------------------------ state
+
+    def new_state(self) -> PatternState:
+        state = PatternState()
+        count = len(self.pattern.conditions)
+        state.tested, state.passed = np.zeros(count, _I64), np.zeros(count, _I64)
+        return state
+
+    # ------------------------------------------------------------------ a batch
+
+    def step(self, state: PatternState, arrivals: list[tuple[int, object]], watermark: int) -> Matches:
+        """Take this batch's events (stream index, Tuples) and the watermark in force; emit the
+        matches completed by the events it makes final."""
+        watermark = max(watermark, state.watermark)
+        new = self.release(state, arrivals, watermark)
+        if self.pattern.strategy == "next":
+            from sensorscript.runtime.cep.runs import advance_runs
+
+            whole = advance_runs(self, state, new, watermark)
+        else:
+            whole = self.evaluate(self.pattern.tree, "", state, new, watermark) if len(new) or self.unary else {}
+            whole = self.check_final(whole, state) if not self.trailing else whole
+        matches = self.complete(state, whole, watermark)
+        self.forget(state, watermark)
+        state.watermark = watermark
+        return matches
+
+    def holdback(self, state: PatternState) -> int:
+        """The earliest time a match still to come may carry: the watermark, unless a link or unary
+        operator may make a match earlier than its last event (then, the earliest partial match's
+        start), or a run of strategy next still collects a trailing Kleene closure."""
+        mark = state.watermark
+        starts = []
+        if not self.monotone:
+            starts += [t["start"] for t in state.tables.values() if size(t)]
+        if self.pattern.strategy == "next" and self.positives[-1] in self.kleene and size(state.runs):
+            starts.append(state.runs["min"])  # a trailing closure is emitted when its window ends
+        for column in starts:
+            if len(column):
+                mark = min(mark, int(column.min()))
+        return mark
+
+    # ------------------------------------------------------------------ release
+
+    def release(self, state: PatternState, arrivals: list[tuple[int, object]], watermark: int) -> np.ndarray:
+        """Add arrivals to the pending events; make final (number and store) those below the
+        watermark, in the total order. Returns their ids."""
+        parts = [state.pending] if state.pending else []
+        for k, tuples in arrivals:
+            if len(tuples):
+                parts.append({"ts": tuples.ts.astype(_I64), "value": tuples.value.astype(np.float64),
+                              "src": tuples.source.astype(_I64), "k": np.full(len(tuples), k, _I64)})
+        pending = {name: np.concatenate([part[name] for part in parts]) for name in ("ts", "value", "src", "k")} \
+            if parts else {}
+        if not pending or not len(pending["ts"]):
+            state.pending = {}
+            return np.empty(0, _I64)
+        final = pending["ts"] < watermark
+        state.pending = {name: column[~final] for name, column in pending.items()} if not final.all() else {}
+        ts, value, src, k = (pending[name][final] for name in ("ts", "value", "src", "k"))
+        order = np.lexsort((k, value, src, ts))
+        ts, value, src, k = ts[order], value[order], src[order], k[order]
+        grp = src if self.pattern.by_sensor else np.zeros(len(ts), _I64)
+        seq = self._sequence(state, grp)
+        return state.store.append(ts, value, src, grp, seq, k)
+
+    def _sequence(self, state: PatternState, grp: np.ndarray) -> np.ndarray:
+        """Each event's place in its key's input: the keys' counts carry on from batch to batch."""
+        if not len(grp):
+            return np.empty(0, _I64)
+        order = np.argsort(grp, kind="stable")
+        sorted_grp = grp[order]
+        starts = np.flatnonzero(np.r_[True, sorted_grp[1:] != sorted_grp[:-1]])
+        counts = np.diff(np.r_[starts, len(grp)])
+        keys = sorted_grp[starts]
+        base = self.next_seq_of(state, keys)
+        seq = np.empty(len(grp), _I64)
+        seq[order] = np.repeat(base, counts) + ranges(counts)
+        known = state.next_seq
+        others = ~np.isin(known["grp"], keys)
+        merged_grp = np.concatenate([known["grp"][others], keys])
+        merged_seq = np.concatenate([known["seq"][others], base + counts])
+        index = np.argsort(merged_grp)
+        state.next_seq = {"grp": merged_grp[index], "seq": merged_seq[index]}
+        return seq
+
+    def next_seq_of(self, state: PatternState, grp: np.ndarray) -> np.ndarray:
+        known = state.next_seq
+        if not len(known["grp"]):
+            return np.zeros(len(grp), _I64)
+        at = np.minimum(np.searchsorted(known["grp"], grp), len(known["grp"]) - 1)
+        return np.where(known["grp"][at] == grp, known["seq"][at], 0)
+
+    # ------------------------------------------------------------------ the tree
+
+    def evaluate(self, node: tuple, path: str, state: PatternState, new: np.ndarray, watermark: int) -> Table:
+        """The new partial matches of a subtree this batch (those holding a new event)."""
+        if node[0] == "leaf":
+            made = self.leaf(node, path, state, new)
+        else:
+            _, left, right, conditions, negations = node
+            new_left = self.evaluate(left, path + "L", state, new, watermark)
+            new_right = self.evaluate(right, path + "R", state, new, watermark)
+            link = self.links[_first_element(right)]
+            every_left = state.tables.get(path + "L", {})
+            made = self.join(every_left, new_right, link, state)
+            if not self.monotone and size(new_left):
+                old_right = _older(state.tables.get(path + "R", {}), new_right)
+                made = concat([made, self.join(new_left, old_right, link, state)])
+            made = self.test(made, conditions, negations, state)
+        if not path:
+            return made  # whole matches: output, not state
+        made = self.cap(made, state.tables.get(path, {}), state)
+        if path.endswith("L") or not self.monotone:  # kept while it may still join
+            state.tables[path] = concat([state.tables.get(path, {}), made])
+        return made
+
+    def leaf(self, node: tuple, path: str, state: PatternState, new: np.ndarray) -> Table:
+        _, element, conditions = node
+        events = self.element_events(element, state, new)
+        if element not in self.kleene:
+            return self.test(events, conditions, (), state)
+        per_event = [c for c in conditions if element not in self.pattern.conditions[c].aggregated]
+        per_closure = [c for c in conditions if element in self.pattern.conditions[c].aggregated]
+        events = self.test(events, per_event, (), state, single=frozenset((element,)))
+        closures = self.closures(element, path, state, events)
+        return self.test(closures, per_closure, (), state)
+
+    def element_events(self, element: int, state: PatternState, new: np.ndarray) -> Table:
+        """One composite per new event of the element's stream (those a unary operator keeps)."""
+        store = state.store
+        rows = new - store.base
+        mine = rows[store.k[rows] == self.elements[element].stream]
+        ids = mine + store.base
+        ts = store.ts[mine]
+        start, end = ts, ts
+        operator = self.unary.get(element)
+        if operator is not None:
+            ids, start, end = self._unary(element, operator, state, ids)
+            mine, ts = ids - store.base, store.ts[ids - store.base]
+        table = {"grp": store.grp[mine], "min": ts, "max": ts, "start": start, "end": end,
+                 "fseq": store.seq[mine], "lseq": store.seq[mine], f"e{element}": ids}
+        if element in self.kleene:
+            table[f"o{element}"] = np.zeros(len(ids), _I64)
+            table[f"n{element}"] = np.ones(len(ids), _I64)
+        return table
+
+    def _unary(self, element: int, operator, state: PatternState, ids: np.ndarray):
+        """The unary operator over the element's events, per key and in order (its state per key)."""
+        store = state.store
+        states = state.unary.setdefault(element, {})
+        kept, starts, ends = [], [], []
+        for event_id in ids.tolist():
+            row = event_id - store.base
+            key = int(store.grp[row])
+            seen = Event(int(store.ts[row]), float(store.value[row]), int(store.src[row]))
+            current = states.get(key)
+            if operator.Q(current, seen):
+                start, end = operator.F(current, seen)
+                kept.append(event_id)
+                starts.append(start)
+                ends.append(end)
+            states[key] = operator.Z(current, seen)
+        return np.array(kept, _I64), np.array(starts, _I64), np.array(ends, _I64)
+
+    def closures(self, element: int, path: str, state: PatternState, events: Table) -> Table:
+        """Kleene closures ending with a new event: the new events alone, and every closure kept
+        (and every one made this batch) extended by a later new event (strict: by the event right
+        after it), with strictly increasing times, within the window."""
+        kept_key = path + "K"
+        old = state.tables.get(kept_key, {})
+        singles = dict(events)
+        if size(events):
+            singles[f"o{element}"] = state.closures.add([events[f"e{element}"]], np.ones(size(events), _I64))
+        made = [singles]
+        grown = concat([self._extend(element, old, events, state), self._extend(element, singles, events, state)])
+        while size(grown):
+            grown = self.cap(grown, concat([old] + made), state)
+            made.append(grown)
+            grown = self._extend(element, grown, events, state)
+        made = concat(made)
+        state.tables[kept_key] = concat([old, made])
+        return made
+
+    def _extend(self, element: int, closures: Table, events: Table, state: PatternState) -> Table:
+        """Each closure extended by each event that may follow it."""
+        if not size(closures) or not size(events):
+            return {}
+        if self.strict:
+            left, right = _equal_join(closures["grp"], closures["lseq"] + 1, events["grp"], events["fseq"])
+        else:
+            left, right = _range_join(closures["grp"], closures["max"], closures["min"] + self.within,
+                                      events["grp"], events["min"])
+        ok = (events["min"][right] > closures["max"][left]) & (events["min"][right] - closures["min"][left] < self.within)
+        left, right = left[ok], right[ok]
+        if not len(left):
+            return {}
+        lengths = closures[f"n{element}"][left]
+        members = state.closures.members(closures[f"o{element}"][left], lengths)
+        added = events[f"e{element}"][right]
+        # Each old run, then its new event: the runs grow by one.
+        new_lengths = lengths + 1
+        flat = np.empty(int(new_lengths.sum()), _I64)
+        ends = np.cumsum(new_lengths) - 1
+        keep = np.ones(len(flat), bool)
+        keep[ends] = False
+        flat[keep] = members
+        flat[ends] = added
+        offsets = state.closures.add([flat], np.array([len(flat)], _I64))[0] + np.cumsum(new_lengths) - new_lengths
+        out = take(closures, left)
+        out["max"], out["end"], out["lseq"] = events["max"][right], events["end"][right], events["lseq"][right]
+        out[f"o{element}"], out[f"n{element}"] = offsets.astype(_I64), new_lengths
+        return out
+
+    def join(self, left: Table, right: Table, link: BinaryOperator, state: PatternState) -> Table:
+        """Pairs of partial matches the link accepts, within the window."""
+        if not size(left) or not size(right):
+            return {}
+        within = self.within
+        if self.strict:
+            li, ri = _equal_join(left["grp"], left["lseq"] + 1, right["grp"], right["fseq"])
+        elif self.monotone:
+            li, ri = _range_join(left["grp"], left["end"], left["min"] + within, right["grp"], right["start"])
+        else:  # any order in time: the window bounds the candidates
+            li, ri = _range_join(left["grp"], left["max"] - within, left["min"] + within, right["grp"], right["min"])
+        low = np.minimum(left["min"][li], right["min"][ri])
+        high = np.maximum(left["max"][li], right["max"][ri])
+        ok = high - low < within
+        li, ri, low, high = li[ok], ri[ok], low[ok], high[ok]
+        if self.monotone:
+            ok = left["end"][li] < right["start"][ri]
+            li, ri, low, high = li[ok], ri[ok], low[ok], high[ok]
+            start, end = left["start"][li], right["end"][ri]
+        else:
+            start, end, ok = _apply_link(link, left, right, li, ri)
+            li, ri, low, high, start, end = li[ok], ri[ok], low[ok], high[ok], start[ok], end[ok]
+        out = take(left, li)
+        for name, column in right.items():
+            if name not in ("grp", "min", "max", "start", "end", "fseq", "lseq"):
+                out[name] = column[ri]
+        out["min"], out["max"], out["start"], out["end"] = low, high, start, end
+        out["lseq"] = right["lseq"][ri]
+        return out
+
+    # ------------------------------------------------------------------ conditions
+
+    def test(self, table: Table, conditions, negations, state: PatternState, single: frozenset = frozenset()) -> Table:
+        """Keep the rows that pass the conditions (in the order given) and the negations. `single`:
+        Kleene elements whose rows hold one event (a closure's candidates), read directly."""
+        for index in conditions:
+            if not size(table):
+                return {}
+            frame = Frame(table, state.store, state.closures, self.kleene)
+            frame.single = set(single)
+            ok = holds(self.pattern.conditions[index].expression, frame)
+            state.tested[index] += len(ok)
+            state.passed[index] += int(ok.sum())
+            table = take(table, ok)
+        for element in negations:
+            if not size(table):
+                return {}
+            table = take(table, self.negation_holds(element, table, state))
+        return table
+
+    def negation_holds(self, element: int, table: Table, state: PatternState) -> np.ndarray:
+        """No event of the negated element's stream in its gap passes the element's conditions."""
+        before, after = self.gaps[element]
+        store = state.store
+        low = self._last_ts(before, table, state)
+        if after is None:
+            high = table["min"] + self.within
+        else:
+            high = store.ts[table[f"e{after}"] - store.base]
+        rows = np.flatnonzero(store.k == self.elements[element].stream)
+        mine = [c for c, condition in enumerate(self.pattern.conditions) if condition.negated == element]
+        only_here = [c for c in mine if set(self.pattern.conditions[c].positions) == {element}]
+        if only_here:  # conditions on the negated event alone: filter the candidates once
+            ids = rows + store.base
+            candidates = {"grp": store.grp[rows], "min": store.ts[rows], "max": store.ts[rows],
+                          "start": store.ts[rows], "end": store.ts[rows], "fseq": store.seq[rows],
+                          "lseq": store.seq[rows], f"e{element}": ids}
+            frame = Frame(candidates, store, state.closures, self.kleene)
+            keep = np.ones(len(rows), bool)
+            for c in only_here:
+                keep &= holds(self.pattern.conditions[c].expression, frame)
+            rows = rows[keep]
+        rest = [c for c in mine if c not in only_here]
+        li, ri = _range_join(table["grp"], low, high, store.grp[rows], store.ts[rows])
+        if not rest:
+            return np.bincount(li, minlength=size(table)) == 0
+        pairs = take(table, li)
+        pairs[f"e{element}"] = rows[ri] + store.base
+        frame = Frame(pairs, store, state.closures, self.kleene)
+        violates = np.ones(len(li), bool)
+        for c in rest:
+            violates &= holds(self.pattern.conditions[c].expression, frame)
+        return np.bincount(li[violates], minlength=size(table)) == 0
+
+    def _last_ts(self, element: int, table: Table, state: PatternState) -> np.ndarray:
+        store = state.store
+        if element in self.kleene:
+            last = state.closures.ids[table[f"o{element}"] + table[f"n{element}"] - 1]
+        else:
+            last = table[f"e{element}"]
+        return store.ts[last - store.base]
+
+    def check_final(self, table: Table, state: PatternState) -> Table:
+        conditions, negations = self.pattern.final
+        return self.test(table, conditions, negations, state)
+
+    def cap(self, made: Table, kept: Table, state: PatternState) -> Table:
+        """At most `limit` partial matches per key: new ones beyond it are cut (and counted)."""
+        limit = self.pattern.limit
+        if not size(made) or size(made) + size(kept) <= limit:
+            return made
+        grp = made["grp"]
+        order = np.argsort(grp, kind="stable")
+        sorted_grp = grp[order]
+        starts = np.flatnonzero(np.r_[True, sorted_grp[1:] != sorted_grp[:-1]])
+        counts = np.diff(np.r_[starts, len(grp)])
+        place = np.empty(len(grp), _I64)
+        place[order] = ranges(counts)
+        if size(kept):
+            keys, already = np.unique(kept["grp"], return_counts=True)
+            at = np.minimum(np.searchsorted(keys, grp), len(keys) - 1)
+            before = np.where(keys[at] == grp, already[at], 0)
+        else:
+            before = 0
+        keep = place + before < limit
+        state.cut += int((~keep).sum())
+        return take(made, keep)
+
+    # ------------------------------------------------------------------ matches
+
+    def complete(self, state: PatternState, whole: Table, watermark: int) -> Matches:
+        """Matches out: a trailing negation's wait for the end of the window, emit first, yield."""
+        if self.trailing:
+            waiting = concat([state.waiting, whole]) if size(state.waiting) else whole
+            due = waiting["min"] + self.within <= watermark if size(waiting) else np.zeros(0, bool)
+            state.waiting = take(waiting, ~due) if size(waiting) else {}
+            whole = self.check_final(take(waiting, due), state) if size(waiting) else {}
+            ts_column = whole["min"] + self.within - 1 if size(whole) else np.empty(0, _I64)
+            start = whole["min"] if size(whole) else np.empty(0, _I64)
+        else:
+            ts_column = whole["end"] if size(whole) else np.empty(0, _I64)
+            start = whole["start"] if size(whole) else np.empty(0, _I64)
+        if not size(whole):
+            return Matches.empty()
+        order = self._emit_order(whole, ts_column, state)
+        whole, ts_column, start = take(whole, order), ts_column[order], start[order]
+        if self.pattern.yield_ is not None:
+            values, divided = value_of(self.pattern.yield_, Frame(whole, state.store, state.closures, self.kleene))
+            state.divided += int(divided.sum())
+            keep = ~divided
+            whole, ts_column, start, values = take(whole, keep), ts_column[keep], start[keep], values[keep]
+        else:
+            values = np.ones(size(whole))
+        return Matches(ts_column.astype(_I64), values.astype(np.float64), start.astype(_I64),
+                       ts_column.astype(_I64), self._bound_events(whole, state))
+
+    def _emit_order(self, whole: Table, ts_column: np.ndarray, state: PatternState) -> np.ndarray:
+        """Rows in (ts, assignment) order; with `emit first` only the first per start event, and
+        none for a start event that already had its match."""
+        keys = [self._assignment_key(whole, row, state) for row in range(size(whole))]
+        order = sorted(range(size(whole)), key=lambda row: (int(ts_column[row]), keys[row]))
+        if self.pattern.emit != "first":
+            return np.array(order, _I64)
+        first_ids = whole[f"e{self.positives[0]}"]
+        done = set(state.emitted["id"].tolist())
+        chosen, new_ids, new_ts = [], [], []
+        for row in order:
+            start_id = int(first_ids[row])
+            if start_id not in done:
+                done.add(start_id)
+                chosen.append(row)
+                new_ids.append(start_id)
+                new_ts.append(int(whole["min"][row]))
+        state.emitted = {"id": np.concatenate([state.emitted["id"], np.array(new_ids, _I64)]),
+                         "ts": np.concatenate([state.emitted["ts"], np.array(new_ts, _I64)])}
+        return np.array(chosen, _I64)
+
+    def _assignment_key(self, whole: Table, row: int, state: PatternState) -> tuple:
+        key = []
+        for i in self.positives:
+            if i in self.kleene:
+                offset, length = int(whole[f"o{i}"][row]), int(whole[f"n{i}"][row])
+                key.append(tuple(state.closures.ids[offset:offset + length].tolist()))
+            else:
+                key.append((int(whole[f"e{i}"][row]),))
+        return tuple(key)
+
+    def _bound_events(self, whole: Table, state: PatternState) -> list:
+        store = state.store
+        out = []
+        for row in range(size(whole)):
+            bound = []
+            for i in self.positives:
+                if i in self.kleene:
+                    offset, length = int(whole[f"o{i}"][row]), int(whole[f"n{i}"][row])
+                    ids = state.closures.ids[offset:offset + length].tolist()
+                else:
+                    ids = [int(whole[f"e{i}"][row])]
+                for event_id in ids:
+                    r = event_id - store.base
+                    bound.append((i, int(store.ts[r]), float(store.value[r]), int(store.src[r])))
+            out.append(tuple(bound))
+        return out
+
+    # ------------------------------------------------------------------ forgetting
+
+    def forget(self, state: PatternState, watermark: int) -> None:
+        """Drop what no match to come can use: partial matches and events older than the window."""
+        if watermark == POS_INF:
+            state.tables, state.runs, state.closures = {}, {}, ClosureStore()
+            state.store.forget_before(POS_INF)
+            return
+        horizon = watermark - self.within
+        for key, table in list(state.tables.items()):
+            if size(table):
+                keep = table["min"] > horizon
+                if self.strict and (key.endswith("K") or (key.endswith("L") and _single_event(self, key))):
+                    # Strict: a partial match whose next event has come and gone can never grow.
+                    keep &= table["lseq"] + 1 >= self.next_seq_of(state, table["grp"])
+                state.tables[key] = take(table, keep)
+        emitted = state.emitted
+        if len(emitted["id"]):
+            keep = emitted["ts"] > horizon
+            state.emitted = {"id": emitted["id"][keep], "ts": emitted["ts"][keep]}
+        oldest = [horizon + 1]
+        for table in (state.waiting, state.runs):
+            if size(table):
+                oldest.append(int(table["min"].min()))
+        state.store.forget_before(min(oldest))
+        if len(state.closures.ids) > 4 * max(1, self._closure_members(state)):
+            kept = [t for t in state.tables.values() if size(t)] + [t for t in (state.waiting, state.runs) if size(t)]
+            state.closures.compact(kept, sorted(self.kleene))
+
+    def _closure_members(self, state: PatternState) -> int:
+        total = 0
+        for table in list(state.tables.values()) + [state.waiting, state.runs]:
+            for i in self.kleene:
+                if size(table) and f"n{i}" in table:
+                    total += int(table[f"n{i}"].sum())
+        return total
+
+
+# ------------------------------------------------------------------------------ joins
+
+
+def _range_join(left_grp, low, high, right_grp, right_value):
+    """Index pairs (l, r) with equal keys and low[l] < right_value[r] < high[l]."""
+    if not len(left_grp) or not len(right_grp):
+        return np.empty(0, _I64), np.empty(0, _I64)
+    low_key, high_key, right_key = segment_keys([left_grp, left_grp, right_grp], [low, high, right_value])
+    order = np.argsort(right_key, kind="stable")
+    sorted_keys = right_key[order]
+    first = np.searchsorted(sorted_keys, low_key, side="right")
+    last = np.searchsorted(sorted_keys, high_key, side="left")
+    counts = np.maximum(last - first, 0)
+    li = np.repeat(np.arange(len(left_grp), dtype=_I64), counts)
+    ri = order[np.repeat(first, counts) + ranges(counts)]
+    return li, ri
+
+
+def _equal_join(left_grp, left_value, right_grp, right_value):
+    """Index pairs (l, r) with equal keys and equal values."""
+    if not len(left_grp) or not len(right_grp):
+        return np.empty(0, _I64), np.empty(0, _I64)
+    left_key, right_key = segment_keys([left_grp, right_grp], [left_value, right_value])
+    order = np.argsort(right_key, kind="stable")
+    sorted_keys = right_key[order]
+    first = np.searchsorted(sorted_keys, left_key, side="left")
+    last = np.searchsorted(sorted_keys, left_key, side="right")
+    counts = last - first
+    li = np.repeat(np.arange(len(left_grp), dtype=_I64), counts)
+    ri = order[np.repeat(first, counts) + ranges(counts)]
+    return li, ri
+
+
+def _apply_link(link: BinaryOperator, left: Table, right: Table, li, ri):
+    """A registered link's Q and F on each candidate pair (in Python)."""
+    start = np.empty(len(li), _I64)
+    end = np.empty(len(li), _I64)
+    ok = np.zeros(len(li), bool)
+    for n, (a, b) in enumerate(zip(li.tolist(), ri.tolist())):
+        one = Composite(int(left["start"][a]), int(left["end"][a]), int(left["min"][a]), int(left["max"][a]))
+        two = Composite(int(right["start"][b]), int(right["end"][b]), int(right["min"][b]), int(right["max"][b]))
+        if link.Q(one, two):
+            ok[n] = True
+            start[n], end[n] = link.F(one, two)
+    return start, end, ok
+
+
+def _older(every: Table, new: Table) -> Table:
+    """The rows of `every` not among the `new` ones at its end."""
+    if not size(every):
+        return {}
+    return take(every, np.arange(size(every) - size(new)))
+
+
+def _flatten(tree: tuple) -> list[tuple]:
+    nodes = [tree]
+    if tree and tree[0] == "join":
+        nodes += _flatten(tree[1]) + _flatten(tree[2])
+    return nodes
+
+
+def _first_element(node: tuple) -> int:
+    return node[1] if node[0] == "leaf" else _first_element(node[1])
+
+
+def _single_event(matcher: Matcher, key: str) -> bool:
+    """Whether the subtree right of the left child `key` (its sibling) is one plain event."""
+    if key.endswith("K"):  # a Kleene leaf's closures: they grow by the next event or never
+        return True
+    sibling = key[:-1] + "R"
+    node = matcher.pattern.tree
+    for step in sibling:
+        node = node[1] if step == "L" else node[2]
+    return node[0] == "leaf" and node[1] not in matcher.kleene

@@ -1,0 +1,139 @@
+"""The matcher's data: the events a pattern has seen, and partial matches as column tables.
+
+Events are numbered in the order they become final (event time, then sensor, value and stream:
+the pattern's total order), so an event's id also orders it; the store keeps those still within
+`within` of the watermark. A partial match (a composite event) is a row of a `Table`: its key
+(`grp`), the smallest and largest bound event times (`min`, `max`), the interval its operators
+gave it (`start`, `end`), the sequence numbers of its first and last events in its key's input
+(`fseq`, `lseq`: strict contiguity), and per bound element i the event id `e{i}`; a Kleene
+element's events are a run in the closure store (`o{i}` offset, `n{i}` length).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Table = dict  # column name -> numpy array, all of one length
+
+_I64 = np.int64
+_EMPTY = np.empty(0, _I64)
+
+
+def size(table: Table) -> int:
+    return len(table["grp"]) if table else 0
+
+
+def take(table: Table, index) -> Table:
+    return {name: column[index] for name, column in table.items()}
+
+
+def concat(tables: list[Table]) -> Table:
+    tables = [t for t in tables if size(t)]
+    if not tables:
+        return {}
+    if len(tables) == 1:
+        return tables[0]
+    names = tables[0].keys()
+    return {name: np.concatenate([t[name] for t in tables]) for name in names}
+
+
+def ranges(counts: np.ndarray) -> np.ndarray:
+    """[0..c0-1, 0..c1-1, ...] for counts c."""
+    counts = np.asarray(counts, _I64)
+    total = int(counts.sum())
+    if not total:
+        return _EMPTY
+    return np.arange(total, dtype=_I64) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
+def segment_keys(groups: list[np.ndarray], values: list[np.ndarray]) -> list[np.ndarray]:
+    """One sortable int64 per (group, value) pair, the same scale for every array given: for
+    searchsorted over (group, value) in one call."""
+    every_group = np.concatenate(groups) if groups else _EMPTY
+    every_value = np.concatenate(values) if values else _EMPTY
+    if not len(every_value):
+        return [np.empty(0, _I64) for _ in groups]
+    low, high = int(every_value.min()), int(every_value.max())
+    span = high - low + 2
+    ranks = np.unique(every_group)
+    return [np.searchsorted(ranks, g).astype(_I64) * span + (v.astype(_I64) - low) for g, v in zip(groups, values)]
+
+
+@dataclass
+class EventStore:
+    """The final events still needed, in id order. Columns by id - base."""
+
+    base: int = 0
+    ts: np.ndarray = field(default_factory=lambda: _EMPTY)
+    value: np.ndarray = field(default_factory=lambda: np.empty(0, np.float64))
+    src: np.ndarray = field(default_factory=lambda: _EMPTY)
+    grp: np.ndarray = field(default_factory=lambda: _EMPTY)
+    seq: np.ndarray = field(default_factory=lambda: _EMPTY)
+    k: np.ndarray = field(default_factory=lambda: _EMPTY)
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    @property
+    def end(self) -> int:
+        """The id the next event gets."""
+        return self.base + len(self.ts)
+
+    def append(self, ts, value, src, grp, seq, k) -> np.ndarray:
+        ids = np.arange(self.end, self.end + len(ts), dtype=_I64)
+        self.ts = np.concatenate([self.ts, ts])
+        self.value = np.concatenate([self.value, value])
+        self.src = np.concatenate([self.src, src])
+        self.grp = np.concatenate([self.grp, grp])
+        self.seq = np.concatenate([self.seq, seq])
+        self.k = np.concatenate([self.k, k])
+        return ids
+
+    def forget_before(self, ts: int) -> None:
+        """Drop the events older than `ts` (they are a prefix: ids follow event time)."""
+        cut = int(np.searchsorted(self.ts, ts, side="left"))
+        if cut:
+            self.base += cut
+            for name in ("ts", "value", "src", "grp", "seq", "k"):
+                setattr(self, name, getattr(self, name)[cut:])
+
+    def column(self, attr: str, ids: np.ndarray) -> np.ndarray:
+        rows = ids - self.base
+        if attr == "ts":
+            return self.ts[rows].astype(np.float64)
+        if attr == "value":
+            return self.value[rows]
+        return self.src[rows].astype(np.float64)  # sensor: its code
+
+
+@dataclass
+class ClosureStore:
+    """The events of Kleene closures: each closure a run [offset, offset + length) of event ids."""
+
+    ids: np.ndarray = field(default_factory=lambda: _EMPTY)
+
+    def add(self, runs: list[np.ndarray], lengths: np.ndarray) -> np.ndarray:
+        """Append runs given flat (`runs` concatenated); returns their offsets."""
+        flat = np.concatenate(runs) if runs else _EMPTY
+        offsets = len(self.ids) + np.cumsum(lengths) - lengths
+        self.ids = np.concatenate([self.ids, flat])
+        return offsets.astype(_I64)
+
+    def members(self, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """Every closure's event ids, concatenated in closure order."""
+        return self.ids[np.repeat(offsets, lengths) + ranges(lengths)]
+
+    def compact(self, tables: list[Table], kleene: list[int]) -> None:
+        """Keep only the runs the live tables still point to (their offsets are rewritten)."""
+        pieces, total = [], 0
+        for table in tables:
+            for i in kleene:
+                name = f"o{i}"
+                if table and name in table and size(table):
+                    lengths = table[f"n{i}"]
+                    pieces.append(self.members(table[name], lengths))
+                    table[name] = total + np.cumsum(lengths) - lengths
+                    total += int(lengths.sum())
+        self.ids = np.concatenate(pieces) if pieces else _EMPTY

@@ -1,0 +1,304 @@
+"""The CEP stage without Spark: SPEC §4's semantics by example, the job's matcher against the
+reference matcher on random patterns and inputs, operators, caps, bounded state and planning."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from sensorscript.cep.plan import Options, shapes
+from sensorscript.codegen.program import programs
+from sensorscript.errors import SensorScriptError
+from sensorscript.partition.plan import make_plan
+from sensorscript.runtime.cep.matcher import Matcher
+from tests.cep_harness import loaded, reference_rows, run_local, same_rows
+from tests.pattern_strategies import pattern_lines, pattern_scripts
+
+
+def matches(script: str, lines: list[str], batches: int = 1, partitions: int = 1, delay_ms: int = 0, **options):
+    """The job's rows of output P (and those of the reference, checked equal) as (ts, [(var, ts)])."""
+    scripts = {"w": script}
+    size = -(-len(lines) // batches) if lines else 1
+    cut = [lines[i:i + size] for i in range(0, len(lines), size)] or [[]]
+    rows, _, plan, counters = run_local(scripts, cut, delay_ms, partitions=partitions, **options)
+    expected, _ = reference_rows(scripts, cut, delay_ms, plan=plan)
+    same_rows(rows, expected)
+    found = sorted((r[1], tuple((e["var"], e["ts"]) for e in json.loads(r[7]))) for r in rows if r[0] == "w.P")
+    return found, counters
+
+
+# --------------------------------------------------------------------------- semantics
+
+SPEC_INPUT = ["A,1,0", "B,2,0", "C,3,0", "C,4,0", "A,5,0", "B,6,0"]  # a1 b1 c1 c2 a2 b2
+
+
+def test_any_is_every_assignment_as_in_the_spec():
+    found, _ = matches("P = pattern(a: A -> b: B) within 100;", SPEC_INPUT)
+    assert [e for _, e in found] == [(("a", 1), ("b", 2)), (("a", 1), ("b", 6)), (("a", 5), ("b", 6))]
+
+
+def test_next_takes_the_earliest_qualifying_event():
+    found, _ = matches("P = pattern(a: A -> b: B) within 100 strategy next;", SPEC_INPUT)
+    assert [e for _, e in found] == [(("a", 1), ("b", 2)), (("a", 5), ("b", 6))]
+
+
+def test_strict_needs_consecutive_events():
+    found, _ = matches("U = union(A, B, C);\nP = pattern(a: U -> b: U) where a.sensor == \"C\" within 100 "
+                       "strategy strict;", SPEC_INPUT)
+    assert [e for _, e in found] == [(("a", 3), ("b", 4)), (("a", 4), ("b", 5))]
+
+
+def test_emit_first_keeps_one_match_per_start_event():
+    found, _ = matches("P = pattern(a: A -> b: B) within 100 emit first;", SPEC_INPUT)
+    assert [e for _, e in found] == [(("a", 1), ("b", 2)), (("a", 5), ("b", 6))]
+
+
+def test_negation_in_the_middle_and_at_the_end():
+    lines = ["A,1,0", "B,2,0", "N,3,0", "B,4,0", "A,10,0", "N,30,0", "A,40,0"]
+    found, _ = matches("P = pattern(a: A -> !n: N -> b: B) within 100;", lines)
+    assert [e for _, e in found] == [(("a", 1), ("b", 2))]
+    # Trailing: no N within the window after the last bound event; emitted when the window ends.
+    found, _ = matches("P = pattern(a: A -> !n: N) within 15;", lines)
+    assert found == [(24, (("a", 10),)), (54, (("a", 40),))]  # N at 3 rules a at 1 out
+
+
+def test_kleene_with_aggregates_and_yield():
+    lines = ["A,1,1", "B,2,2", "B,3,4", "C,4,0", "B,5,8"]
+    found, _ = matches("P = pattern(a: A -> b: B+) where count(b) >= 2 and b.value > a.value within 100 "
+                       "yield sum(b.value);", lines)
+    assert [e for _, e in found] == [(("a", 1), ("b", 2), ("b", 3)), (("a", 1), ("b", 2), ("b", 3), ("b", 5)),
+                                     (("a", 1), ("b", 2), ("b", 5)), (("a", 1), ("b", 3), ("b", 5))]
+    # next: the closure takes every qualifying B until the C that ends it.
+    found, _ = matches("P = pattern(a: A -> b: B+ -> c: C) within 100 strategy next;", lines)
+    assert [e for _, e in found] == [(("a", 1), ("b", 2), ("b", 3), ("c", 4))]
+
+
+def test_partition_by_sensor_matches_each_sensor_apart():
+    lines = ["S1,1,0", "S2,2,5", "S1,3,5", "S2,4,0"]
+    found, _ = matches('U = union(S1, S2);\nP = pattern(p: U -> q: U) where q.value - p.value > 4 within 10 '
+                       'strategy strict partition by sensor;', lines, partitions=2)
+    assert [e for _, e in found] == [(("p", 1), ("q", 3))]
+
+
+def test_match_rows_carry_their_interval_and_bound_events():
+    rows, _, _, _ = run_local({"w": 'P = pattern(a: "S-1" -> b: S2) within 100 yield b.value - a.value;'},
+                              [["S-1,10,1.5", "S2,20,4"]])
+    (row,) = [r for r in rows if r[0] == "w.P"]
+    assert row[1:] == (20, None, None, 2.5, 10, 20, '[{"var":"a","ts":10,"value":1.5,"sensor":"S-1"},'
+                                                      '{"var":"b","ts":20,"value":4.0,"sensor":"S2"}]')
+
+
+def test_a_division_by_zero_in_yield_skips_the_match_and_is_counted():
+    found, counters = matches("P = pattern(a: A -> b: B) within 100 yield a.value / b.value;",
+                              ["A,1,1", "B,2,0", "B,3,2"])
+    assert [e for _, e in found] == [(("a", 1), ("b", 3))] and counters["divided"] == 1
+
+
+def test_matches_do_not_depend_on_how_the_input_is_cut():
+    rng = random.Random(3)
+    lines = [f"{rng.choice('ABC')},{rng.randint(0, 200)},{rng.randint(0, 3)}" for _ in range(60)]
+    script = "P = pattern(a: A -> !n: C -> b: B+) where count(b) >= 2 and b.value >= a.value within 30 emit first;"
+    first, _ = matches(script, lines)
+    assert first
+    for batches in (2, 5, 12):  # disordered arrival, within the watermark's delay: nothing is late
+        assert matches(script, lines, batches=batches, delay_ms=1000)[0] == first
+
+
+def test_pattern_streams_feed_windows_unions_arithmetic_and_patterns():
+    script = ("P = pattern(a: A -> b: B) within 10;\nN = count(P, 20, 20);\nU = union(P, A);\nX = P * 2;\n"
+              "Q = pattern(x: P -> y: P) within 50 strategy next;")
+    lines = [f"{'AB'[i % 2]},{i * 3},{i}" for i in range(30)]
+    rows, _, plan, _ = run_local({"w": script}, [lines[:10], lines[10:]])
+    expected, _ = reference_rows({"w": script}, [lines[:10], lines[10:]], plan=plan)
+    same_rows(rows, expected)
+    assert {r[0] for r in rows} >= {"w.N", "w.U", "w.X", "w.Q"}
+
+
+# ---------------------------------------------------------------------- differential
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pattern_scripts(), pattern_lines(), st.integers(1, 3), st.sampled_from([0, 10]), st.integers(1, 3),
+       st.randoms(use_true_random=False))
+def test_the_matcher_agrees_with_the_reference_on_random_patterns(scripts, lines, batch_count, delay, partitions,
+                                                                  rng):
+    """2-6 elements, negations, Kleene, every strategy and emit rule, partition by sensor; the input
+    arrives disordered over 1-3 micro-batches with a watermark delay of 0 or 10 ms (readings later
+    than it are dropped and counted by both); 1-3 partitions."""
+    cuts = sorted(rng.randint(0, len(lines)) for _ in range(batch_count - 1))
+    batches = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
+    rows, late, plan, counters = run_local(scripts, batches, delay, partitions)
+    expected, evaluation = reference_rows(scripts, batches, delay, plan)
+    assert late == evaluation.late
+    assert counters.get("cut", 0) == 0
+    same_rows(rows, expected)
+
+
+def test_every_shape_gives_the_same_matches():
+    """The cost model picks a shape; any shape (and no pushdown, no ordering) must match the same."""
+    script = ("P = pattern(a: A -> b: B -> !n: N -> c: C -> d: D) where a.value < b.value and c.value > 1 "
+              "and d.value != a.value and n.value > 2 within 40;")
+    rng = random.Random(11)
+    lines = [f"{rng.choice('ABCDN')},{rng.randint(0, 100)},{rng.randint(0, 3)}" for _ in range(60)]
+    workflows = loaded({"w": script}).workflows
+    reference, _ = reference_rows({"w": script}, [lines])
+    variables = ("a", "b", "n", "c", "d")
+    from sensorscript.cep.plan import shape_text
+
+    texts = [shape_text(t, variables) for t in shapes((0, 1, 3, 4))]
+    assert len(texts) == 5
+    for options in [Options(shape=t) for t in texts] + [Options(pushdown=False), Options(ordering=False)]:
+        plan = make_plan(workflows, None, 1, options=options)
+        rows = _local_rows(plan, [lines])
+        assert sorted(rows) == sorted((r[1], r[7]) for r in reference if r[0] == "w.P"), options
+
+
+def _local_rows(plan, batches):
+    from sensorscript.runtime.tasks import LocalRun
+    import numpy as np
+    from sensorscript.codegen.program import sensor_codes
+    from sensorscript.runtime.records import parse_line, Reading
+
+    codes = sensor_codes(plan)
+    run = LocalRun(*programs(plan), watermark="fixed:0")
+    out = []
+    names = {c: s for s, c in codes.items()}
+    from sensorscript.runtime.cep import events_json
+
+    for index, batch in enumerate([*batches, []]):
+        readings = [r for r in map(parse_line, batch) if isinstance(r, Reading) and r.sensor_id in codes]
+        for program, result in run.batch(np.array([codes[r.sensor_id] for r in readings], np.int64),
+                                         np.array([r.ts for r in readings], np.int64),
+                                         np.array([r.value for r in readings], np.float64),
+                                         end_of_input=index == len(batches)):
+            for node_id, tuples in result.outputs.items():
+                if tuples.match is None:
+                    continue
+                pattern = next(n for n in program.nodes if n.id == node_id)
+                for i in range(len(tuples)):
+                    out.append((int(tuples.ts[i]), events_json(tuples.match.events[i], pattern.names["w.P"],
+                                                              lambda code: names.get(int(code), str(code)))))
+    return out
+
+
+# ------------------------------------------------------------------------- operators
+
+
+def test_the_papers_two_operators():
+    # first_of_run: one alert at the first of a run of equal alarms.
+    lines = ["X,1,1", "X,2,1", "X,3,0", "X,4,1", "X,5,1", "X,6,1"]
+    found, _ = matches("P = pattern(a: first_of_run(X)) where a.value == 1 within 10;", lines)
+    assert [e for _, e in found] == [(("a", 1),), (("a", 4),)]
+    # at_first: the composite takes the time of its first event (ts and start_ts are a's).
+    rows, _, _, _ = run_local({"w": "P = pattern(a: A ->[at_first] b: B) within 10;"}, [["A,1,0", "B,5,0"]])
+    (row,) = [r for r in rows if r[0] == "w.P"]
+    assert row[1] == 1 and row[5:7] == (1, 1)
+
+
+def test_a_match_earlier_than_its_last_event_still_reaches_windows():
+    """at_first makes matches at a's time, after the watermark passed it: the pattern holds its
+    output watermark back, so the window over it still counts them."""
+    script = "P = pattern(a: A ->[at_first] b: B) within 100;\nN = count(P, 10, 10);"
+    lines = [["A,1,0", "A,12,0"], ["C,40,0"], ["B,60,0"], ["C,200,0"]]
+    rows, _, plan, _ = run_local({"w": script}, lines)
+    expected, _ = reference_rows({"w": script}, lines, plan=plan)
+    same_rows(rows, expected)
+    assert sorted(r[1:5] for r in rows if r[0] == "w.N") == [(9, 0, 10, 1.0), (19, 10, 20, 1.0)]
+
+
+def test_user_defined_operators_from_a_file(tmp_path):
+    from sensorscript.compiler import compile_workflows
+    from sensorscript.running import load_job
+
+    (tmp_path / "ops.py").write_text(
+        "from sensorscript.runtime.cep.operators import BinaryOperator, register\n"
+        "@register('soon_after')\n"
+        "class SoonAfter(BinaryOperator):\n"
+        "    def Q(self, left, right):\n"
+        "        return left.end < right.start <= left.end + 5\n")
+    (tmp_path / "w.ss").write_text("P = pattern(a: A ->[soon_after] b: B) within 100;\n")
+    with pytest.raises(SensorScriptError, match="unknown binary operator 'soon_after'"):
+        compile_workflows([str(tmp_path / "w.ss")], tmp_path / "out")
+    compiled = compile_workflows([str(tmp_path / "w.ss")], tmp_path / "out", operators=[str(tmp_path / "ops.py")])
+    assert (compiled.out / "operators" / "ops.py").exists()
+    module = load_job(compiled.out)
+    assert module.JOB.operator_files == ("operators/ops.py",)
+    from sensorscript.runtime.tasks import LocalRun
+    import numpy as np
+
+    run = LocalRun(module.JOB.first_stage, module.JOB.second_stage, "fixed:0")
+    emitted = run.batch(np.array([0, 1, 1], np.int64), np.array([1, 4, 9], np.int64), np.zeros(3), True)
+    found = [int(t) for _, r in emitted for node, tuples in r.outputs.items() for t in tuples.ts]
+    assert found == [4]  # b at 9 is too late for soon_after
+
+
+# ----------------------------------------------------------------------- bounded state
+
+
+def test_the_cap_cuts_partial_matches_and_counts_them():
+    lines = [f"A,{t},0" for t in range(30)] + ["B,40,0"]
+
+    rows, _, _, counters = run_local({"w": "P = pattern(a: A -> b: B) within 100 limit 10;"}, [lines])
+    assert counters["cut"] == 20
+    assert len([r for r in rows if r[0] == "w.P"]) == 10
+
+
+def test_state_stays_bounded_on_endless_input():
+    """Events and partial matches older than `within` behind the watermark are dropped."""
+    plan = make_plan(loaded({"w": "P = pattern(a: A -> !n: N -> b: B+) where count(b) >= 2 within 50;"}).workflows,
+                     None, 1)
+    (first,), _ = programs(plan)
+    pattern = next(n for n in first.nodes if hasattr(n, "tree"))
+    matcher = Matcher(pattern)
+    state = matcher.new_state()
+    from sensorscript.runtime.engine import Tuples
+    import numpy as np
+
+    sizes = []
+    for batch in range(60):
+        ts = np.arange(batch * 100, batch * 100 + 100, 5, dtype=np.int64)
+        tuples = Tuples(ts, np.ones(len(ts)), np.zeros(len(ts), np.int32))
+        matcher.step(state, [(0, tuples), (1, tuples), (2, tuples)], int(ts[0]))
+        sizes.append(len(state.store) + sum(len(t.get("grp", ())) for t in state.tables.values()))
+    assert max(sizes[10:]) <= 2 * min(sizes[10:]) + 100  # flat, not growing with the input
+
+
+# ------------------------------------------------------------------------------ plan
+
+
+def test_pushdown_and_ordering_in_the_plan():
+    plan = make_plan(loaded({"w": "P = pattern(a: A -> b: B -> c: C) where c.value > a.value and "
+                                  "a.value == 1 and b.value > 2 and a.value != 0 within 10;"}).workflows, None, 1)
+    (planned,) = plan.patterns.values()
+    from sensorscript.cep.plan import condition_text
+
+    texts = {condition_text(c.expression, ("a", "b", "c")): planned.placement[i]
+             for i, c in enumerate(planned.pattern.conditions)}
+    assert texts["a.value == 1"] == texts["a.value != 0"] == "on each a event", texts
+    assert texts["b.value > 2"] == "on each b event"
+    assert texts["c.value > a.value"].startswith("at the join"), texts
+    # On a's leaf, == (pass 0.1) before != (0.9).
+    leaf = _find_leaf(planned.pattern.tree, 0)
+    assert [planned.pattern.conditions[c].probability for c in leaf[2]] == [0.1, 0.9]
+    assert len(planned.shapes) == 2 and planned.chosen in dict(planned.shapes)
+
+
+def _find_leaf(tree, element):
+    if tree[0] == "leaf":
+        return tree if tree[1] == element else None
+    return _find_leaf(tree[1], element) or _find_leaf(tree[2], element)
+
+
+def test_partition_by_sensor_spreads_a_pattern_over_all_partitions():
+    sensors = ", ".join(f'"S{i:03d}"' for i in range(1000))
+    script = (f"U = union({sensors});\nP = pattern(p: U -> q: U) where q.value > p.value within 1s "
+              f"strategy strict partition by sensor;\nN = count(P, 1min, 1min);")
+    plan = make_plan(loaded({"w": script}).workflows, None, 8)
+    assert plan.partitions_of(next(iter(plan.patterns))) == tuple(range(8))
+    raw = sum(plan.frequencies.values()) * 60
+    assert plan.cost.ours < raw * 1.2  # the readings cross once; only the few matches move on
+    firsts, _ = programs(plan)
+    assert all(any(hasattr(n, "tree") for n in p.nodes) for p in firsts)

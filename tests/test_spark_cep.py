@@ -1,0 +1,103 @@
+"""Patterns on real local Spark, against the reference matcher: the bundled pier workflows and
+random patterns, over several micro-batches and partitions, every sink's match columns."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from sensorscript.compiler import compile_workflows
+from sensorscript.registry import read_csv
+from sensorscript.running import run_local
+from sensorscript.workload import write_readings
+from tests.cep_harness import reference_rows, same_rows
+from tests.conftest import ROOT
+from tests.differential import write_scripts
+from tests.pattern_strategies import pattern_lines, pattern_scripts
+
+pytestmark = pytest.mark.spark
+
+PIER = [ROOT / "workflows" / n for n in ("pier_alarms.ss", "pier_report.ss")]
+
+
+def run_batches(spark, tmp_path, files, batches, partitions=2, delay_ms=0, sink=None, sensors=None):
+    out = tmp_path / "out"
+    compiled = compile_workflows([str(f) for f in files], out, sensors, partitions, watermark=f"fixed:{delay_ms}")
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    for index, lines in enumerate(batches):
+        path = data / f"part-{index:03d}.csv"
+        path.write_text("\n".join(lines) + "\n")
+        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))  # the batch order
+    summary = run_local(out, str(data), True, sink, spark=spark, echo=lambda *_: None,
+                        max_files_per_trigger=1 if len(batches) > 1 else None)
+    return compiled, summary, out
+
+
+def sqlite_rows(out):
+    db = sqlite3.connect(out / "results.db")
+    try:
+        return [tuple(r) for r in db.execute("SELECT stream, ts, window_start, window_end, value, start_ts, end_ts, "
+                                             "events FROM results")]
+    finally:
+        db.close()
+
+
+def test_the_pier_workflows_agree_with_the_reference(spark, tmp_path):
+    sensors = read_csv(ROOT / "workflows" / "sensors.csv")
+    pier = [s for s in sensors if s.sensor_id.startswith(("8TL3", "8WL3"))]
+    write_readings(pier, tmp_path / "gen", seconds=1800, files=1, disorder_ms=300)
+    lines = (tmp_path / "gen" / "readings-000.csv").read_text().splitlines()
+    batches = [lines[i:i + len(lines) // 3 + 1] for i in range(0, len(lines), len(lines) // 3 + 1)]
+    compiled, summary, out = run_batches(spark, tmp_path, PIER, batches, partitions=2, delay_ms=1000,
+                                         sensors=str(ROOT / "workflows" / "sensors.csv"))
+    workflows = {f.stem: f.read_text() for f in PIER}
+    expected, evaluation = reference_rows(workflows, batches, 1000, compiled.plan)
+    rows = sqlite_rows(out)
+    same_rows(rows, expected)
+    streams = {r[0] for r in rows}
+    assert {"pier_alarms.SURGE", "pier_alarms.FLOOD", "pier_alarms.JUMP", "pier_report.SURGES_PER_HOUR"} <= streams
+    assert summary.matches == sum(1 for r in rows if r[7] is not None) > 20
+    # JUMP is partitioned by sensor: it runs on both partitions, each for its own tilt meter.
+    jump = next(n for n in compiled.plan.patterns if compiled.plan.graph.node(n).label == "JUMP")
+    assert compiled.plan.partitions_of(jump) == (0, 1) or len(compiled.plan.partitions_of(jump)) == 1
+    event = json.loads(next(r[7] for r in rows if r[0] == "pier_alarms.FLOOD"))
+    assert [e["var"] for e in event] == ["w", "t"] and event[0]["sensor"] == "WATER"
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pattern_scripts(), pattern_lines())
+def test_random_patterns_on_spark(spark, tmp_path_factory, scripts, lines):
+    tmp_path = tmp_path_factory.mktemp("random")
+    files = write_scripts(tmp_path, scripts)
+    rng = random.Random(len(lines))
+    cuts = sorted(rng.randint(0, len(lines)) for _ in range(2))
+    batches = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
+    compiled, _, out = run_batches(spark, tmp_path, files, batches, partitions=2, delay_ms=10)
+    expected, _ = reference_rows(scripts, batches, 10, compiled.plan)
+    same_rows(sqlite_rows(out), expected)
+
+
+def test_match_columns_in_csv_and_parquet_sinks(spark, tmp_path):
+    scripts = {"w": "P = pattern(a: A -> b: B) where b.value > a.value within 100 yield b.value - a.value;\n"
+                    "N = count(A, 50, 50);"}
+    files = write_scripts(tmp_path, scripts)
+    lines = ["A,1,1", "B,5,3", "A,10,2", "B,20,1", "B,30,4"]
+    for kind in ("csv", "parquet"):
+        target = tmp_path / kind / ("results.csv" if kind == "csv" else "results")
+        run_batches(spark, tmp_path / kind, files, [lines], partitions=1, sink=f"{kind}:{target}") \
+            if (tmp_path / kind).mkdir(parents=True) is None else None
+        frame = pd.read_csv(target) if kind == "csv" else pd.read_parquet(target)
+        assert list(frame.columns) == ["stream", "ts", "window_start", "window_end", "value", "version",
+                                       "start_ts", "end_ts", "events"]
+        matches = frame[frame["stream"] == "w.P"].sort_values("ts")
+        assert matches["value"].tolist() == [2.0, 3.0, 2.0] and matches["start_ts"].tolist() == [1, 1, 10]
+        assert json.loads(matches["events"].iloc[0])[1] == {"var": "b", "ts": 5, "value": 3.0, "sensor": "B"}
+        others = frame[frame["stream"] == "w.N"]
+        assert others["events"].isna().all()
