@@ -58,19 +58,35 @@ class PatternState:
 
 @dataclass
 class Matches:
-    """What a batch emits: match times, values, intervals, and the bound events of each match as
-    (element, event ts, value, sensor code) tuples."""
+    """What a batch emits: match times, values, intervals, and the bound events. `parts` hold them
+    as columns, one part per positive element: (element, offsets, lengths, ts, value, sensor), the
+    events of row i being [offsets[i], offsets[i] + lengths[i]) of the part's event columns; the
+    per-row tuples (element, ts, value, sensor code) are made only when asked for (`events`)."""
 
     ts: np.ndarray
     value: np.ndarray
     start: np.ndarray
     end: np.ndarray
-    events: list
+    parts: list = field(default_factory=list)
 
     @staticmethod
     def empty() -> "Matches":
         e = np.empty(0, _I64)
         return Matches(e, np.empty(0), e, e, [])
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    @property
+    def events(self) -> list[tuple]:
+        if not hasattr(self, "_events"):
+            rows = [[] for _ in range(len(self.ts))]
+            for element, offsets, lengths, ts, value, sensor in self.parts:
+                ts, value, sensor = ts.tolist(), value.tolist(), sensor.tolist()
+                for row, (offset, length) in enumerate(zip(offsets.tolist(), lengths.tolist())):
+                    rows[row].extend((element, ts[j], value[j], sensor[j]) for j in range(offset, offset + length))
+            self._events = [tuple(r) for r in rows]
+        return self._events
 
 
 class Matcher:
@@ -209,8 +225,7 @@ class Matcher:
             made = self.test(made, conditions, negations, state)
         if not path:
             return made  # whole matches: output, not state
-        made = self.cap(made, state.tables.get(path, {}), state)
-        if path.endswith("L") or not self.monotone:  # kept while it may still join
+        if path.endswith("L") or not self.monotone:  # kept while it may still join (`forget` caps it)
             state.tables[path] = concat([state.tables.get(path, {}), made])
         return made
 
@@ -408,7 +423,9 @@ class Matcher:
         return self.test(table, conditions, negations, state)
 
     def cap(self, made: Table, kept: Table, state: PatternState) -> Table:
-        """At most `limit` partial matches per key: new ones beyond it are cut (and counted)."""
+        """At most `limit` partial matches per key (with those `kept` already): the newest beyond it
+        are cut, and counted. Applied to what an operator keeps for later batches, and to Kleene
+        closures as they are made (their number can grow as 2^n within one batch)."""
         limit = self.pattern.limit
         if not size(made) or size(made) + size(kept) <= limit:
             return made
@@ -460,23 +477,33 @@ class Matcher:
     def _emit_order(self, whole: Table, ts_column: np.ndarray, state: PatternState) -> np.ndarray:
         """Rows in (ts, assignment) order; with `emit first` only the first per start event, and
         none for a start event that already had its match."""
-        keys = [self._assignment_key(whole, row, state) for row in range(size(whole))]
-        order = sorted(range(size(whole)), key=lambda row: (int(ts_column[row]), keys[row]))
+        columns = [whole[f"e{i}"] for i in reversed(self.positives)]  # a closure by its first event
+        order = np.lexsort((*columns, ts_column))
+        if self.kleene and size(whole) > 1:
+            # Closures that start alike order by their later events: exact keys where rows tie.
+            keys = np.stack([ts_column[order], *[c[order] for c in reversed(columns)]])
+            tied = np.flatnonzero((keys[:, 1:] == keys[:, :-1]).all(axis=0))
+            if len(tied):
+                order = self._break_ties(order, tied, whole, ts_column, state)
         if self.pattern.emit != "first":
-            return np.array(order, _I64)
-        first_ids = whole[f"e{self.positives[0]}"]
-        done = set(state.emitted["id"].tolist())
-        chosen, new_ids, new_ts = [], [], []
-        for row in order:
-            start_id = int(first_ids[row])
-            if start_id not in done:
-                done.add(start_id)
-                chosen.append(row)
-                new_ids.append(start_id)
-                new_ts.append(int(whole["min"][row]))
-        state.emitted = {"id": np.concatenate([state.emitted["id"], np.array(new_ids, _I64)]),
-                         "ts": np.concatenate([state.emitted["ts"], np.array(new_ts, _I64)])}
-        return np.array(chosen, _I64)
+            return order
+        first_ids = whole[f"e{self.positives[0]}"][order]
+        fresh = ~np.isin(first_ids, state.emitted["id"])
+        _, first_of = np.unique(first_ids[fresh], return_index=True)
+        chosen = order[np.flatnonzero(fresh)[np.sort(first_of)]]
+        state.emitted = {"id": np.concatenate([state.emitted["id"], whole[f"e{self.positives[0]}"][chosen]]),
+                         "ts": np.concatenate([state.emitted["ts"], whole["min"][chosen]])}
+        return chosen
+
+    def _break_ties(self, order, tied, whole: Table, ts_column, state: PatternState) -> np.ndarray:
+        """Reorder runs of rows that tie on (ts, first events) by their whole assignments."""
+        order = order.copy()
+        runs_start = np.flatnonzero(np.r_[True, np.diff(tied) != 1])
+        for a, b in zip(runs_start, [*runs_start[1:], len(tied)]):
+            low, high = int(tied[a]), int(tied[b - 1]) + 2
+            segment = order[low:high]
+            order[low:high] = sorted(segment, key=lambda row: self._assignment_key(whole, int(row), state))
+        return order
 
     def _assignment_key(self, whole: Table, row: int, state: PatternState) -> tuple:
         key = []
@@ -489,21 +516,21 @@ class Matcher:
         return tuple(key)
 
     def _bound_events(self, whole: Table, state: PatternState) -> list:
+        """The bound events of each match, as columns per element (see `Matches`)."""
         store = state.store
-        out = []
-        for row in range(size(whole)):
-            bound = []
-            for i in self.positives:
-                if i in self.kleene:
-                    offset, length = int(whole[f"o{i}"][row]), int(whole[f"n{i}"][row])
-                    ids = state.closures.ids[offset:offset + length].tolist()
-                else:
-                    ids = [int(whole[f"e{i}"][row])]
-                for event_id in ids:
-                    r = event_id - store.base
-                    bound.append((i, int(store.ts[r]), float(store.value[r]), int(store.src[r])))
-            out.append(tuple(bound))
-        return out
+        parts = []
+        for i in self.positives:
+            if i in self.kleene:
+                lengths = whole[f"n{i}"]
+                ids = state.closures.members(whole[f"o{i}"], lengths)
+                offsets = np.cumsum(lengths) - lengths
+            else:
+                ids = whole[f"e{i}"]
+                lengths = np.ones(len(ids), _I64)
+                offsets = np.arange(len(ids), dtype=_I64)
+            rows = ids - store.base
+            parts.append((i, offsets, lengths, store.ts[rows], store.value[rows], store.src[rows]))
+        return parts
 
     # ------------------------------------------------------------------ forgetting
 
@@ -520,7 +547,7 @@ class Matcher:
                 if self.strict and (key.endswith("K") or (key.endswith("L") and _single_event(self, key))):
                     # Strict: a partial match whose next event has come and gone can never grow.
                     keep &= table["lseq"] + 1 >= self.next_seq_of(state, table["grp"])
-                state.tables[key] = take(table, keep)
+                state.tables[key] = self.cap(take(table, keep), {}, state)
         emitted = state.emitted
         if len(emitted["id"]):
             keep = emitted["ts"] > horizon
