@@ -84,12 +84,16 @@ _epsilon = click.option("--epsilon", default=0.1, show_default=True, type=click.
 @click.option("--naive", is_flag=True, help="Also write OUT/naive_job.py: the same workflows written the naive way "
                                             "in PySpark (for benchmarks and `sscript report`).")
 @_operators
-def compile_command(files, out, sensors, partitions, epsilon, naive, operators) -> None:
+@click.option("--pattern-limit", default=10_000, show_default=True, type=click.IntRange(min=1), metavar="N",
+              help="Partial matches a pattern keeps per key and operator (a pattern's `limit N` overrides it); "
+                   "what the limit cuts is counted and reported.")
+def compile_command(files, out, sensors, partitions, epsilon, naive, operators, pattern_limit) -> None:
     """Compile workflow FILES into one job: OUT/job.py, OUT/plan.json and OUT/plan.txt."""
     from sensorscript.compiler import compile_workflows
 
     try:
-        compiled = compile_workflows(files, out, sensors, partitions, epsilon, naive=naive, operators=operators)
+        compiled = compile_workflows(files, out, sensors, partitions, epsilon, naive=naive, operators=operators,
+                                     pattern_limit=pattern_limit)
     except SensorScriptError as exc:
         _fail(exc)
         return

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from sensorscript.cep.plan import DEFAULT_LIMIT
 from sensorscript.codegen.job import render_job
 from sensorscript.codegen.naive import render_naive
 from sensorscript.errors import Diagnostic, SensorScriptError
@@ -59,26 +60,28 @@ def load_operator_files(operators: Sequence[str]) -> None:
 
 
 def _plan(files: Sequence[str], sensors: str | None, partitions: int, epsilon: float,
-          operators: Sequence[str] = (), selectivity: dict | None = None):
+          operators: Sequence[str] = (), selectivity: dict | None = None, pattern_limit: int = DEFAULT_LIMIT):
     load_operator_files(operators)
     registry = open_registry(sensors)
     loaded = load(files, registry.ids() if registry is not None else None)
-    plan = make_plan(loaded.workflows, registry, partitions, epsilon, selectivity)
+    plan = make_plan(loaded.workflows, registry, partitions, epsilon, selectivity, limit=pattern_limit)
     return plan, (*loaded.warnings, *plan.warnings), loaded
 
 
 def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None = None,
                       partitions: int = 2, epsilon: float = 0.1, watermark: str = "fixed:0",
-                      naive: bool = False, operators: Sequence[str] = ()) -> Compiled:
+                      naive: bool = False, operators: Sequence[str] = (),
+                      pattern_limit: int = DEFAULT_LIMIT) -> Compiled:
     """Write OUT/plan.json, OUT/plan.txt and OUT/job.py; with `naive`, also OUT/naive_job.py (the same
     workflows written the naive way in PySpark, for comparison; raises NotExpressible if it cannot be).
-    `operators`: Python files registering pattern operators, copied to OUT/operators/ for the job.
+    `operators`: Python files registering pattern operators, copied to OUT/operators/ for the job;
+    `pattern_limit`: partial matches a pattern keeps per key and operator, unless it says (`limit N`).
     The conditions of patterns are ordered by the pass rates an earlier run into OUT measured
     (OUT/selectivity.json), where it has them."""
     out = Path(out)
     measured = out / SELECTIVITY
     selectivity = json.loads(measured.read_text()) if measured.exists() else None
-    plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators, selectivity)
+    plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators, selectivity, pattern_limit)
     out.mkdir(parents=True, exist_ok=True)
     copied = []
     for path in operators:

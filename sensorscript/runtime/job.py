@@ -47,8 +47,11 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     except (JobFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"done: {summary.readings:,} readings in {summary.batches} batch(es) -> {summary.results:,} results, "
-          f"{summary.quarantined:,} quarantined, {summary.late:,} late, in {summary.seconds:.1f} s")
+    print(f"done: {summary.readings:,} readings in {summary.batches} batch(es) -> {summary.results:,} results"
+          + (f" ({summary.matches:,} pattern matches)" if summary.matches else "")
+          + f", {summary.quarantined:,} quarantined, {summary.late:,} late, in {summary.seconds:.1f} s"
+          + (f"; the patterns' limit cut {summary.cut:,} partial matches (raise `limit` or --pattern-limit)"
+             if summary.cut else ""))
     print(f"results: {sink}")
     return 0
 
