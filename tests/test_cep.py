@@ -302,3 +302,24 @@ def test_partition_by_sensor_spreads_a_pattern_over_all_partitions():
     assert plan.cost.ours < raw * 1.2  # the readings cross once; only the few matches move on
     firsts, _ = programs(plan)
     assert all(any(hasattr(n, "tree") for n in p.nodes) for p in firsts)
+
+
+def test_measured_pass_rates_reorder_conditions_at_the_next_compile(tmp_path):
+    """A run adds its measured counts to OUT/selectivity.json; compiling into OUT again uses them."""
+    from sensorscript.compiler import compile_workflows
+    from sensorscript.runtime.run_loop import record_selectivity
+
+    (tmp_path / "w.ss").write_text("P = pattern(a: A -> b: B) where a.value == 1 and a.value != 0 within 10;\n")
+    first = compile_workflows([str(tmp_path / "w.ss")], tmp_path / "out")
+    (node, planned), = first.plan.patterns.items()
+    eq = next(i for i, c in enumerate(planned.pattern.conditions) if c.expression[0] == "==")
+    ne = 1 - eq
+    assert "estimated" in (tmp_path / "out" / "plan.txt").read_text()
+    assert _find_leaf(planned.pattern.tree, 0)[2] == (eq, ne)  # == (0.1) before != (0.9)
+    # Measured: == passes nearly everything, != almost nothing.
+    record_selectivity(tmp_path / "out" / "selectivity.json",
+                       {node: {str(eq): [1000, 990], str(ne): [1000, 20]}})
+    again = compile_workflows([str(tmp_path / "w.ss")], tmp_path / "out")
+    planned = again.plan.patterns[node]
+    assert planned.measured and _find_leaf(planned.pattern.tree, 0)[2] == (ne, eq)
+    assert "measured" in (tmp_path / "out" / "plan.txt").read_text()

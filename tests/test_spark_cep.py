@@ -64,6 +64,7 @@ def test_the_pier_workflows_agree_with_the_reference(spark, tmp_path):
     streams = {r[0] for r in rows}
     assert {"pier_alarms.SURGE", "pier_alarms.FLOOD", "pier_alarms.JUMP", "pier_report.SURGES_PER_HOUR"} <= streams
     assert summary.matches == sum(1 for r in rows if r[7] is not None) > 20
+    assert (out / "selectivity.json").exists()  # the measured pass rates, for the next compile
     # JUMP is partitioned by sensor: it runs on both partitions, each for its own tilt meter.
     jump = next(n for n in compiled.plan.patterns if compiled.plan.graph.node(n).label == "JUMP")
     assert compiled.plan.partitions_of(jump) == (0, 1) or len(compiled.plan.partitions_of(jump)) == 1
