@@ -91,6 +91,8 @@ class BatchResult:
     outputs: dict[str, Tuples]  # node id -> tuples emitted this batch (output nodes only)
     forwards: list[tuple[p.Forward, Tuples]] = field(default_factory=list)
     late: int = 0
+    # The late readings themselves (stage 1): sensor codes, event times, values.
+    late_readings: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     division_by_zero: dict[str, int] = field(default_factory=dict)
     mark: int = NEG_INF  # the watermark this stage's forwarded streams have reached (its heartbeat)
     patterns: dict[str, dict[str, int]] = field(default_factory=dict)  # node id -> counters this batch
@@ -273,7 +275,7 @@ class Engine:
                 watermark: int, source: np.ndarray | None = None) -> BatchResult:
         """One batch: readings (sensor code, ts, value) and the watermark in force for it.
 
-        Readings below the watermark are late: dropped and counted. (Stage 1 receives only
+        Readings below the watermark are late: left out and handed back (`late_readings`). (Stage 1 receives only
         its own sensors, so each reading is judged once; forwarded tuples reaching stage 2
         are never below its watermark, the smallest of its senders'.) Everything below the
         watermark is then final and is emitted.
@@ -286,7 +288,9 @@ class Engine:
         # they lie below its new watermark by construction, never below the previous one.
         late_mask = ts < current if self.program.stage == 1 else np.zeros(len(ts), bool)
         late = int(late_mask.sum())
+        late_readings = None
         if late:
+            late_readings = (code[late_mask], ts[late_mask], value[late_mask])
             code, ts, value, source = code[~late_mask], ts[~late_mask], value[~late_mask], source[~late_mask]
         streams: dict[str, Tuples] = {}
         marks: dict[str, int] = {}  # the watermark each node's output has reached this batch
@@ -334,7 +338,7 @@ class Engine:
         outputs = {node_id: streams[node_id] for node_id in self.program.outputs if node_id in streams}
         forwards = [(f, streams[f.node]) for f in self.program.forwards if len(streams[f.node])]
         mark = min([current] + [marks[f.node] for f in self.program.forwards])
-        return BatchResult(outputs, forwards, late, dbz, mark, counters)
+        return BatchResult(outputs, forwards, late, late_readings, dbz, mark, counters)
 
     def _match(self, state: EngineState, node: p.Pattern, streams: dict[str, Tuples], marks: dict[str, int],
                counters: dict) -> tuple[Tuples, int]:

@@ -13,22 +13,47 @@ it reports it onwards in the same way.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from sensorscript.runtime.engine import NEG_INF, POS_INF, BatchResult, Engine, EngineState, Tuples
 from sensorscript.runtime.program import Program, Sensor, sender_id
-from sensorscript.runtime.watermark import parse_policy
+from sensorscript.runtime.watermark import Policy, parse_policy
 
 _EMPTY_I = np.empty(0, np.int64)
 _EMPTY_F = np.empty(0, np.float64)
 
 
 @dataclass
+class Arrivals:
+    """When the partition's event time reached each value: a result with event time t was ready
+    to be computed once the readings up to t had arrived; its latency is from then to its emission."""
+
+    event_time: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # non-decreasing N
+    wall: np.ndarray = field(default_factory=lambda: np.empty(0, np.float64))  # seconds since the epoch
+
+    KEEP = 10_000  # batches remembered; older results than that are measured from the oldest
+
+    def record(self, event_time: int | None, wall: float) -> None:
+        if event_time is None or (len(self.event_time) and event_time <= self.event_time[-1]):
+            return
+        self.event_time = np.r_[self.event_time, event_time][-self.KEEP:]
+        self.wall = np.r_[self.wall, wall][-self.KEEP:]
+
+    def latency_ms(self, ts: np.ndarray, now: float) -> np.ndarray:
+        if not len(self.event_time) or not len(ts):
+            return np.empty(0)
+        at = np.minimum(np.searchsorted(self.event_time, ts, side="left"), len(self.event_time) - 1)
+        return np.maximum(now - self.wall[at], 0.0) * 1000.0
+
+
+@dataclass
 class FirstStageState:
     engine: EngineState
-    policy: object
+    policy: Policy
+    arrivals: Arrivals = field(default_factory=Arrivals)
 
 
 @dataclass
@@ -41,6 +66,8 @@ class LaterStageState:
 class Step:
     results: list[BatchResult]
     heartbeat: int  # the watermark this stage-1 task has now applied
+    in_force: int = NEG_INF  # the watermark the batch's readings were judged by (late: below it)
+    gauges: dict[str, float] = field(default_factory=dict)  # the partition after the batch (metrics)
 
 
 class FirstStage:
@@ -53,11 +80,22 @@ class FirstStage:
 
     def step(self, state: FirstStageState, code: np.ndarray, ts: np.ndarray, value: np.ndarray,
              end_of_input: bool) -> Step:
-        results = [self.engine.process(state.engine, code, ts, value, state.policy.current())]
-        state.policy.observe(ts)
+        """One batch of this partition's readings, in arrival order."""
+        if getattr(state.policy, "spec", None) != self.watermark:  # a run that overrides the job's policy
+            state.policy = parse_policy(self.watermark).resume(state.policy)
+        arrived = time.time()
+        in_force = max(state.engine.watermark, state.policy.current())
+        results = [self.engine.process(state.engine, code, ts, value, in_force)]
+        state.policy.observe(code, ts, results[0].late)
+        state.arrivals.record(state.policy.frontier.largest, arrived)
         if end_of_input:  # the watermark moves to +infinity: everything pending is emitted
             results.append(self.engine.process(state.engine, _EMPTY_I, _EMPTY_I, _EMPTY_F, POS_INF))
-        return Step(results, results[-1].mark)
+        emitted = [t.ts for r in results for t in r.outputs.values()]
+        latency = state.arrivals.latency_ms(np.concatenate(emitted) if emitted else _EMPTY_I, time.time())
+        gauges = state.policy.metrics()
+        if len(latency):
+            gauges.update(latency_mean_ms=float(latency.mean()), latency_max_ms=float(latency.max()))
+        return Step(results, results[-1].mark, in_force, gauges)
 
 
 class LaterStage:
