@@ -69,8 +69,11 @@ def _load(state, task):
     return pickle.loads(state.get[0]) if state.exists else task.new_state()
 
 
-def _save(state, value) -> None:
-    state.update((pickle.dumps(value, protocol=5),))
+def _save(state, value) -> int:
+    """Keep the stage's state; returns its size in bytes."""
+    blob = pickle.dumps(value, protocol=5)
+    state.update((blob,))
+    return len(blob)
 
 
 def _first_stage_function(job: Job):
@@ -104,14 +107,16 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     good = ~control
     quarantined = sum(len(r) for r in rejected)
     step = task.step(value_state, code[good].astype(np.int64), ts[good], value[good], bool(control.any()))
-    _save(state, value_state)
+    step.gauges["state_bytes"] = _save(state, value_state)
     own = job.bucket_keys[partition]
     parts = [output.quarantine(pd.concat(rejected, ignore_index=True) if rejected else output.empty(), own)]
     parts += [output.results(r, task.engine.program, own, job) for r in step.results]
     parts += [output.forwards(r, job) for r in step.results]
     parts.append(output.heartbeats(task.engine.program, step.heartbeat, job))
-    parts.append(output.counters(step.results, task.engine.program, own, readings=int(good.sum()),
-                           quarantined=quarantined))
+    parts.append(output.late(step.results, job, own, step.in_force))
+    parts.append(output.counters(step.results, task.engine.program, own, job, readings=int(good.sum()),
+                                 quarantined=quarantined))
+    parts.append(output.gauges(step.gauges, own))
     yield from output.frames(parts)
 
 

@@ -86,6 +86,36 @@ def _namer(job: Job, workflow: str):
 
 
 _NAMERS: dict = {}
+_FED: dict = {}
+
+
+def streams_fed(job: Job) -> dict[int, tuple[str, ...]]:
+    """`Job.streams_fed`, worked out once per job in each Python worker."""
+    if id(job) not in _FED:
+        _FED[id(job)] = job.streams_fed()
+    return _FED[id(job)]
+
+
+def late(results: list[BatchResult], job: Job, dest: int, watermark: int) -> pd.DataFrame:
+    """The late readings of a batch, for the late store (policy `log`): `stream` holds the sensor id,
+    `reason` the result streams it missed, `window_start` the watermark it came behind."""
+    parts = [r.late_readings for r in results if r.late_readings is not None]
+    if job.late == "drop" or not parts:
+        return empty()
+    code, ts, value = (np.concatenate(column) for column in zip(*parts))
+    sensor_ids = {c: sensor_id for sensor_id, (c, _) in job.sensors.items()}
+    fed = streams_fed(job)
+    return pd.DataFrame({"kind": "late", "stream": [sensor_ids[int(c)] for c in code], "ts": ts, "value": value,
+                         "window_start": watermark, "reason": [", ".join(fed[int(c)]) for c in code], "dest": dest})
+
+
+def gauges(values: dict[str, float], dest: int) -> pd.DataFrame:
+    """The partition's state after the batch (watermark, its lag, the policy's buffer, coverage,
+    latency): one row each, for the metrics table."""
+    if not values:
+        return empty()
+    return pd.DataFrame({"kind": "gauge", "stream": list(values), "ts": 0,
+                         "value": [float(v) for v in values.values()], "dest": dest})
 
 
 def forwards(result: BatchResult, job: Job) -> pd.DataFrame:
@@ -111,9 +141,17 @@ def heartbeats(program: Program, watermark: int, job: Job) -> pd.DataFrame:
                          "dest": [job.bucket_keys[d] for d, _ in targets], "stage": [s for _, s in targets]})
 
 
-def counters(results: list[BatchResult], program: Program, dest: int, **extra: int) -> pd.DataFrame:
+def counters(results: list[BatchResult], program: Program, dest: int, job: Job | None = None,
+             **extra: int) -> pd.DataFrame:
     counters = dict(extra)
     counters["late"] = sum(r.late for r in results)
+    if job is not None and counters["late"]:  # late readings per result stream they missed
+        fed = streams_fed(job)
+        codes, counts = np.unique(np.concatenate([r.late_readings[0] for r in results if r.late_readings is not None]),
+                                  return_counts=True)
+        for code, count in zip(codes.tolist(), counts.tolist()):
+            for name in fed[code]:
+                counters[f"late:{name}"] = counters.get(f"late:{name}", 0) + count
     forwarded = [(f.dest, len(t)) for r in results for f, t in r.forwards]  # a packet each
     if forwarded:
         counters["forwarded"] = sum(n for _, n in forwarded)

@@ -180,6 +180,7 @@ class Job:
     second_stage: tuple[Program | None, ...]
     bucket_keys: tuple[int, ...]  # partition p's rows carry key bucket_keys[p]: Spark hashes it to task p
     watermark: str = "fixed:0"
+    late: str = "log"  # what happens to late readings: drop (counted), log (kept in the late store)
     # Sensor id -> further partitions its readings also go to. Our plans send each reading to
     # one partition; the naive placements the report measures (hash by workflow) copy them.
     replicas: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -203,6 +204,33 @@ class Job:
     @property
     def has_second_stage(self) -> bool:
         return any(p is not None for p in self.second_stage)
+
+    def streams_fed(self) -> dict[int, tuple[str, ...]]:
+        """Sensor code -> the result streams (WORKFLOW.NAME) its readings reach: what a late
+        reading of it missed. Derived from the programs (node ids are the same in every stage)."""
+        programs = [p for p in (*self.first_stage, *self.second_stage, *(q for s in self.later_stages for q in s))
+                    if p is not None]
+        readers: dict[str, set[str]] = {}
+        outputs: dict[str, set[str]] = {}
+        for program in programs:
+            for node in program.nodes:
+                inputs = () if isinstance(node, Sensor) else (node.input,) if isinstance(node, Window) else node.inputs
+                for i in inputs:
+                    readers.setdefault(i, set()).add(node.id)
+            for node_id, names in program.outputs.items():
+                outputs.setdefault(node_id, set()).update(names)
+        node_of = {n.sensor_id: n.id for p in self.first_stage for n in p.nodes if isinstance(n, Sensor)}
+        fed: dict[int, tuple[str, ...]] = {}
+        for sensor_id, (code, _) in self.sensors.items():
+            reached, todo = set(), [node_of[sensor_id]] if sensor_id in node_of else []
+            while todo:
+                node_id = todo.pop()
+                if node_id in reached:
+                    continue
+                reached.add(node_id)
+                todo.extend(readers.get(node_id, ()))
+            fed[code] = tuple(sorted(name for n in reached for name in outputs.get(n, ())))
+        return fed
 
     def stages_after_first(self) -> list[tuple[int, tuple[Program | None, ...]]]:
         """(stage number, a program or None per partition) for stage 2 on, where any exists."""

@@ -3,16 +3,22 @@ user's terms (batches, readings, windows), end the input for `--once`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from sensorscript.runtime.packets import END_OF_INPUT
 from sensorscript.runtime.program import SELECTIVITY, Job
 from sensorscript.runtime.session import spark_session
-from sensorscript.runtime.sinks import open_sink
+from sensorscript.runtime.status import Status
+from sensorscript.runtime.watermark import check_late_policy, parse_policy
+from sensorscript.runtime.sinks import SIDE_TABLES, BatchRows, open_sink
 
 
 @dataclass
@@ -35,10 +41,12 @@ class RunSummary:
 
 def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink: str | None = None, spark=None,
         master: str | None = None, trigger_seconds: float = 1.0, max_files_per_trigger: int | None = None,
-        echo=print) -> RunSummary:
+        echo=print, watermark: str | None = None, late: str | None = None) -> RunSummary:
     """Run the job's query (`build_query`, from job.py). `once`: process what is there, then end
-    the input, so that every window is emitted, and stop."""
+    the input, so that every window is emitted, and stop. `watermark`, `late`: policies for this
+    run instead of the job's (SPEC §6)."""
     out = Path(out)
+    job = with_policies(job, watermark, late)
     sink_spec = sink or f"sqlite:{out / 'results.db'}"
     if once and source.startswith(("socket://", "kafka://")):
         raise ValueError("--once reads a folder of files; a socket or Kafka source runs until stopped")
@@ -51,6 +59,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     target = open_sink(sink_spec, matches=job.has_matches)
     spark = spark or spark_session(job, master)
     summary = RunSummary()
+    status = Status.start(out, job, target.describe(), fresh=once)
     started = time.monotonic()
 
     def write_batch(batch, batch_id: int) -> None:
@@ -59,8 +68,10 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         kinds = rows["kind"]
         results = rows[kinds == "result"]
         quarantine = rows[kinds == "quarantine"]
-        metrics = rows[kinds == "metric"].groupby("stream")["value"].sum()
-        target.write(batch_id, results, quarantine)
+        counted = rows[kinds == "metric"]
+        metrics = counted.groupby("stream")["value"].sum()
+        measures = _measures(job, batch_id, counted, rows[kinds == "gauge"], results)
+        target.write(batch_id, BatchRows(results, quarantine, _late_rows(rows[kinds == "late"], batch_id), measures))
         readings, late = int(metrics.get("readings", 0)), int(metrics.get("late", 0))
         dbz = int(sum(v for k, v in metrics.items() if k.startswith("division_by_zero:")))
         summary.batches += 1
@@ -81,10 +92,13 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
                 what, node, condition = key.split(":", 3)[0], *key.split(":", 1)[1].rsplit(":", 1)
                 entry = summary.selectivity.setdefault(node, {}).setdefault(condition, [0, 0])
                 entry[0 if what == "pattern_tested" else 1] += int(count)
+        status.batch(batch_id, metrics, measures, len(quarantine), len(results))
+        lag = measures[measures["name"] == "lag_ms"]["value"]
         echo(f"batch {batch_id}: {readings:,} readings, {len(quarantine):,} quarantined, {late:,} late, "
              f"{len(results):,} results" + (f" ({matches:,} pattern matches)" if matches else "")
              + (f", {dbz} divisions by zero skipped" if dbz else "")
              + (f", {cut:,} partial matches cut by the patterns' limit" if cut else "")
+             + (f", watermark {lag.max() / 1000:,.1f} s behind the newest reading" if len(lag) else "")
              + f" ({time.monotonic() - t0:.1f} s to write)")
 
     streamed = source.startswith(("socket://", "kafka://"))
@@ -116,6 +130,39 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     if summary.selectivity:
         record_selectivity(out / SELECTIVITY, summary.selectivity)
     return summary
+
+
+def with_policies(job: Job, watermark: str | None, late: str | None) -> Job:
+    """The job with this run's watermark and late policies (checked) instead of the compiled ones."""
+    if watermark is not None:
+        parse_policy(watermark)
+        job = dataclasses.replace(job, watermark=watermark)
+    if late is not None:
+        job = dataclasses.replace(job, late=check_late_policy(late))
+    return job
+
+
+def _late_rows(rows, batch_id: int):
+    """The late store's rows (sinks.LATE_COLUMNS) from the operators' `late` rows."""
+    return pd.DataFrame({"sensor_id": rows["stream"].to_numpy(), "ts": rows["ts"].to_numpy(),
+                         "value": rows["value"].to_numpy(), "watermark": rows["window_start"].to_numpy(),
+                         "streams": rows["reason"].to_numpy(), "batch_id": batch_id})
+
+
+def _measures(job: Job, batch_id: int, counted, gauges, results):
+    """The metrics table's rows of a batch (sinks.METRIC_COLUMNS): every partition's counters and
+    gauges, and for the whole job the results written."""
+    partition_of = {key: number for number, key in enumerate(job.bucket_keys)}
+    per_partition = pd.concat([counted.groupby(["dest", "stream"], as_index=False)["value"].sum(),
+                               gauges[["dest", "stream", "value"]]], ignore_index=True)
+    per_partition = per_partition[~per_partition["stream"].str.startswith(("pattern_tested:", "pattern_passed:"))]
+    now = time.time()
+    frame = pd.DataFrame({"batch_id": batch_id, "partition": per_partition["dest"].map(partition_of).to_numpy(),
+                          "time": now, "name": per_partition["stream"].to_numpy(),
+                          "value": per_partition["value"].to_numpy(np.float64)})
+    whole = pd.DataFrame({"batch_id": [batch_id], "partition": [None], "time": [now], "name": ["results"],
+                          "value": [float(len(results))]})
+    return pd.concat([frame, whole], ignore_index=True)
 
 
 def record_selectivity(path: Path, measured: dict) -> None:
@@ -151,10 +198,12 @@ def _reset_sink(spec: str) -> None:
     target = Path(path)
     if kind == "sqlite" and target.exists():
         target.unlink()
-    elif kind == "csv":
-        target.unlink(missing_ok=True)
+    elif kind in ("csv", "parquet"):  # the results, the journal of batches written, the folders beside
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
         (target.parent / f".{target.name}.batches").unlink(missing_ok=True)
-        shutil.rmtree(target.parent / "quarantine", ignore_errors=True)
-    elif kind == "parquet":
-        shutil.rmtree(target, ignore_errors=True)
+        for folder in SIDE_TABLES:
+            shutil.rmtree(target.parent / folder, ignore_errors=True)
 

@@ -1,19 +1,26 @@
-"""Sinks for results and quarantined rows (SPEC §7).
+"""Sinks for results, quarantined rows, late readings and the job's metrics (SPEC §6, §7).
 
 A sink receives each micro-batch's rows on the driver (`foreachBatch`) and writes
 them once: a batch id already written is skipped, so a batch that Spark replays
 after a failure does not duplicate rows.
 
-    sqlite:PATH   tables `results` and `quarantine` (the default)
-    csv:PATH      one CSV file with a header; quarantine/ folder beside it
-    parquet:PATH  a folder of Parquet files, one per batch; quarantine/ folder beside it
-    console       printed
+    sqlite:PATH   tables `results`, `quarantine`, `late` and `metrics` (the default)
+    csv:PATH      one CSV file with a header; quarantine/, late/ and metrics/ folders beside it
+    parquet:PATH  a folder of Parquet files, one per batch; the same folders beside it
+    console       printed (metrics are not)
+
+`late` holds the readings that came behind their partition's watermark (late policy `log`):
+the sensor, its reading, the watermark it came behind and the result streams it missed.
+`metrics` holds, per batch and partition, what `sscript status` and the dashboard show (the
+watermark, its lag, the policy's buffer, late readings per stream, coverage, latency, state size),
+one row per measure.
 """
 
 from __future__ import annotations
 
 import csv
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 import json
 import math
 import sqlite3
@@ -24,13 +31,31 @@ import pandas as pd
 RESULT_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version")
 MATCH_COLUMNS = ("start_ts", "end_ts", "events")  # pattern matches add these (SPEC §7)
 QUARANTINE_COLUMNS = ("raw", "reason")
+SIDE_TABLES = ("quarantine", "late", "metrics")  # tables in SQLite, folders beside a file sink
+LATE_COLUMNS = ("sensor_id", "ts", "value", "watermark", "streams", "batch_id")
+METRIC_COLUMNS = ("batch_id", "partition", "time", "name", "value")  # partition empty: the whole job
+
+
+@dataclass
+class BatchRows:
+    """What one micro-batch writes, each frame in its table's columns."""
+
+    results: pd.DataFrame
+    quarantine: pd.DataFrame
+    late: pd.DataFrame | None = None
+    metrics: pd.DataFrame | None = None
+
+    def side_tables(self):
+        """(folder or table name, columns, frame) of everything but the results."""
+        return tuple(zip(SIDE_TABLES, (QUARANTINE_COLUMNS, LATE_COLUMNS, METRIC_COLUMNS),
+                         (self.quarantine, self.late, self.metrics)))
 
 
 class Sink(ABC):
-    """Write one batch's results and quarantined rows; skip a batch already written."""
+    """Write one batch's rows; skip a batch already written."""
 
     @abstractmethod
-    def write(self, batch_id: int, results: pd.DataFrame, quarantine: pd.DataFrame) -> None: ...
+    def write(self, batch_id: int, rows: BatchRows) -> None: ...
 
     @abstractmethod
     def describe(self) -> str: ...
@@ -62,6 +87,11 @@ class SQLiteSink(Sink):
                     window_start INTEGER, window_end INTEGER, value REAL NOT NULL, version INTEGER NOT NULL,
                     start_ts INTEGER, end_ts INTEGER, events TEXT);
                 CREATE TABLE IF NOT EXISTS quarantine (raw TEXT NOT NULL, reason TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS late (sensor_id TEXT NOT NULL, ts INTEGER NOT NULL, value REAL,
+                    watermark INTEGER NOT NULL, streams TEXT NOT NULL, batch_id INTEGER NOT NULL);
+                CREATE TABLE IF NOT EXISTS metrics (batch_id INTEGER NOT NULL, partition INTEGER, time REAL NOT NULL,
+                    name TEXT NOT NULL, value REAL);
+                CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics (name, batch_id);
                 CREATE TABLE IF NOT EXISTS sscript_batches (batch_id INTEGER PRIMARY KEY);
                 CREATE INDEX IF NOT EXISTS results_by_stream ON results (stream, ts);
             """)
@@ -73,18 +103,18 @@ class SQLiteSink(Sink):
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=60)
 
-    def write(self, batch_id, results, quarantine):
+    def write(self, batch_id, rows):
         with self._connect() as db:  # one transaction: the rows and the batch id, or nothing
             if db.execute("SELECT 1 FROM sscript_batches WHERE batch_id = ?", (batch_id,)).fetchone():
                 return
-            columns = RESULT_COLUMNS + MATCH_COLUMNS
-            db.executemany(f"INSERT INTO results ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                           _records(results, columns))
-            db.executemany("INSERT INTO quarantine VALUES (?, ?)", _records(quarantine, QUARANTINE_COLUMNS))
+            for table, columns, frame in (("results", RESULT_COLUMNS + MATCH_COLUMNS, rows.results),
+                                          *rows.side_tables()):
+                db.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                               _records(frame, columns))
             db.execute("INSERT INTO sscript_batches VALUES (?)", (batch_id,))
 
     def describe(self) -> str:
-        return f"sqlite:{self.path} (tables results, quarantine)"
+        return f"sqlite:{self.path} (tables results, quarantine, late, metrics)"
 
 
 class _FileSink(Sink):
@@ -93,7 +123,6 @@ class _FileSink(Sink):
     def __init__(self, path: Path, columns: tuple[str, ...] = RESULT_COLUMNS):
         self.path = path
         self.columns = columns
-        self.quarantine = path.parent / "quarantine"
         self.journal = path.parent / f".{path.name}.batches"
         path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -104,15 +133,17 @@ class _FileSink(Sink):
         with self.journal.open("a") as f:
             f.write(f"{batch_id}\n")
 
-    def _write_quarantine(self, batch_id: int, quarantine: pd.DataFrame) -> None:
-        if len(quarantine):
-            self.quarantine.mkdir(exist_ok=True)
-            quarantine.loc[:, list(QUARANTINE_COLUMNS)].to_csv(
-                self.quarantine / f"batch-{batch_id:06d}.csv", index=False)
+    def _write_side_tables(self, batch_id: int, rows: BatchRows) -> None:
+        """quarantine/, late/ and metrics/ beside the results: a CSV file per batch that has rows."""
+        for name, columns, frame in rows.side_tables():
+            if frame is not None and len(frame):
+                folder = self.path.parent / name
+                folder.mkdir(exist_ok=True)
+                frame.reindex(columns=list(columns)).to_csv(folder / f"batch-{batch_id:06d}.csv", index=False)
 
 
 class CsvSink(_FileSink):
-    def write(self, batch_id, results, quarantine):
+    def write(self, batch_id, rows):
         if self._written(batch_id):
             return
         new = not self.path.exists()
@@ -120,12 +151,12 @@ class CsvSink(_FileSink):
             writer = csv.writer(f)
             if new:
                 writer.writerow(self.columns)
-            writer.writerows(("" if v is None else v for v in row) for row in _records(results, self.columns))
-        self._write_quarantine(batch_id, quarantine)
+            writer.writerows(("" if v is None else v for v in row) for row in _records(rows.results, self.columns))
+        self._write_side_tables(batch_id, rows)
         self._done(batch_id)
 
     def describe(self) -> str:
-        return f"csv:{self.path} (quarantine in {self.quarantine}/)"
+        return f"csv:{self.path} (quarantine/, late/ and metrics/ in {self.path.parent}/)"
 
 
 class ParquetSink(_FileSink):
@@ -136,31 +167,33 @@ class ParquetSink(_FileSink):
         self.folder = path
         path.mkdir(parents=True, exist_ok=True)
 
-    def write(self, batch_id, results, quarantine):
+    def write(self, batch_id, rows):
         if self._written(batch_id):
             return
+        results = rows.results
         if len(results):
             types = {"window_start": "Int64", "window_end": "Int64", "ts": "int64", "version": "int32"}
             if "events" in self.columns:
                 types.update({"start_ts": "Int64", "end_ts": "Int64", "events": "string"})
             results.reindex(columns=list(self.columns)).astype(types).to_parquet(
                 self.folder / f"batch-{batch_id:06d}.parquet", index=False)
-        self._write_quarantine(batch_id, quarantine)
+        self._write_side_tables(batch_id, rows)
         self._done(batch_id)
 
     def describe(self) -> str:
-        return f"parquet:{self.folder} (quarantine in {self.quarantine}/)"
+        return f"parquet:{self.folder} (quarantine/, late/ and metrics/ in {self.path.parent}/)"
 
 
 class ConsoleSink(Sink):
     def __init__(self, columns: tuple[str, ...] = RESULT_COLUMNS):
         self.columns = columns
 
-    def write(self, batch_id, results, quarantine):
-        for row in _records(results, self.columns):
+    def write(self, batch_id, rows):
+        for row in _records(rows.results, self.columns):
             print(json.dumps(dict(zip(self.columns, row))))
-        for row in _records(quarantine, QUARANTINE_COLUMNS):
-            print("quarantine: " + json.dumps(dict(zip(QUARANTINE_COLUMNS, row))))
+        for name, columns, frame in rows.side_tables()[:2]:
+            for row in _records(frame, columns):
+                print(f"{name}: " + json.dumps(dict(zip(columns, row))))
 
     def describe(self) -> str:
         return "console"
@@ -172,7 +205,8 @@ def _records(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple]:
         return []
     out = frame.reindex(columns=list(columns)).astype(object)
     out = out.where(pd.notna(out), None)
-    integers = ("ts", "window_start", "window_end", "version", "start_ts", "end_ts")
+    integers = ("ts", "window_start", "window_end", "version", "start_ts", "end_ts", "watermark", "batch_id",
+                "partition")
     rows = []
     for row in out.itertuples(index=False, name=None):
         rows.append(tuple(int(v) if isinstance(v, float) and c in integers and v is not None else v

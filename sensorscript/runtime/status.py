@@ -1,0 +1,143 @@
+"""OUT/status.json: where a job stands, kept by its run loop after every batch and read by
+`sscript status OUT` (and the dashboard): its policies, totals since its checkpoint began, and per
+partition the watermark, its lag behind the newest reading, the policy's buffer, coverage, result
+latency and state size."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+STATUS = "status.json"
+
+# Counters summed over the job's life (the rest of a batch's counters are in the metrics table).
+_TOTALS = ("readings", "late", "ahead", "quarantined", "results", "forwarded_remote")
+
+
+@dataclass
+class Status:
+    path: str
+    job: str
+    workflows: list[str]
+    watermark: str
+    late_policy: str
+    sink: str
+    started: float
+    updated: float = 0.0
+    batches: int = 0
+    last_batch: int | None = None
+    totals: dict[str, float] = field(default_factory=dict)
+    late_by_stream: dict[str, float] = field(default_factory=dict)
+    partitions: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @staticmethod
+    def start(out: Path, job, sink: str, fresh: bool) -> "Status":
+        """The status of a run starting now: a fresh one for a run that starts afresh, else the
+        totals so far carried on (the checkpoint carries the state on too)."""
+        path = Path(out) / STATUS
+        now = time.time()
+        status = Status(str(path), job.name, list(job.workflows), job.watermark, job.late, sink, now)
+        if not fresh and path.exists():
+            try:
+                earlier = json.loads(path.read_text())
+            except (OSError, ValueError):
+                earlier = {}
+            status.totals = earlier.get("totals", {})
+            status.late_by_stream = earlier.get("late_by_stream", {})
+            status.partitions = earlier.get("partitions", {})
+            status.batches = earlier.get("batches", 0)
+        status._save()
+        return status
+
+    def batch(self, batch_id: int, counters, measures, quarantined: int, results: int) -> None:
+        """Take a batch: `counters` summed over partitions (name -> value), `measures` its rows of
+        the metrics table (the partitions' gauges among them)."""
+        self.batches += 1
+        self.last_batch = batch_id
+        self.updated = time.time()
+        found = {**{k: float(v) for k, v in counters.items()}, "quarantined": quarantined, "results": results}
+        for name in _TOTALS:
+            self.totals[name] = self.totals.get(name, 0.0) + float(found.get(name, 0.0))
+        for name, value in counters.items():
+            if name.startswith("late:"):
+                stream = name.split(":", 1)[1]
+                self.late_by_stream[stream] = self.late_by_stream.get(stream, 0.0) + float(value)
+        gauges = measures[measures["partition"].notna()]
+        for partition, name, value in zip(gauges["partition"], gauges["name"], gauges["value"]):
+            if name in GAUGES:
+                self.partitions.setdefault(str(int(partition)), {})[name] = float(value)
+        self._save()
+
+    def _save(self) -> None:
+        path = Path(self.path)
+        temporary = path.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(asdict(self), indent=1, sort_keys=True) + "\n")
+        os.replace(temporary, path)  # a reader never sees half a file
+
+
+# What a partition's row in the status shows, in order, with how to print each.
+GAUGES = {
+    "watermark": ("watermark", "time"),
+    "max_ts": ("newest reading", "time"),
+    "lag_ms": ("lag", "ms"),
+    "k_ms": ("buffer", "ms"),
+    "disorder": ("order P", "share"),
+    "alpha": ("alpha", "share"),
+    "coverage": ("coverage", "share"),
+    "latency_mean_ms": ("latency", "ms"),
+    "ahead": ("held ahead", "count"),
+    "state_bytes": ("state", "bytes"),
+}
+
+
+def read_status(out: Path) -> dict:
+    path = Path(out) / STATUS
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: the job in {out} has not run yet (sscript run {out} --input DATA)")
+    return json.loads(path.read_text())
+
+
+def human_time(ms: float, tz: timezone = timezone.utc) -> str:
+    """Epoch milliseconds as a date and time people read (UTC unless told)."""
+    moment = datetime.fromtimestamp(ms / 1000.0, tz)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + (" UTC" if tz is timezone.utc else moment.strftime(" %z"))
+
+
+def _shown(value: float, kind: str) -> str:
+    if kind == "time":
+        return human_time(value)
+    if kind == "ms":
+        return f"{value / 1000:,.1f} s" if abs(value) >= 1000 else f"{value:,.0f} ms"
+    if kind == "share":
+        return f"{value:.3f}"
+    if kind == "bytes":
+        return f"{value / 1024:,.1f} KiB" if value < 1024 ** 2 else f"{value / 1024 ** 2:,.1f} MiB"
+    return f"{value:,.0f}"
+
+
+def describe(status: dict) -> str:
+    """`sscript status`: the job in a few lines, in the user's terms."""
+    totals = status.get("totals", {})
+    lines = [f"job {status['job']}: workflows {', '.join(status['workflows'])}",
+             f"  watermark {status['watermark']}, late readings: {status['late_policy']}; results in {status['sink']}"]
+    if status.get("last_batch") is None:
+        lines.append("  no batch yet")
+        return "\n".join(lines)
+    lines.append(f"  {status['batches']:,} batches, the last (#{status['last_batch']}) at "
+                 f"{human_time(status['updated'] * 1000)}")
+    lines.append(f"  readings {totals.get('readings', 0):,.0f}, results {totals.get('results', 0):,.0f}, "
+                 f"late {totals.get('late', 0):,.0f}, quarantined {totals.get('quarantined', 0):,.0f}, "
+                 f"held ahead of the watermark {totals.get('ahead', 0):,.0f}")
+    late = sorted(status.get("late_by_stream", {}).items(), key=lambda item: (-item[1], item[0]))
+    if late:
+        lines.append("  late readings by the result stream they missed: "
+                     + ", ".join(f"{stream} {count:,.0f}" for stream, count in late[:10])
+                     + (f", and {len(late) - 10} more" if len(late) > 10 else ""))
+    for partition, gauges in sorted(status.get("partitions", {}).items(), key=lambda item: int(item[0])):
+        shown = [f"{label} {_shown(gauges[name], kind)}" for name, (label, kind) in GAUGES.items() if name in gauges]
+        lines.append(f"  partition {partition}: " + ", ".join(shown))
+    return "\n".join(lines)
