@@ -75,6 +75,23 @@ _epsilon = click.option("--epsilon", default=0.1, show_default=True, type=click.
                         help="Allowed imbalance: the most loaded partition may carry (1 + epsilon) x the average.")
 
 
+def _check_watermark(ctx, param, value):
+    from sensorscript.runtime.watermark import parse_policy
+
+    if value is not None:
+        try:
+            parse_policy(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
+
+
+_WATERMARK_HELP = ("Watermark policy per partition: fixed:DELAY (e.g. fixed:5s), adaptive:MAX_DELAY (waits up to "
+                   "MAX_DELAY while the feed is out of order) or quality:EPS,DELTA (a buffer sized so that window "
+                   "coverage meets the error bound); each may add ,ahead=DURATION (default 10min).")
+_LATE_HELP = "Late readings: drop (counted only) or log (kept in the late store beside the results)."
+
+
 @main.command(name="compile")
 @_files
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
@@ -87,13 +104,17 @@ _epsilon = click.option("--epsilon", default=0.1, show_default=True, type=click.
 @click.option("--pattern-limit", default=10_000, show_default=True, type=click.IntRange(min=1), metavar="N",
               help="Partial matches a pattern keeps per key and operator (a pattern's `limit N` overrides it); "
                    "what the limit cuts is counted and reported.")
-def compile_command(files, out, sensors, partitions, epsilon, naive, operators, pattern_limit) -> None:
+@click.option("--watermark", default="fixed:0", show_default=True, metavar="POLICY", callback=_check_watermark,
+              help=_WATERMARK_HELP)
+@click.option("--late", default="log", show_default=True, type=click.Choice(["drop", "log"]), help=_LATE_HELP)
+def compile_command(files, out, sensors, partitions, epsilon, naive, operators, pattern_limit, watermark,
+                    late) -> None:
     """Compile workflow FILES into one job: OUT/job.py, OUT/plan.json and OUT/plan.txt."""
     from sensorscript.compiler import compile_workflows
 
     try:
-        compiled = compile_workflows(files, out, sensors, partitions, epsilon, naive=naive, operators=operators,
-                                     pattern_limit=pattern_limit)
+        compiled = compile_workflows(files, out, sensors, partitions, epsilon, watermark, naive=naive,
+                                     operators=operators, pattern_limit=pattern_limit, late=late)
     except SensorScriptError as exc:
         _fail(exc)
         return
@@ -116,21 +137,41 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
 @click.option("--once", is_flag=True, help="Process what is there, emit every window, and stop.")
 @click.option("--sink", help="sqlite:PATH (default OUT/results.db), csv:PATH, parquet:PATH or console.")
 @click.option("--cluster", metavar="MASTER_URL", help="Submit to a Spark cluster, e.g. spark://HOST:7077.")
-@click.option("--max-files-per-trigger", type=int, help="Bound each micro-batch to this many new files.")
-def run_command(out, source, once, sink, cluster, max_files_per_trigger) -> None:
+@click.option("--max-files-per-trigger", type=click.IntRange(min=1),
+              help="Bound each micro-batch to this many new files (a replay: files are taken in modification-time "
+                   "order).")
+@click.option("--watermark", metavar="POLICY", callback=_check_watermark,
+              help="This run's watermark policy instead of the compiled one. " + _WATERMARK_HELP)
+@click.option("--late", type=click.Choice(["drop", "log"]), help="This run's late policy instead of the compiled one.")
+def run_command(out, source, once, sink, cluster, max_files_per_trigger, watermark, late) -> None:
     """Run the job compiled into OUT on local Spark (local[2]) or on a cluster."""
     from sensorscript import running
 
+    policies = running.policy_arguments(watermark, late)
     try:
         if cluster:
-            code = running.submit(Path(out), cluster, source, once, sink, echo=click.echo)
+            code = running.submit(Path(out), cluster, source, once, sink, extra_job=policies, echo=click.echo)
         else:
             code = running.run_process(Path(out), source, once, sink, echo=click.echo,
-                                       max_files_per_trigger=max_files_per_trigger)
+                                       max_files_per_trigger=max_files_per_trigger, extra_job=policies)
     except SensorScriptError as exc:
         _fail(exc)
         return
     sys.exit(code)
+
+
+@main.command()
+@click.argument("out", type=click.Path(file_okay=False))
+def status(out) -> None:
+    """Where the job in OUT stands: its policies, totals, and per partition the watermark, its lag,
+    coverage, latency and state size (from OUT/status.json, kept after every batch)."""
+    from sensorscript.runtime.status import describe, read_status
+
+    try:
+        click.echo(describe(read_status(Path(out))))
+    except (FileNotFoundError, ValueError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
 
 
 @main.command()

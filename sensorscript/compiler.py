@@ -14,7 +14,7 @@ from typing import Sequence
 
 from sensorscript.cep.plan import DEFAULT_LIMIT
 from sensorscript.codegen.job import render_job
-from sensorscript.codegen.naive import render_naive
+from sensorscript.codegen.naive import NotExpressible, render_naive
 from sensorscript.errors import Diagnostic, SensorScriptError
 from sensorscript.parser import load
 from sensorscript.partition.explain import explain
@@ -71,11 +71,12 @@ def _plan(files: Sequence[str], sensors: str | None, partitions: int, epsilon: f
 def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None = None,
                       partitions: int = 2, epsilon: float = 0.1, watermark: str = "fixed:0",
                       naive: bool = False, operators: Sequence[str] = (),
-                      pattern_limit: int = DEFAULT_LIMIT) -> Compiled:
+                      pattern_limit: int = DEFAULT_LIMIT, late: str = "log") -> Compiled:
     """Write OUT/plan.json, OUT/plan.txt and OUT/job.py; with `naive`, also OUT/naive_job.py (the same
     workflows written the naive way in PySpark, for comparison; raises NotExpressible if it cannot be).
     `operators`: Python files registering pattern operators, copied to OUT/operators/ for the job;
-    `pattern_limit`: partial matches a pattern keeps per key and operator, unless it says (`limit N`).
+    `pattern_limit`: partial matches a pattern keeps per key and operator, unless it says (`limit N`);
+    `watermark`, `late`: the job's policies for out-of-order and late readings (SPEC §6).
     The conditions of patterns are ordered by the pass rates an earlier run into OUT measured
     (OUT/selectivity.json), where it has them."""
     out = Path(out)
@@ -90,7 +91,7 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
         copied.append(f"operators/{Path(path).name}")
     write_plan(plan, out / "plan.json")
     (out / "plan.txt").write_text(explain(plan))
-    (out / "job.py").write_text(render_job(plan, loaded.sources, str(out), watermark, tuple(copied)))
+    (out / "job.py").write_text(render_job(plan, loaded.sources, str(out), watermark, tuple(copied), late))
     if naive:
         (out / "naive_job.py").write_text(
             render_naive(loaded.workflows, loaded.sources, delay_ms(watermark), partitions))
@@ -99,6 +100,10 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
 
 def delay_ms(watermark: str) -> int:
     """The delay of a `fixed:D` watermark policy (the naive job has Spark's fixed watermark only)."""
-    from sensorscript.runtime.watermark import parse_policy
+    from sensorscript.runtime.watermark import FixedDelay, parse_policy
 
-    return parse_policy(watermark).delay_ms
+    policy = parse_policy(watermark)
+    if not isinstance(policy, FixedDelay):
+        raise NotExpressible([Diagnostic("error", f"the naive job has Spark's fixed watermark only, not "
+                                                  f"'{watermark}': compile it with --watermark fixed:DELAY")])
+    return policy.delay_ms

@@ -42,8 +42,13 @@ _NOISE = ("TransformWithStateInPandas Python worker", "log4j2-defaults.propertie
           "To adjust logging level", "NativeCodeLoader", "Using incubator modules")
 
 
+def policy_arguments(watermark: str | None, late: str | None) -> list[str]:
+    """job.py's options that override the compiled policies for one run."""
+    return [*(["--watermark", watermark] if watermark else []), *(["--late", late] if late else [])]
+
+
 def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print,
-                max_files_per_trigger: int | None = None) -> int:
+                max_files_per_trigger: int | None = None, extra_job: list[str] | None = None) -> int:
     """Run OUT/job.py in a child process on local Spark, passing on its output without Spark's noise."""
     out = Path(out)
     load_job(out)  # a clear error if there is no job
@@ -55,7 +60,7 @@ def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print
         command += ["--sink", sink]
     if max_files_per_trigger:
         command += ["--max-files-per-trigger", str(max_files_per_trigger)]
-    return run_quietly(command, echo)
+    return run_quietly(command + list(extra_job or ()), echo)
 
 
 def run_quietly(command: list[str], echo, environment: dict[str, str] | None = None) -> int:
@@ -86,7 +91,7 @@ def package_zip(out: Path) -> Path:
 
 
 def submit(out: Path, master: str, source: str, once: bool, sink: str | None, extra: list[str] | None = None,
-           echo=print) -> int:
+           echo=print, extra_job: list[str] | None = None) -> int:
     """spark-submit OUT/job.py to a Spark cluster; returns spark-submit's exit code."""
     import pyspark
 
@@ -104,6 +109,7 @@ def submit(out: Path, master: str, source: str, once: bool, sink: str | None, ex
         command.append("--once")
     if sink:
         command += ["--sink", sink]
+    command += list(extra_job or ())
     environment = {**os.environ, "PYSPARK_PYTHON": python, "SPARK_HOME": str(spark_home)}
     echo(f"submitting {out / 'job.py'} to {master}")
     return run_quietly(command, echo, environment)

@@ -117,8 +117,9 @@ class ScriptLines:
 
 
 def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0",
-               operator_files: tuple[str, ...] = ()) -> str:
-    """job.py for the plan; `operator_files`: files registering pattern operators, relative to OUT."""
+               operator_files: tuple[str, ...] = (), late: str = "log") -> str:
+    """job.py for the plan; `operator_files`: files registering pattern operators, relative to OUT;
+    `watermark` and `late`: the job's policies (a run may override them)."""
     graph = plan.graph
     codes = sensor_codes(plan)
     lines = ScriptLines(sources)
@@ -196,7 +197,7 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
                  for s in sorted(codes)],
         bucket_keys=_literal(bucket_keys(plan.partitions.count)),
         programs=entries, first_stage=first_vars, second_stage=second_vars,
-        watermark=_literal(watermark), watermark_text=watermark.replace(":", " "),
+        watermark=_literal(watermark), watermark_text=watermark.replace(":", " "), late=_literal(late),
         stream_names=[(_literal(w), "{" + ", ".join(f"{code}: {_literal(name)}" for code, name in names.items()) + "}")
                       for w, names in plan.stream_names.items()],
         operator_files=[_literal(f) for f in operator_files], operator_literal=_literal(tuple(operator_files)),

@@ -77,6 +77,7 @@ JOB = Job(
     second_stage=(None, ),
     bucket_keys=BUCKET_KEYS,
     watermark="fixed:0",
+    late="log",
 )
 
 

@@ -223,6 +223,7 @@ JOB = Job(
     second_stage=(PARTITION_0_STAGE_2, None, ),
     bucket_keys=BUCKET_KEYS,
     watermark="fixed:0",
+    late="log",
     stream_names=STREAM_NAMES,
 )
 
