@@ -86,10 +86,23 @@ def _check_watermark(ctx, param, value):
     return value
 
 
+def _check_late(ctx, param, value):
+    from sensorscript.runtime.watermark import parse_late_policy
+
+    if value is not None:
+        try:
+            parse_late_policy(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
+
+
 _WATERMARK_HELP = ("Watermark policy per partition: fixed:DELAY (e.g. fixed:5s), adaptive:MAX_DELAY (waits up to "
                    "MAX_DELAY while the feed is out of order) or quality:EPS,DELTA (a buffer sized so that window "
                    "coverage meets the error bound); each may add ,ahead=DURATION (default 10min).")
-_LATE_HELP = "Late readings: drop (counted only) or log (kept in the late store beside the results)."
+_LATE_HELP = ("Late readings: drop (counted only), log (kept in the late store beside the results) or "
+              "correct[:GAMMA] (logged, every reading archived, and the results they touched recomputed and "
+              "written again with a higher version once the pending late readings span GAMMA, default 5s).")
 
 
 @main.command(name="compile")
@@ -106,7 +119,8 @@ _LATE_HELP = "Late readings: drop (counted only) or log (kept in the late store 
                    "what the limit cuts is counted and reported.")
 @click.option("--watermark", default="fixed:0", show_default=True, metavar="POLICY", callback=_check_watermark,
               help=_WATERMARK_HELP)
-@click.option("--late", default="log", show_default=True, type=click.Choice(["drop", "log"]), help=_LATE_HELP)
+@click.option("--late", default="log", show_default=True, metavar="drop|log|correct[:GAMMA]", callback=_check_late,
+              help=_LATE_HELP)
 def compile_command(files, out, sensors, partitions, epsilon, naive, operators, pattern_limit, watermark,
                     late) -> None:
     """Compile workflow FILES into one job: OUT/job.py, OUT/plan.json and OUT/plan.txt."""
@@ -142,7 +156,8 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
                    "order).")
 @click.option("--watermark", metavar="POLICY", callback=_check_watermark,
               help="This run's watermark policy instead of the compiled one. " + _WATERMARK_HELP)
-@click.option("--late", type=click.Choice(["drop", "log"]), help="This run's late policy instead of the compiled one.")
+@click.option("--late", metavar="drop|log|correct[:GAMMA]", callback=_check_late,
+              help="This run's late policy instead of the compiled one. " + _LATE_HELP)
 def run_command(out, source, once, sink, cluster, max_files_per_trigger, watermark, late) -> None:
     """Run the job compiled into OUT on local Spark (local[2]) or on a cluster."""
     from sensorscript import running
@@ -158,6 +173,36 @@ def run_command(out, source, once, sink, cluster, max_files_per_trigger, waterma
         _fail(exc)
         return
     sys.exit(code)
+
+
+@main.command()
+@click.argument("out", type=click.Path(file_okay=False))
+def correct(out) -> None:
+    """Correct the results of the job in OUT now (late policy correct): recompute what its pending late
+    readings touched from the archive, and write the rows that changed with a higher version."""
+    from sensorscript import running
+
+    try:
+        click.echo(running.correct_now(Path(out)).describe())
+    except SensorScriptError as exc:
+        _fail(exc)
+
+
+@main.command()
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--stream", "streams", multiple=True, metavar="WORKFLOW.NAME", help="Only this stream (repeatable).")
+@click.option("--all-versions", is_flag=True, help="Every version of every row, not only the newest.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0),
+              help="Rows per stream (the newest; 0: all).")
+def results(out, streams, all_versions, limit) -> None:
+    """The results of the job in OUT, newest version of each row (corrections of late data
+    replace earlier versions), with times people read."""
+    from sensorscript import running
+
+    try:
+        click.echo(running.show_results(Path(out), list(streams) or None, all_versions, limit))
+    except SensorScriptError as exc:
+        _fail(exc)
 
 
 @main.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -113,6 +114,53 @@ def submit(out: Path, master: str, source: str, once: bool, sink: str | None, ex
     environment = {**os.environ, "PYSPARK_PYTHON": python, "SPARK_HOME": str(spark_home)}
     echo(f"submitting {out / 'job.py'} to {master}")
     return run_quietly(command, echo, environment)
+
+
+def correct_now(out: Path):
+    """`sscript correct OUT`: run a correction of late data now, in a child process (Spark's start-up
+    chatter filtered); returns what it did."""
+    from sensorscript.runtime.correction import Correction
+
+    out = Path(out)
+    load_job(out)  # a clear error if there is no job
+    status = _status(out)
+    if not status["late_policy"].startswith("correct"):
+        raise SensorScriptError([Diagnostic("error", f"the job in {out} ran with late policy "
+                                                     f"'{status['late_policy']}': corrections need --late correct")])
+    found: list[str] = []
+    code = run_quietly([sys.executable, "-m", "sensorscript.runtime.correction", str(out)],
+                       lambda line: found.append(line))
+    report = [line for line in found if line.startswith("{")]
+    if code or not report:
+        raise SensorScriptError([Diagnostic("error", "the correction failed: " + (found[-1] if found else "no output"))])
+    return Correction(**json.loads(report[-1]))
+
+
+def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit: int) -> str:
+    """`sscript results OUT`: the newest version of each result row (or every version)."""
+    from sensorscript.runtime.correction import newest
+    from sensorscript.runtime.sinks import read_results
+    from sensorscript.runtime.status import describe_results
+
+    out = Path(out)
+    spec = _status(out)["sink_spec"] if (out / "status.json").exists() else f"sqlite:{out / 'results.db'}"
+    try:
+        rows = read_results(spec, streams)
+    except ValueError as exc:
+        raise SensorScriptError([Diagnostic("error", str(exc))]) from None
+    if not all_versions:
+        rows = newest(rows)
+        rows = rows[rows["value"].notna()]
+    return describe_results(rows, limit)
+
+
+def _status(out: Path) -> dict:
+    from sensorscript.runtime.status import read_status
+
+    try:
+        return read_status(out)
+    except (FileNotFoundError, ValueError) as exc:
+        raise SensorScriptError([Diagnostic("error", str(exc))]) from None
 
 
 def _check_input(source: str) -> None:

@@ -14,6 +14,7 @@ from sensorscript.parser import load
 from sensorscript.reference import evaluate
 from sensorscript.runtime.status import describe, read_status
 from sensorscript.running import run_local
+from sensorscript.runtime.sinks import sqlite_results
 from tests.differential import assert_same, expected_rows, result_rows
 from tests.test_watermark import without
 
@@ -119,3 +120,28 @@ def test_file_sinks_keep_the_late_store_and_metrics_beside_the_results(spark, co
     assert len(late) == summary.late > 0
     metrics = pd.concat([pd.read_csv(f) for f in sorted((sink.parent / "metrics").glob("*.csv"))])
     assert {"watermark", "lag_ms", "disorder", "state_bytes", "readings"} <= set(metrics["name"])
+
+
+@pytest.mark.parametrize("gamma", ["correct:1s", "correct:1h"])
+def test_corrected_results_equal_the_reference_over_all_the_data(spark, compiled, tmp_path, gamma):
+    """With `correct`, the newest version of every row is exact in the end: equal to the reference
+    over every reading, late ones included; corrections run during the feed (a span of 1 s) or only
+    once the input has ended (1 h); every version is kept."""
+    folder, job = compiled
+    batches = feed(tmp_path / "data", files=10, seed=4)
+    lines = [line for batch in batches for line in batch]
+    messages = []
+    summary = run_local(job.out, str(tmp_path / "data"), True, None, spark=spark, echo=messages.append,
+                        max_files_per_trigger=1, late=gamma)
+    assert summary.late > 0 and summary.corrected > 0
+    expected = evaluate(load([str(folder / "w.ss")]).workflows, [lines])
+    assert_same(sqlite_results(job.out / "results.db", "latest"), expected_rows(expected))
+    corrections = [m for m in messages if m.startswith("correction:")]
+    assert len(corrections) > (1 if gamma == "correct:1s" else 0)
+    db = sqlite3.connect(job.out / "results.db")
+    assert db.execute("SELECT MAX(version) FROM results").fetchone()[0] >= 2
+    # The archive holds every reading once, late ones included.
+    archived = spark.read.parquet(str(job.out / "archive")).count()
+    assert archived == len(lines)
+    # sscript status tells of the corrections.
+    assert "corrections of late data" in describe(read_status(job.out))

@@ -36,7 +36,7 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     parser.add_argument("--trigger-seconds", type=float, default=1.0, help="micro-batch interval when streaming")
     parser.add_argument("--max-files-per-trigger", type=int, help="bound a micro-batch to this many files")
     parser.add_argument("--watermark", help=f"watermark policy for this run (compiled: {job.watermark})")
-    parser.add_argument("--late", choices=("drop", "log"), help=f"late policy for this run (compiled: {job.late})")
+    parser.add_argument("--late", help=f"late policy for this run: drop, log or correct[:GAMMA] (compiled: {job.late})")
     args = parser.parse_args(argv)
     if not args.input.startswith(("socket://", "kafka://")) and not Path(args.input).exists():
         print(f"error: {args.input}: no such input folder", file=sys.stderr)

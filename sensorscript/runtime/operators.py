@@ -19,7 +19,7 @@ import pandas as pd
 warnings.filterwarnings("ignore", message="The behavior of DataFrame concatenation with empty or all-NA",
                         category=FutureWarning)
 
-from sensorscript.runtime import output  # noqa: E402 (after the warning filter)
+from sensorscript.runtime import archive, output  # noqa: E402 (after the warning filter)
 from sensorscript.runtime.engine import Tuples  # noqa: E402
 from sensorscript.runtime.packets import CONTROL_CODE  # noqa: E402
 from sensorscript.runtime.program import Job  # noqa: E402
@@ -107,6 +107,8 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     good = ~control
     quarantined = sum(len(r) for r in rejected)
     step = task.step(value_state, code[good].astype(np.int64), ts[good], value[good], bool(control.any()))
+    if job.archive is not None:  # late policy `correct`: every reading, on time or late, kept to recompute from
+        archive.write(job.archive, partition, code[good], ts[good], value[good])
     step.gauges["state_bytes"] = _save(state, value_state)
     own = job.bucket_keys[partition]
     parts = [output.quarantine(pd.concat(rejected, ignore_index=True) if rejected else output.empty(), own)]

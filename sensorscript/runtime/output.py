@@ -100,7 +100,7 @@ def late(results: list[BatchResult], job: Job, dest: int, watermark: int) -> pd.
     """The late readings of a batch, for the late store (policy `log`): `stream` holds the sensor id,
     `reason` the result streams it missed, `window_start` the watermark it came behind."""
     parts = [r.late_readings for r in results if r.late_readings is not None]
-    if job.late == "drop" or not parts:
+    if job.late == "drop" or not parts:  # log and correct keep them
         return empty()
     code, ts, value = (np.concatenate(column) for column in zip(*parts))
     sensor_ids = {c: sensor_id for sensor_id, (c, _) in job.sensors.items()}

@@ -180,7 +180,10 @@ class Job:
     second_stage: tuple[Program | None, ...]
     bucket_keys: tuple[int, ...]  # partition p's rows carry key bucket_keys[p]: Spark hashes it to task p
     watermark: str = "fixed:0"
-    late: str = "log"  # what happens to late readings: drop (counted), log (kept in the late store)
+    # What happens to late readings: drop (counted), log (kept in the late store), correct[:GAMMA]
+    # (logged, and every reading archived so that corrections recompute what they touched).
+    late: str = "log"
+    archive: str | None = None  # with `correct`: the archive's folder, set by the run (OUT/archive)
     # Sensor id -> further partitions its readings also go to. Our plans send each reading to
     # one partition; the naive placements the report measures (hash by workflow) copy them.
     replicas: dict[str, tuple[int, ...]] = field(default_factory=dict)

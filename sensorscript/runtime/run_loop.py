@@ -13,11 +13,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sensorscript.runtime import correction
+from sensorscript.runtime.archive import FOLDER as ARCHIVE
+from sensorscript.runtime.engine import POS_INF
 from sensorscript.runtime.packets import END_OF_INPUT
 from sensorscript.runtime.program import SELECTIVITY, Job
 from sensorscript.runtime.session import spark_session
 from sensorscript.runtime.status import Status
-from sensorscript.runtime.watermark import check_late_policy, parse_policy
+from sensorscript.runtime.watermark import check_late_policy, parse_late_policy, parse_policy
 from sensorscript.runtime.sinks import SIDE_TABLES, BatchRows, open_sink
 
 
@@ -34,6 +37,7 @@ class RunSummary:
     forward_packets: int = 0  # the rows that carried them
     matches: int = 0  # result rows of pattern streams
     cut: int = 0  # partial matches the patterns' caps cut
+    corrected: int = 0  # rows written by corrections of late data (new versions and tombstones)
     seconds: float = 0.0
     # Per pattern node and condition: [rows tested, rows passed] (kept in OUT/selectivity.json).
     selectivity: dict = field(default_factory=dict)
@@ -51,15 +55,30 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     if once and source.startswith(("socket://", "kafka://")):
         raise ValueError("--once reads a folder of files; a socket or Kafka source runs until stopped")
     checkpoint = out / ("checkpoint-once" if once else "checkpoint")
+    correcting, gamma_ms = parse_late_policy(job.late)[0] == "correct", parse_late_policy(job.late)[1]
     if once:  # a bounded run starts afresh and writes its own results
         shutil.rmtree(checkpoint, ignore_errors=True)
+        for folder in (ARCHIVE, correction.FOLDER):
+            shutil.rmtree(out / folder, ignore_errors=True)
         _reset_sink(sink_spec)
+    if correcting:
+        if sink_spec == "console":
+            raise ValueError("late policy correct compares corrections with the results written: use a sqlite, "
+                             "csv or parquet sink")
+        job = dataclasses.replace(job, archive=str((out / ARCHIVE).resolve()))
+    pending = correction.Pending(out)
     control = checkpoint / "control"
     control.mkdir(parents=True, exist_ok=True)
     target = open_sink(sink_spec, matches=job.has_matches)
     spark = spark or spark_session(job, master)
     summary = RunSummary()
-    status = Status.start(out, job, target.describe(), fresh=once)
+    status = Status.start(out, job, sink_spec, target.describe(), fresh=once)
+
+    def run_correction(until: int) -> None:
+        found = correction.correct(job, out, sink_spec, spark, until)
+        summary.corrected += found.rows + found.retracted
+        status.corrected(found)
+        echo(found.describe())
     started = time.monotonic()
 
     def write_batch(batch, batch_id: int) -> None:
@@ -71,7 +90,11 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         counted = rows[kinds == "metric"]
         metrics = counted.groupby("stream")["value"].sum()
         measures = _measures(job, batch_id, counted, rows[kinds == "gauge"], results)
-        target.write(batch_id, BatchRows(results, quarantine, _late_rows(rows[kinds == "late"], batch_id), measures))
+        late_rows = _late_rows(rows[kinds == "late"], batch_id)
+        target.write(batch_id, BatchRows(results, quarantine, late_rows, measures))
+        if correcting and len(late_rows):
+            pending.add(batch_id, late_rows["sensor_id"].map(lambda s: job.sensors[s][0]).to_numpy(np.int64),
+                        late_rows["ts"].to_numpy(np.int64), late_rows["value"].to_numpy(np.float64))
         readings, late = int(metrics.get("readings", 0)), int(metrics.get("late", 0))
         dbz = int(sum(v for k, v in metrics.items() if k.startswith("division_by_zero:")))
         summary.batches += 1
@@ -100,6 +123,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
              + (f", {cut:,} partial matches cut by the patterns' limit" if cut else "")
              + (f", watermark {lag.max() / 1000:,.1f} s behind the newest reading" if len(lag) else "")
              + f" ({time.monotonic() - t0:.1f} s to write)")
+        if correcting and pending.span_ms() > gamma_ms:
+            run_correction(status.emitted_until(job))
 
     streamed = source.startswith(("socket://", "kafka://"))
 
@@ -123,6 +148,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
             (control / "end-of-input.txt").write_text(END_OF_INPUT + "\n")
             query = start()
             _await(query)
+        if once and correcting:  # the input has ended: every late reading can be settled
+            run_correction(POS_INF)
     except KeyboardInterrupt:
         echo("stopping: the checkpoint keeps the state, a new run continues from here")
         query.stop()

@@ -30,6 +30,9 @@ import pandas as pd
 
 RESULT_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version")
 MATCH_COLUMNS = ("start_ts", "end_ts", "events")  # pattern matches add these (SPEC §7)
+# What identifies a result row across versions: a correction replaces all rows of a key at once
+# (with the next version), or retracts them with a tombstone (value empty).
+KEY_COLUMNS = ("stream", "ts", "window_start", "window_end", "start_ts", "end_ts")
 QUARANTINE_COLUMNS = ("raw", "reason")
 SIDE_TABLES = ("quarantine", "late", "metrics")  # tables in SQLite, folders beside a file sink
 LATE_COLUMNS = ("sensor_id", "ts", "value", "watermark", "streams", "batch_id")
@@ -84,7 +87,7 @@ class SQLiteSink(Sink):
         with self._connect() as db:
             db.executescript("""
                 CREATE TABLE IF NOT EXISTS results (stream TEXT NOT NULL, ts INTEGER NOT NULL,
-                    window_start INTEGER, window_end INTEGER, value REAL NOT NULL, version INTEGER NOT NULL,
+                    window_start INTEGER, window_end INTEGER, value REAL, version INTEGER NOT NULL,
                     start_ts INTEGER, end_ts INTEGER, events TEXT);
                 CREATE TABLE IF NOT EXISTS quarantine (raw TEXT NOT NULL, reason TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS late (sensor_id TEXT NOT NULL, ts INTEGER NOT NULL, value REAL,
@@ -94,6 +97,13 @@ class SQLiteSink(Sink):
                 CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics (name, batch_id);
                 CREATE TABLE IF NOT EXISTS sscript_batches (batch_id INTEGER PRIMARY KEY);
                 CREATE INDEX IF NOT EXISTS results_by_stream ON results (stream, ts);
+                -- The newest version of each row: what corrections of late data (version > 1) leave.
+                CREATE VIEW IF NOT EXISTS latest AS
+                    SELECT r.* FROM results r
+                    WHERE r.value IS NOT NULL AND r.version = (
+                        SELECT MAX(n.version) FROM results n WHERE n.stream = r.stream AND n.ts = r.ts
+                        AND n.window_start IS r.window_start AND n.window_end IS r.window_end
+                        AND n.start_ts IS r.start_ts AND n.end_ts IS r.end_ts);
             """)
             present = {row[1] for row in db.execute("PRAGMA table_info(results)")}
             for column, kind in (("start_ts", "INTEGER"), ("end_ts", "INTEGER"), ("events", "TEXT")):
@@ -216,13 +226,55 @@ def _records(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple]:
 
 # ------------------------------------------------------------------ reading back
 
-def sqlite_results(path: str | Path) -> list[tuple]:
-    """A SQLite sink's results, sorted: (stream, ts, window_start, window_end, value)."""
+def sqlite_results(path: str | Path, table: str = "results") -> list[tuple]:
+    """A SQLite sink's results (or the view `latest`), sorted: (stream, ts, window_start, window_end, value)."""
     db = sqlite3.connect(path)
     try:
-        return sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM results"))
+        return sorted(db.execute(f"SELECT stream, ts, window_start, window_end, value FROM {table}"))
     finally:
         db.close()
+
+
+def read_results(spec: str, streams: list[str] | None = None, lo: int | None = None,
+                 hi: int | None = None) -> pd.DataFrame:
+    """Every version of the result rows a sink holds (of these streams, with lo <= ts < hi), in
+    RESULT_COLUMNS + MATCH_COLUMNS: what corrections compare with and `sscript results` shows."""
+    kind, _, path = spec.partition(":")
+    columns = list(RESULT_COLUMNS + MATCH_COLUMNS)
+    if kind == "sqlite":
+        if not Path(path).exists():
+            return pd.DataFrame(columns=columns)
+        where, parameters = ["1 = 1"], []
+        if streams is not None:
+            where.append(f"stream IN ({', '.join('?' * len(streams))})")
+            parameters += list(streams)
+        if lo is not None and lo > -(2**63):
+            where.append("ts >= ?")
+            parameters.append(int(lo))
+        if hi is not None and hi < 2**63 - 1:
+            where.append("ts < ?")
+            parameters.append(int(hi))
+        db = sqlite3.connect(path)
+        try:
+            frame = pd.read_sql_query(f"SELECT {', '.join(columns)} FROM results WHERE {' AND '.join(where)}",
+                                      db, params=parameters)
+        finally:
+            db.close()
+    elif kind == "csv":
+        frame = pd.read_csv(path) if Path(path).exists() else pd.DataFrame(columns=columns)
+    elif kind == "parquet":
+        files = sorted(Path(path).glob("*.parquet"))
+        frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True) if files else pd.DataFrame(columns=columns)
+    else:
+        raise ValueError(f"results cannot be read back from '{spec}': use a sqlite, csv or parquet sink")
+    frame = frame.reindex(columns=columns)
+    if streams is not None:
+        frame = frame[frame["stream"].isin(streams)]
+    if lo is not None:
+        frame = frame[frame["ts"] >= lo]
+    if hi is not None:
+        frame = frame[frame["ts"] < hi]
+    return frame.reset_index(drop=True)
 
 
 def same_results(a: list[tuple], b: list[tuple]) -> bool:

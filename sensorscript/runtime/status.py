@@ -25,6 +25,7 @@ class Status:
     workflows: list[str]
     watermark: str
     late_policy: str
+    sink_spec: str
     sink: str
     started: float
     updated: float = 0.0
@@ -33,14 +34,15 @@ class Status:
     totals: dict[str, float] = field(default_factory=dict)
     late_by_stream: dict[str, float] = field(default_factory=dict)
     partitions: dict[str, dict[str, float]] = field(default_factory=dict)
+    corrections: dict[str, float] = field(default_factory=dict)  # late policy correct: runs, rows, last
 
     @staticmethod
-    def start(out: Path, job, sink: str, fresh: bool) -> "Status":
+    def start(out: Path, job, sink_spec: str, sink: str, fresh: bool) -> "Status":
         """The status of a run starting now: a fresh one for a run that starts afresh, else the
         totals so far carried on (the checkpoint carries the state on too)."""
         path = Path(out) / STATUS
         now = time.time()
-        status = Status(str(path), job.name, list(job.workflows), job.watermark, job.late, sink, now)
+        status = Status(str(path), job.name, list(job.workflows), job.watermark, job.late, sink_spec, sink, now)
         if not fresh and path.exists():
             try:
                 earlier = json.loads(path.read_text())
@@ -50,6 +52,7 @@ class Status:
             status.late_by_stream = earlier.get("late_by_stream", {})
             status.partitions = earlier.get("partitions", {})
             status.batches = earlier.get("batches", 0)
+            status.corrections = earlier.get("corrections", {})
         status._save()
         return status
 
@@ -72,6 +75,17 @@ class Status:
                 self.partitions.setdefault(str(int(partition)), {})[name] = float(value)
         self._save()
 
+    def corrected(self, found) -> None:
+        """Take a correction of late data (runtime/correction.py)."""
+        for name in ("rows", "retracted", "settled"):
+            self.corrections[name] = self.corrections.get(name, 0) + getattr(found, name)
+        self.corrections["runs"] = self.corrections.get("runs", 0) + 1
+        self.corrections["last"] = time.time()
+        self._save()
+
+    def emitted_until(self, job) -> int:
+        return emitted_until(self.partitions, job)
+
     def _save(self) -> None:
         path = Path(self.path)
         temporary = path.with_suffix(".json.tmp")
@@ -92,6 +106,20 @@ GAUGES = {
     "ahead": ("held ahead", "count"),
     "state_bytes": ("state", "bytes"),
 }
+
+
+def emitted_until(partitions: dict[str, dict[str, float]], job) -> int:
+    """The event time below which the stream has emitted every row: the smallest watermark of the
+    partitions, less the longest `within` of the job's patterns (a pattern may hold its matches
+    back that long)."""
+    from sensorscript.runtime.program import Pattern
+
+    marks = [g["watermark"] for g in partitions.values() if "watermark" in g]
+    if len(marks) < job.partitions:  # a partition that has not spoken holds every stage it feeds back
+        return -(2**63)
+    within = max((n.within for q in job.first_stage + job.second_stage if q is not None for n in q.nodes
+                  if isinstance(n, Pattern)), default=0)
+    return int(min(marks)) - within
 
 
 def read_status(out: Path) -> dict:
@@ -137,7 +165,33 @@ def describe(status: dict) -> str:
         lines.append("  late readings by the result stream they missed: "
                      + ", ".join(f"{stream} {count:,.0f}" for stream, count in late[:10])
                      + (f", and {len(late) - 10} more" if len(late) > 10 else ""))
+    corrections = status.get("corrections", {})
+    if corrections.get("runs"):
+        lines.append(f"  corrections of late data: {corrections['runs']:,.0f} runs, {corrections['rows']:,.0f} rows "
+                     f"corrected, {corrections['retracted']:,.0f} retracted, the last at "
+                     f"{human_time(corrections['last'] * 1000)}")
     for partition, gauges in sorted(status.get("partitions", {}).items(), key=lambda item: int(item[0])):
         shown = [f"{label} {_shown(gauges[name], kind)}" for name, (label, kind) in GAUGES.items() if name in gauges]
         lines.append(f"  partition {partition}: " + ", ".join(shown))
+    return "\n".join(lines)
+
+
+def describe_results(rows, limit: int) -> str:
+    """Result rows per stream (the newest `limit` of each), with times people read."""
+    if not len(rows):
+        return "no results"
+    lines = []
+    for stream, group in rows.groupby("stream", sort=True):
+        group = group.sort_values(["ts", "version"])
+        shown = group.tail(limit) if limit else group
+        more = f" (the last {len(shown):,} of {len(group):,})" if len(shown) < len(group) else ""
+        lines.append(f"{stream}: {len(group):,} rows{more}")
+        for row in shown.itertuples(index=False):
+            window = ""
+            if row.window_start == row.window_start and row.window_start is not None:  # not NaN
+                window = f"  window {human_time(row.window_start)} .. {human_time(row.window_end)}"
+            value = "retracted" if row.value != row.value or row.value is None else f"{row.value:.6g}"
+            version = f"  version {int(row.version)}" if int(row.version) > 1 else ""
+            match = f"  events {row.events}" if isinstance(getattr(row, "events", None), str) else ""
+            lines.append(f"  {human_time(row.ts)}  {value}{window}{version}{match}")
     return "\n".join(lines)

@@ -92,7 +92,7 @@ class FirstStage:
             results.append(self.engine.process(state.engine, _EMPTY_I, _EMPTY_I, _EMPTY_F, POS_INF))
         emitted = [t.ts for r in results for t in r.outputs.values()]
         latency = state.arrivals.latency_ms(np.concatenate(emitted) if emitted else _EMPTY_I, time.time())
-        gauges = state.policy.metrics()
+        gauges = state.policy.metrics(in_force)
         if len(latency):
             gauges.update(latency_mean_ms=float(latency.mean()), latency_max_ms=float(latency.max()))
         return Step(results, results[-1].mark, in_force, gauges)

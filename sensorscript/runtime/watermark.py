@@ -100,14 +100,15 @@ class Policy:
         """How far the watermark stays behind N now."""
         raise NotImplementedError
 
-    def metrics(self) -> dict[str, float]:
-        """Gauges of the partition after the batch: the watermark, N, its lag, readings held out."""
+    def metrics(self, in_force: int) -> dict[str, float]:
+        """Gauges of the partition after a batch judged by watermark `in_force` (everything below it
+        is emitted): that watermark, N, its lag behind N, readings held out, coverage."""
         out = {"ahead": float(self.frontier.ahead), "coverage": self.coverage}
         if self.frontier.largest is not None:
             out["max_ts"] = float(self.frontier.largest)
-        if self.watermark != NONE_YET:
-            out["watermark"] = float(self.watermark)
-            out["lag_ms"] = float(self.frontier.largest - self.watermark)
+        if in_force != NONE_YET:
+            out["watermark"] = float(in_force)
+            out["lag_ms"] = float(self.frontier.largest - in_force)
         return out
 
     def resume(self, earlier: "Policy") -> "Policy":
@@ -144,8 +145,8 @@ class Adaptive(Policy):
     def buffer_ms(self) -> int:
         return round(self.max_delay_ms * (1.0 - self.disorder))
 
-    def metrics(self):
-        return {**super().metrics(), "disorder": self.disorder, "k_ms": float(self.buffer_ms())}
+    def metrics(self, in_force):
+        return {**super().metrics(in_force), "disorder": self.disorder, "k_ms": float(self.buffer_ms())}
 
 
 def ordered_share(ts: np.ndarray) -> float:
@@ -213,8 +214,8 @@ class Quality(Policy):
     def buffer_ms(self) -> int:
         return round(self.alpha * self.largest_delay_ms)
 
-    def metrics(self):
-        return {**super().metrics(), "k_ms": float(self.buffer_ms()), "alpha": self.alpha,
+    def metrics(self, in_force):
+        return {**super().metrics(in_force), "k_ms": float(self.buffer_ms()), "alpha": self.alpha,
                 "target": self.target}
 
 
@@ -269,9 +270,19 @@ def _number(text: str, what: str, kind):
 
 
 LATE_POLICIES = ("drop", "log", "correct")
+DEFAULT_GAMMA_MS = 5_000  # `correct`: the event-time span of pending late readings that starts a correction
 
 
-def check_late_policy(name: str) -> str:
+def parse_late_policy(spec: str) -> tuple[str, int]:
+    """`drop`, `log`, `correct` or `correct:GAMMA` -> (name, gamma in ms)."""
+    name, _, gamma = spec.strip().partition(":")
     if name not in LATE_POLICIES:
-        raise ValueError(f"unknown late policy '{name}': use drop, log or correct")
-    return name
+        raise ValueError(f"unknown late policy '{spec}': use drop, log or correct (correct:GAMMA, e.g. correct:10s)")
+    if gamma and name != "correct":
+        raise ValueError(f"late policy '{spec}': only correct takes a span (correct:GAMMA)")
+    return name, duration_ms(gamma, "correction span") if gamma else DEFAULT_GAMMA_MS
+
+
+def check_late_policy(spec: str) -> str:
+    parse_late_policy(spec)
+    return spec

@@ -1,0 +1,348 @@
+"""Late policy `correct` (SPEC §6, paper 002's hybrid model): late readings are logged, every
+reading is archived (runtime/archive.py), and a correction recomputes what the late readings
+touched and writes the rows that changed with a higher `version`.
+
+A correction runs when the pending late readings span more than Γ of event time (the run loop
+checks after every batch), at the end of a bounded input, or on `sscript correct OUT`:
+
+1. The pending late readings name the sensors they came from; the result streams those sensors
+   reach are the streams to correct, and the sensors those streams read are the ones to read back.
+2. A Spark batch job reads those sensors' archived readings from `start` to `until`: `until` is
+   the smallest watermark of the job's partitions (what the stream has emitted), `start` lies far
+   enough before the first late reading that every stream to correct is exact from there on.
+3. The job's own engine (the programs it runs, in one process) recomputes every stream over them.
+   A stream's recomputed rows are exact from its *trust time* on: a sensor's from `start` (from
+   the beginning when the archive holds nothing earlier), a window's a window length later, a
+   union's from its latest input's, a combine's from the first tuple of each input after that
+   input's trust time (its latest value is known from there), a pattern's `within` after its
+   inputs'. Where a stream to correct is not exact from the first late reading on, `start` moves
+   back (twice as far each time) until it is, or reaches the start of the archive.
+4. Rows are compared with the newest version of each row the sink holds, per key (stream, ts,
+   window bounds, match bounds) as multisets: a key whose rows differ gets all its new rows with
+   the next version; a key with no rows any more gets a tombstone (value empty) with the next
+   version. The SQLite view `latest` and `sscript results` show the newest version of each row.
+5. Late readings whose every effect lies before `until` are settled; the others stay pending and
+   are recomputed again next time (comparing with the newest versions makes that harmless).
+   Downstream streams (unions, arithmetic, windows over derived streams, patterns) are corrected
+   with the streams they read, since the recompute runs the whole chain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sensorscript.runtime import archive, output, program as p
+from sensorscript.runtime.engine import NEG_INF, POS_INF
+from sensorscript.runtime.sinks import KEY_COLUMNS, MATCH_COLUMNS, RESULT_COLUMNS, BatchRows, open_sink, read_results
+from sensorscript.runtime.tasks import LocalRun
+
+FOLDER = "corrections"
+
+
+@dataclass
+class Correction:
+    """What one correction did."""
+
+    late: int = 0  # late readings it took in
+    start: int = 0  # the event-time range it recomputed
+    until: int = 0
+    readings: int = 0  # archived readings it recomputed from
+    rows: int = 0  # corrected rows written (a changed key's rows, with the next version)
+    retracted: int = 0  # keys that have no rows any more (tombstones)
+    settled: int = 0  # late readings whose every effect is now corrected
+    seconds: float = 0.0
+
+    def describe(self) -> str:
+        if not self.late:
+            return "correction: no late readings pending"
+        span = (f"{(self.until - self.start) / 1000:,.1f} s of event time" if self.until < POS_INF
+                else "to the end of the input")
+        return (f"correction: {self.late:,} late readings, {self.readings:,} archived readings recomputed "
+                f"({span}), "
+                f"{self.rows:,} rows corrected, {self.retracted:,} retracted, {self.settled:,} late readings "
+                f"settled, in {self.seconds:.1f} s")
+
+
+class Pending:
+    """OUT/corrections/: the late readings of each batch (one Parquet file per batch that had any) and
+    state.json (the files settled, the corrections run)."""
+
+    def __init__(self, out: Path):
+        self.folder = Path(out) / FOLDER
+        self.state_path = self.folder / "state.json"
+
+    def _state(self) -> dict:
+        return json.loads(self.state_path.read_text()) if self.state_path.exists() else {"settled": [], "runs": 0}
+
+    def _save(self, state: dict) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.state_path.write_text(json.dumps(state, indent=1) + "\n")
+
+    def add(self, batch_id: int, code: np.ndarray, ts: np.ndarray, value: np.ndarray) -> None:
+        if not len(ts):
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"code": code, "ts": ts, "value": value}).to_parquet(
+            self.folder / f"late-{batch_id:09d}.parquet", index=False)  # a replayed batch writes the same file
+
+    def files(self) -> list[Path]:
+        settled = set(self._state()["settled"])
+        return sorted(f for f in self.folder.glob("late-*.parquet") if f.name not in settled)
+
+    def readings(self, files: list[Path]) -> pd.DataFrame:
+        if not files:
+            return pd.DataFrame({"code": np.empty(0, np.int64), "ts": np.empty(0, np.int64), "value": np.empty(0)})
+        return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+
+    def span_ms(self) -> int:
+        """The event time the pending late readings span."""
+        ts = self.readings(self.files())["ts"]
+        return int(ts.max() - ts.min()) if len(ts) else 0
+
+    def settle(self, files: list[Path]) -> int:
+        state = self._state()
+        state["settled"] = sorted(set(state["settled"]) | {f.name for f in files})
+        state["runs"] += 1
+        self._save(state)
+        return state["runs"]
+
+
+def correct(job: p.Job, out: Path, sink_spec: str, spark, until: int) -> Correction:
+    """Run a correction now: recompute what the pending late readings touched, up to event time
+    `until` (POS_INF at the end of the input), and write the rows that changed."""
+    started = time.monotonic()
+    pending = Pending(out)
+    files = pending.files()
+    late = pending.readings(files)
+    found = Correction(late=len(late))
+    if not len(late):
+        return found
+    graph = JobGraph(job)
+    fed = job.streams_fed()
+    codes = sorted({int(c) for c in late["code"]})
+    streams = sorted({name for c in codes for name in fed.get(c, ())})
+    first_late = int(late["ts"].min())
+    earliest = archive.earliest(job.archive)
+    reach = max([graph.lookback(name) for name in streams] + [1_000])
+    start = first_late - reach
+    while True:
+        if earliest is not None and start <= earliest:
+            start = NEG_INF  # the archive holds nothing earlier: recompute from its beginning
+        code, ts, value = archive.read(spark, job.archive, graph.sensors_read(streams), start, until)
+        rows, trust = graph.recompute(code, ts, value, start)
+        if start == NEG_INF or all(trust[graph.node_of[name]] <= first_late for name in streams):
+            break
+        start = first_late - 2 * (first_late - start)
+    found.start, found.until, found.readings = (int(ts.min()) if len(ts) else first_late), until, len(ts)
+    lowest = {name: trust[graph.node_of[name]] for name in streams}
+    changed = _changes(rows, read_results(sink_spec, streams, min(lowest.values()), until), lowest, until)
+    if len(changed):
+        number = pending._state()["runs"] + 1
+        open_sink(sink_spec, matches=job.has_matches).write(-number, BatchRows(changed, pd.DataFrame()))
+    found.rows = int(changed["value"].notna().sum()) if len(changed) else 0
+    found.retracted = int(changed["value"].isna().sum()) if len(changed) else 0
+    # Settled: every effect of a file's late readings lies before `until`.
+    reach_forward = max(graph.lookback(name) for name in streams) + graph.longest_slide
+    done = [f for f in files if until == POS_INF or pd.read_parquet(f)["ts"].max() + reach_forward < until]
+    found.settled = int(sum(len(pd.read_parquet(f)) for f in done))
+    pending.settle(done)
+    found.seconds = time.monotonic() - started
+    return found
+
+
+class JobGraph:
+    """The job's computations across stages and partitions, by node id (ids are the same everywhere)."""
+
+    def __init__(self, job: p.Job):
+        self.job = job
+        self.programs = [q for q in (*job.first_stage, *job.second_stage, *(r for s in job.later_stages for r in s))
+                         if q is not None]
+        self.nodes: dict[str, p.Node] = {}
+        self.inputs: dict[str, set[str]] = {}
+        for program in self.programs:
+            for node in program.nodes:
+                if isinstance(node, p.Sensor) and program.stage > 1:
+                    continue  # a forwarded stream: the node that computes it is declared in stage 1
+                self.nodes.setdefault(node.id, node)
+                self.inputs.setdefault(node.id, set()).update(_inputs(node))
+        self.node_of = {name: node_id for q in self.programs for node_id, names in q.outputs.items() for name in names}
+        self.order = _topological(self.inputs)
+        slides = [n.slide for n in self.nodes.values() if isinstance(n, p.Window)]
+        self.longest_slide = max(slides, default=1_000)
+
+    def lookback(self, stream: str) -> int:
+        """How far back in event time a row of `stream` can depend on readings (combine-latest's
+        latest values aside: those the trust times find in the data)."""
+        reach: dict[str, int] = {}
+        for node_id in self.order:
+            node = self.nodes[node_id]
+            before = max((reach[i] for i in self.inputs[node_id]), default=0)
+            reach[node_id] = before + (node.length if isinstance(node, p.Window) else
+                                       node.within if isinstance(node, p.Pattern) else 0)
+        return reach[self.node_of[stream]]
+
+    def sensors_read(self, streams: list[str]) -> list[int]:
+        """The codes of the sensors these streams read, directly or through others."""
+        todo, seen = [self.node_of[s] for s in streams], set()
+        while todo:
+            node_id = todo.pop()
+            if node_id not in seen:
+                seen.add(node_id)
+                todo.extend(self.inputs[node_id])
+        return sorted(n.code for i, n in self.nodes.items() if i in seen and isinstance(n, p.Sensor))
+
+    def recompute(self, code, ts, value, start: int) -> tuple[pd.DataFrame, dict[str, int]]:
+        """Every output row over these readings (the job's programs, one batch, then the end of the
+        input), and each node's trust time."""
+        everything = [dataclasses.replace(q, outputs={**{n.id: (f"#{n.id}",) for n in q.nodes}, **q.outputs})
+                      for q in self.programs]
+        firsts = [q for q in everything if q.stage == 1]
+        seconds = tuple(next((q for q in everything if q.stage == 2 and q.partition == k), None)
+                        for k in range(len(firsts)))
+        run = LocalRun(tuple(firsts), seconds, "fixed:0")
+        emitted = run.batch(code, ts, value, end_of_input=True)
+        times: dict[str, list[np.ndarray]] = {}
+        frames = []
+        for program, result in emitted:
+            for node_id, tuples in result.outputs.items():
+                times.setdefault(node_id, []).append(tuples.ts)
+            original = next(q for q in self.programs if q.stage == program.stage and q.partition == program.partition)
+            kept = {k: v for k, v in result.outputs.items() if k in original.outputs}
+            frame = output.results(dataclasses.replace(result, outputs=kept), original, 0, self.job)
+            if len(frame):
+                frames.append(frame)
+        rows = pd.concat(frames, ignore_index=True) if frames else output.empty()
+        stream_times = {k: np.sort(np.concatenate(v)) for k, v in times.items()}
+        return rows, self._trust(stream_times, start, code, ts)
+
+    def _trust(self, times: dict[str, np.ndarray], start: int, code, ts) -> dict[str, int]:
+        trust: dict[str, int] = {}
+        for node_id in self.order:
+            node = self.nodes[node_id]
+            inputs = self.inputs[node_id]
+            if isinstance(node, p.Sensor):
+                trust[node_id] = start
+            elif isinstance(node, p.Window):
+                trust[node_id] = _later(trust[node.input], node.length)
+            elif isinstance(node, p.Union):
+                trust[node_id] = max(trust[i] for i in inputs)
+            elif isinstance(node, p.Pattern):
+                trust[node_id] = _later(max(trust[i] for i in inputs), node.within)
+            else:  # combine-latest: each input's latest value is known from its first exact tuple on
+                firsts = []
+                for i in inputs:
+                    if trust[i] == NEG_INF:
+                        firsts.append(NEG_INF)
+                        continue
+                    seen = (ts[code == self.nodes[i].code] if isinstance(self.nodes[i], p.Sensor)
+                            else times.get(i, np.empty(0, np.int64)))
+                    after = seen[seen >= trust[i]]
+                    firsts.append(int(after.min()) if len(after) else POS_INF)
+                trust[node_id] = max(firsts)
+        return trust
+
+
+def _later(t: int, by: int) -> int:
+    return t if t in (NEG_INF, POS_INF) else t + by
+
+
+def _inputs(node) -> tuple[str, ...]:
+    if isinstance(node, p.Sensor):
+        return ()
+    return (node.input,) if isinstance(node, p.Window) else tuple(node.inputs)
+
+
+def _topological(inputs: dict[str, set[str]]) -> list[str]:
+    from graphlib import TopologicalSorter
+
+    return list(TopologicalSorter({k: {i for i in v if i in inputs} for k, v in inputs.items()}).static_order())
+
+
+def _changes(recomputed: pd.DataFrame, stored: pd.DataFrame, lowest: dict[str, int], until: int) -> pd.DataFrame:
+    """The rows to write: per key, the recomputed rows with the next version where they differ from
+    the newest version stored, and a tombstone where a stored key has no rows any more."""
+    columns = [*RESULT_COLUMNS, *MATCH_COLUMNS]
+    recomputed = recomputed.reindex(columns=columns)
+    recomputed = recomputed[recomputed["stream"].isin(list(lowest))]
+    low = recomputed["stream"].map(lowest)
+    recomputed = recomputed[(recomputed["ts"] >= low) & (recomputed["ts"] < until)]
+    stored = stored.reindex(columns=columns)
+    if len(stored):
+        low = stored["stream"].map(lowest)
+        stored = stored[(stored["ts"] >= low) & (stored["ts"] < until)]
+    latest = newest(stored)
+    versions = stored.groupby([_key(stored, c) for c in KEY_COLUMNS])["version"].max() if len(stored) else {}
+    new_groups = {k: g for k, g in recomputed.groupby([_key(recomputed, c) for c in KEY_COLUMNS])} if len(recomputed) else {}
+    old_groups = {k: g for k, g in latest.groupby([_key(latest, c) for c in KEY_COLUMNS])} if len(latest) else {}
+    out = []
+    for key in sorted(set(new_groups) | set(old_groups), key=str):
+        new, old = new_groups.get(key), old_groups.get(key)
+        if new is not None and old is not None and _same(new, old):
+            continue
+        if new is None and old is not None and old["value"].isna().all():
+            continue  # already a tombstone
+        version = int(versions[key]) + 1 if key in versions else 1
+        if new is None:
+            tombstone = old.iloc[:1].copy()
+            tombstone["value"], tombstone["events"] = None, None
+            new = tombstone
+        out.append(new.assign(version=version))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=columns)
+
+
+_MISSING = -(2**63)  # stands for an empty key column while grouping (window bounds of non-window rows)
+
+
+def _key(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column == "stream":
+        return frame[column].astype(str)
+    return frame[column].astype(object).where(frame[column].notna(), _MISSING).astype("int64")
+
+
+def newest(stored: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the newest version of each key (tombstones included)."""
+    if not len(stored):
+        return stored
+    keys = [_key(stored, c) for c in KEY_COLUMNS]
+    newest = stored.groupby(keys)["version"].transform("max")
+    return stored[stored["version"] == newest]
+
+
+def _same(new: pd.DataFrame, old: pd.DataFrame) -> bool:
+    """The same rows, as multisets of (value, events), values to 1e-9 relative."""
+    if len(new) != len(old) or old["value"].isna().any():
+        return False
+    a = sorted(zip(new["value"].astype(float), new["events"].fillna("")))
+    b = sorted(zip(old["value"].astype(float), old["events"].fillna("")))
+    return all(x[1] == y[1] and math.isclose(x[0], y[0], rel_tol=1e-9, abs_tol=1e-9) for x, y in zip(a, b))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m sensorscript.runtime.correction OUT`: what `sscript correct OUT` runs; prints the
+    correction as one JSON line."""
+    import sys
+
+    from sensorscript.running import load_job
+    from sensorscript.runtime.session import spark_session
+    from sensorscript.runtime.status import emitted_until, read_status
+
+    out = Path((argv or sys.argv[1:])[0])
+    status = read_status(out)
+    job = dataclasses.replace(load_job(out).JOB, late=status["late_policy"],
+                              archive=str((out / archive.FOLDER).resolve()))
+    spark = spark_session(job, "local[2]")
+    found = correct(job, out, status["sink_spec"], spark, emitted_until(status.get("partitions", {}), job))
+    print(json.dumps(dataclasses.asdict(found)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
