@@ -158,11 +158,14 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
               help="This run's watermark policy instead of the compiled one. " + _WATERMARK_HELP)
 @click.option("--late", metavar="drop|log|correct[:GAMMA]", callback=_check_late,
               help="This run's late policy instead of the compiled one. " + _LATE_HELP)
-def run_command(out, source, once, sink, cluster, max_files_per_trigger, watermark, late) -> None:
+@click.option("--replay-order", type=click.Choice(["time", "name"]), default="time", show_default=True,
+              help="The order a folder's files are read in: time (Spark's file source, by modification time) or "
+                   "name (sets their modification times in name order first).")
+def run_command(out, source, once, sink, cluster, max_files_per_trigger, watermark, late, replay_order) -> None:
     """Run the job compiled into OUT on local Spark (local[2]) or on a cluster."""
     from sensorscript import running
 
-    policies = running.policy_arguments(watermark, late)
+    policies = running.policy_arguments(watermark, late, replay_order)
     try:
         if cluster:
             code = running.submit(Path(out), cluster, source, once, sink, extra_job=policies, echo=click.echo)

@@ -43,9 +43,10 @@ _NOISE = ("TransformWithStateInPandas Python worker", "log4j2-defaults.propertie
           "To adjust logging level", "NativeCodeLoader", "Using incubator modules")
 
 
-def policy_arguments(watermark: str | None, late: str | None) -> list[str]:
-    """job.py's options that override the compiled policies for one run."""
-    return [*(["--watermark", watermark] if watermark else []), *(["--late", late] if late else [])]
+def policy_arguments(watermark: str | None, late: str | None, replay_order: str = "time") -> list[str]:
+    """job.py's options for one run: policies that override the compiled ones, the replay order."""
+    return [*(["--watermark", watermark] if watermark else []), *(["--late", late] if late else []),
+            *(["--replay-order", replay_order] if replay_order != "time" else [])]
 
 
 def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print,

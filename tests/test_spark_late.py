@@ -145,3 +145,92 @@ def test_corrected_results_equal_the_reference_over_all_the_data(spark, compiled
     assert archived == len(lines)
     # sscript status tells of the corrections.
     assert "corrections of late data" in describe(read_status(job.out))
+
+
+def test_corrections_of_the_examples_are_exact(spark, tmp_path):
+    """Every bundled workflow (shared windows, a cut edge and so a second stage, arithmetic, patterns
+    with negation, Kleene closures and partition by sensor) over a disordered replay: with
+    `correct`, the newest rows equal the reference over all the data, match columns included."""
+    from sensorscript.registry import read_csv
+    from sensorscript.workload import write_readings
+    from tests.cep_harness import reference_rows, same_rows
+    from tests.conftest import EXAMPLES, ROOT
+
+    sensors = ROOT / "workflows" / "sensors.csv"
+    write_readings(read_csv(sensors), tmp_path / "gen", seconds=240, files=1)
+    lines = (tmp_path / "gen" / "readings-000.csv").read_text().splitlines()[1:]  # less the header
+    rng = np.random.default_rng(7)
+    ts = np.array([int(line.split(",")[1]) for line in lines])
+    arrival = ts + rng.exponential(400, len(ts)) * (rng.random(len(ts)) < 0.2)
+    order = np.argsort(arrival, kind="stable")
+    data = tmp_path / "data"
+    data.mkdir()
+    for index, part in enumerate(np.array_split(order, 8)):
+        path = data / f"part-{index:03d}.csv"
+        path.write_text("\n".join(lines[i] for i in part) + "\n")
+        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
+    out = tmp_path / "out"
+    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(sensors), 2, watermark="fixed:100",
+                                 late="correct:2s")
+    from sensorscript.codegen.program import programs
+
+    assert any(second is not None for second in programs(compiled.plan)[1])  # a cut edge: stage 2 runs too
+    summary = run_local(out, str(data), True, None, spark=spark, echo=lambda *_: None, max_files_per_trigger=1)
+    assert summary.late > 100 and summary.corrected > 0
+    expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [lines])
+    db = sqlite3.connect(out / "results.db")
+    rows = [tuple(r) for r in db.execute("SELECT stream, ts, window_start, window_end, value, start_ts, end_ts, "
+                                         "events FROM latest")]
+    same_rows(rows, expected)
+    assert {r[0] for r in rows} >= {"pier_alarms.SURGE", "bridge.out_MZ"}
+
+
+def test_a_replay_follows_modification_times_or_names(spark, compiled, tmp_path):
+    """Files named in event-time order but written newest first: Spark's file source reads them by
+    modification time, newest file first, and most readings come late; `name` order reads them as
+    named, and none does."""
+    folder, job = compiled
+    data = tmp_path / "data"
+    data.mkdir()
+    for index in range(6):
+        path = data / f"part-{index:03d}.csv"
+        path.write_text("".join(f"S{s},{index * 10_000 + t},1.0\n" for t in range(0, 10_000, 100) for s in (1, 2, 3, 4)))
+        os.utime(path, (1_700_000_000 - index * 10, 1_700_000_000 - index * 10))  # the last file is the oldest
+    by_time = run_local(job.out, str(data), True, None, spark=spark, echo=lambda *_: None, max_files_per_trigger=1)
+    assert by_time.late > 1000
+    said = []
+    by_name = run_local(job.out, str(data), True, None, spark=spark, echo=said.append, max_files_per_trigger=1,
+                        replay_order="name")
+    assert by_name.late == 0 and by_name.readings == 2400 and said[0].startswith("replaying 6 files in name order")
+
+
+def test_the_commands_a_user_runs(tmp_path):
+    """compile with policies, a bad policy, run (a child process, as `sscript run` does), status,
+    results with people's times, and correct, through the CLI."""
+    from click.testing import CliRunner
+
+    from sensorscript.cli import main
+
+    (tmp_path / "w.ss").write_text(SCRIPT)
+    feed(tmp_path / "data", files=4, seed=5)
+    out = str(tmp_path / "out")
+    runner = CliRunner()
+    bad = runner.invoke(main, ["compile", str(tmp_path / "w.ss"), "-o", out, "--watermark", "later:5s"])
+    assert bad.exit_code == 2 and "unknown watermark policy 'later'" in bad.output
+    bad = runner.invoke(main, ["compile", str(tmp_path / "w.ss"), "-o", out, "--late", "fix"])
+    assert bad.exit_code == 2 and "unknown late policy 'fix'" in bad.output
+    compiled = runner.invoke(main, ["compile", str(tmp_path / "w.ss"), "-o", out, "--watermark", "quality:0.05,0.05",
+                                    "--late", "correct:2s"])
+    assert compiled.exit_code == 0, compiled.output
+    assert "quality:0.05,0.05" in (tmp_path / "out" / "job.py").read_text()
+    ran = runner.invoke(main, ["run", out, "--input", str(tmp_path / "data"), "--once", "--max-files-per-trigger", "1"])
+    assert ran.exit_code == 0, ran.output
+    assert "late" in ran.output and "correction:" in ran.output and "Traceback" not in ran.output
+    status = runner.invoke(main, ["status", out])
+    assert status.exit_code == 0 and "quality:0.05,0.05" in status.output and "partition 0: watermark" in status.output
+    shown = runner.invoke(main, ["results", out, "--stream", "w.D", "--limit", "3"])
+    assert shown.exit_code == 0 and shown.output.startswith("w.D: ") and "1970-01-01 00:00:" in shown.output
+    corrected = runner.invoke(main, ["correct", out])
+    assert corrected.exit_code == 0 and "no late readings pending" in corrected.output, corrected.output
+    never = runner.invoke(main, ["status", str(tmp_path / "nowhere")])
+    assert never.exit_code == 1 and "has not run yet" in never.output

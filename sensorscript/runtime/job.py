@@ -35,6 +35,8 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     parser.add_argument("--master", help="Spark master (default: local[2], or the one spark-submit gives)")
     parser.add_argument("--trigger-seconds", type=float, default=1.0, help="micro-batch interval when streaming")
     parser.add_argument("--max-files-per-trigger", type=int, help="bound a micro-batch to this many files")
+    parser.add_argument("--replay-order", choices=("time", "name"), default="time",
+                        help="the order a folder's files are read in: by modification time (Spark's) or by name")
     parser.add_argument("--watermark", help=f"watermark policy for this run (compiled: {job.watermark})")
     parser.add_argument("--late", help=f"late policy for this run: drop, log or correct[:GAMMA] (compiled: {job.late})")
     args = parser.parse_args(argv)
@@ -46,7 +48,7 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     try:
         summary = run(job, build_query, args.input, Path(args.out), args.once, sink, spark,
                       trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,
-                      watermark=args.watermark, late=args.late)
+                      watermark=args.watermark, late=args.late, replay_order=args.replay_order)
     except (JobFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
