@@ -1,6 +1,7 @@
 """Throughput of the compiled job on local Spark, against the raw rate, in one run on one input.
 
     .venv/bin/python scripts/bench_job.py [--workflows 1024] [--sensors 1000] [--seconds 60] [--partitions 2]
+                                          [--compare-late]
 
 Generates the seeded bridge workload (scripts shaped like the paper's, 1,000 sensors of 21
 types) and `--seconds` of readings at each sensor's frequency, then measures on local[2]:
@@ -9,6 +10,8 @@ types) and `--seconds` of readings at each sensor's frequency, then measures on 
   raw: read and parse the same files with the same source and parser, write nothing (noop sink);
   job: the compiled job with --once (all windows emitted), SQLite sink.
 Prints readings per second for both and their ratio (target: the job at least half the raw rate).
+With --compare-late, the job also runs under the late policies drop and correct (which archives
+every reading as Parquet), and prints their rates and ratio (target: correct at least 80 % of drop).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--keep", help="work in this folder and keep it")
+    parser.add_argument("--compare-late", action="store_true", help="also run under --late drop and --late correct")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     work = Path(args.keep or tempfile.mkdtemp(prefix="sscript-bench-"))
@@ -92,6 +96,19 @@ def main() -> None:
     print(f"job (--once, SQLite sink):     {readings / job_seconds:>12,.0f} readings/s  ({job_seconds:.1f} s, "
           f"{referenced:,} referenced readings, {summary.results:,} results)")
     print(f"job / raw: {raw_seconds / job_seconds:.2f}")
+    if args.compare_late:
+        rates = {}
+        for late in ("drop", "correct", "drop", "correct"):  # alternated, twice: the best of two each
+            run(module.JOB, module.build_query, str(warm), work / "warm-out", once=True, spark=spark,
+                echo=lambda _: None, late=late)
+            timed = run(module.JOB, module.build_query, str(data), work / f"out-{late}", once=True, spark=spark,
+                        echo=lambda _: None, late=late)
+            rates[late] = max(rates.get(late, 0.0), readings / timed.seconds)
+            print(f"job with --late {late + ':':<9} {readings / timed.seconds:>12,.0f} readings/s  "
+                  f"({timed.seconds:.1f} s, {timed.late:,} late)")
+        archived = sum(f.stat().st_size for f in (work / "out-correct" / "archive").rglob("*.parquet"))
+        print(f"correct / drop: {rates['correct'] / rates['drop']:.2f} (best of two each; the archive holds "
+              f"{archived / 2**20:,.1f} MiB)")
     spark.stop()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

@@ -75,26 +75,30 @@ _epsilon = click.option("--epsilon", default=0.1, show_default=True, type=click.
                         help="Allowed imbalance: the most loaded partition may carry (1 + epsilon) x the average.")
 
 
+def _checked(parse):
+    """A click callback that checks a policy with `parse` (watermark or late), wording its error."""
+
+    def check(ctx, param, value):
+        if value is not None:
+            try:
+                parse(value)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc)) from None
+        return value
+
+    return check
+
+
 def _check_watermark(ctx, param, value):
     from sensorscript.runtime.watermark import parse_policy
 
-    if value is not None:
-        try:
-            parse_policy(value)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from None
-    return value
+    return _checked(parse_policy)(ctx, param, value)
 
 
 def _check_late(ctx, param, value):
     from sensorscript.runtime.watermark import parse_late_policy
 
-    if value is not None:
-        try:
-            parse_late_policy(value)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from None
-    return value
+    return _checked(parse_late_policy)(ctx, param, value)
 
 
 _WATERMARK_HELP = ("Watermark policy per partition: fixed:DELAY (e.g. fixed:5s), adaptive:MAX_DELAY (waits up to "

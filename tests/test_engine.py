@@ -40,13 +40,19 @@ def run_local(scripts: dict[str, str], batches: list[list[str]], delay_ms: int =
                             end_of_input=index == len(batches))
         for program, result in emitted:
             late += result.late
-            for node_id, tuples in result.outputs.items():
-                for name in program.outputs[node_id]:
-                    rows.extend(ResultRow(name, int(tuples.ts[i]),
-                                          None if tuples.start is None else int(tuples.start[i]),
-                                          None if tuples.end is None else int(tuples.end[i]),
-                                          float(tuples.value[i])) for i in range(len(tuples)))
+            rows.extend(result_rows(program, result))
     return rows, late, plan
+
+
+def result_rows(program, result) -> list[ResultRow]:
+    """The result rows a stage emitted in a batch, as the reference writes them."""
+    rows = []
+    for node_id, tuples in result.outputs.items():
+        for name in program.outputs[node_id]:
+            rows.extend(ResultRow(name, int(tuples.ts[i]), None if tuples.start is None else int(tuples.start[i]),
+                                  None if tuples.end is None else int(tuples.end[i]), float(tuples.value[i]))
+                        for i in range(len(tuples)))
+    return rows
 
 
 def canonical_order(rows):

@@ -15,7 +15,7 @@ from sensorscript.runtime.records import Reading, parse_line
 from sensorscript.runtime.tasks import LocalRun
 from sensorscript.runtime.watermark import NONE_YET, Adaptive, FixedDelay, Quality, ordered_share, parse_policy
 from tests.strategies import scripts as random_scripts
-from tests.test_engine import same_rows
+from tests.test_engine import result_rows, same_rows
 
 
 @pytest.mark.parametrize("spec, kind, buffer", [
@@ -127,9 +127,7 @@ def test_the_quality_buffer_meets_its_coverage_target(mean_delay_ms, batch):
 # ------------------------------------------------------------------ the job's stages
 
 def run_with_policy(scripts: dict[str, str], batches: list[list[str]], watermark: str, partitions: int):
-    """The job's stages (LocalRun) under a watermark policy: (rows, late readings as lines, on-time count)."""
-    from sensorscript.reference import ResultRow
-
+    """The job's stages (LocalRun) under a watermark policy: (rows, late readings, sensor codes)."""
     loaded = load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()})
     plan = make_plan(loaded.workflows, None, partitions)
     codes = sensor_codes(plan)
@@ -144,12 +142,7 @@ def run_with_policy(scripts: dict[str, str], batches: list[list[str]], watermark
         for program, result in emitted:
             if result.late_readings is not None:
                 late.extend(zip(*(a.tolist() for a in result.late_readings)))
-            for node_id, tuples in result.outputs.items():
-                for name in program.outputs[node_id]:
-                    rows.extend(ResultRow(name, int(tuples.ts[i]),
-                                          None if tuples.start is None else int(tuples.start[i]),
-                                          None if tuples.end is None else int(tuples.end[i]),
-                                          float(tuples.value[i])) for i in range(len(tuples)))
+            rows.extend(result_rows(program, result))
     return rows, [(ids[c], t, v) for c, t, v in late], codes
 
 
