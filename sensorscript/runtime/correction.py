@@ -78,6 +78,7 @@ class Pending:
     def __init__(self, out: Path):
         self.folder = Path(out) / FOLDER
         self.state_path = self.folder / "state.json"
+        self._span: tuple[int, int] | None = None  # (first, last) event time pending, once read
 
     def _state(self) -> dict:
         return json.loads(self.state_path.read_text()) if self.state_path.exists() else {"settled": [], "runs": 0}
@@ -92,6 +93,9 @@ class Pending:
         self.folder.mkdir(parents=True, exist_ok=True)
         pd.DataFrame({"code": code, "ts": ts, "value": value}).to_parquet(
             self.folder / f"late-{batch_id:09d}.parquet", index=False)  # a replayed batch writes the same file
+        if self._span is not None:
+            first, last = self._span
+            self._span = (min(first, int(ts.min())), max(last, int(ts.max())))
 
     def files(self) -> list[Path]:
         settled = set(self._state()["settled"])
@@ -103,11 +107,15 @@ class Pending:
         return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
 
     def span_ms(self) -> int:
-        """The event time the pending late readings span."""
-        ts = self.readings(self.files())["ts"]
-        return int(ts.max() - ts.min()) if len(ts) else 0
+        """The event time the pending late readings span (read from the files once, then kept)."""
+        if self._span is None:
+            ts = self.readings(self.files())["ts"]
+            self._span = (int(ts.min()), int(ts.max())) if len(ts) else (POS_INF, NEG_INF)
+        first, last = self._span
+        return max(last - first, 0)
 
     def settle(self, files: list[Path]) -> int:
+        self._span = None  # what stays pending is read again
         state = self._state()
         state["settled"] = sorted(set(state["settled"]) | {f.name for f in files})
         state["runs"] += 1

@@ -62,7 +62,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     if once and source.startswith(("socket://", "kafka://")):
         raise ValueError("--once reads a folder of files; a socket or Kafka source runs until stopped")
     checkpoint = out / ("checkpoint-once" if once else "checkpoint")
-    correcting, gamma_ms = parse_late_policy(job.late)[0] == "correct", parse_late_policy(job.late)[1]
+    late_policy, gamma_ms = parse_late_policy(job.late)
+    correcting = late_policy == "correct"
     if once:  # a bounded run starts afresh and writes its own results
         shutil.rmtree(checkpoint, ignore_errors=True)
         for folder in (ARCHIVE, correction.FOLDER):
@@ -86,6 +87,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         summary.corrected += found.rows + found.retracted
         status.corrected(found)
         echo(found.describe())
+
     started = time.monotonic()
 
     def write_batch(batch, batch_id: int) -> None:
