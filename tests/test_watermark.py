@@ -120,8 +120,9 @@ def test_the_quality_buffer_meets_its_coverage_target(mean_delay_ms, batch):
     history = feed(policy, ts, batch)
     settled = history[len(history) // 4:]  # after the controller's first steps from alpha = 0
     assert np.mean([coverage for _, coverage in settled]) >= policy.target
-    # ... with a buffer well below the largest delay seen (max-delay K-slack).
-    assert np.mean([lag for lag, _ in settled]) < 0.6 * policy.largest_delay_ms
+    # ... with a buffer below the largest delay seen (max-delay K-slack). (Exponential delays are the
+    # hard case: their 99.75 % quantile alone is about 60 % of the largest of 600 batches.)
+    assert np.mean([lag for lag, _ in settled]) < 0.8 * policy.largest_delay_ms
 
 
 # ------------------------------------------------------------------ the job's stages
