@@ -134,7 +134,7 @@ def correct(job: p.Job, out: Path, sink_spec: str, spark, until: int) -> Correct
     if not len(late):
         return found
     graph = JobGraph(job)
-    fed = job.streams_fed()
+    fed = job.streams_fed
     codes = sorted({int(c) for c in late["code"]})
     streams = sorted({name for c in codes for name in fed.get(c, ())})
     first_late = int(late["ts"].min())

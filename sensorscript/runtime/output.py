@@ -68,32 +68,12 @@ def results(result: BatchResult, program: Program, dest: int, job: Job) -> pd.Da
             if tuples.match is not None:
                 match = tuples.match
                 variables = patterns[node_id].names[name]
-                namer = _namer(job, name.rsplit(".", 1)[0])
+                names = job.code_names[name.rsplit(".", 1)[0]]
+                namer = lambda code, names=names: names.get(int(code), str(code))  # noqa: E731
                 frame["start_ts"], frame["end_ts"] = match.start, match.end
                 frame["events"] = [events_json(bound, variables, namer) for bound in match.events]
             parts.append(frame)
     return pd.concat(parts, ignore_index=True) if parts else empty()
-
-
-def _namer(job: Job, workflow: str):
-    """Sensor (or stream) code -> its name in this workflow."""
-    key = (id(job), workflow)
-    if key not in _NAMERS:
-        names = {code: sensor_id for sensor_id, (code, _) in job.sensors.items()}
-        names.update(job.stream_names.get(workflow, {}))
-        _NAMERS[key] = lambda code: names.get(int(code), str(code))
-    return _NAMERS[key]
-
-
-_NAMERS: dict = {}
-_FED: dict = {}
-
-
-def streams_fed(job: Job) -> dict[int, tuple[str, ...]]:
-    """`Job.streams_fed`, worked out once per job in each Python worker."""
-    if id(job) not in _FED:
-        _FED[id(job)] = job.streams_fed()
-    return _FED[id(job)]
 
 
 def late(results: list[BatchResult], job: Job, dest: int, watermark: int) -> pd.DataFrame:
@@ -104,7 +84,7 @@ def late(results: list[BatchResult], job: Job, dest: int, watermark: int) -> pd.
         return empty()
     code, ts, value = (np.concatenate(column) for column in zip(*parts))
     sensor_ids = {c: sensor_id for sensor_id, (c, _) in job.sensors.items()}
-    fed = streams_fed(job)
+    fed = job.streams_fed
     return pd.DataFrame({"kind": "late", "stream": [sensor_ids[int(c)] for c in code], "ts": ts, "value": value,
                          "window_start": watermark, "reason": [", ".join(fed[int(c)]) for c in code], "dest": dest})
 
@@ -146,7 +126,7 @@ def counters(results: list[BatchResult], program: Program, dest: int, job: Job |
     counters = dict(extra)
     counters["late"] = sum(r.late for r in results)
     if job is not None and counters["late"]:  # late readings per result stream they missed
-        fed = streams_fed(job)
+        fed = job.streams_fed
         codes, counts = np.unique(np.concatenate([r.late_readings[0] for r in results if r.late_readings is not None]),
                                   return_counts=True)
         for code, count in zip(codes.tolist(), counts.tolist()):

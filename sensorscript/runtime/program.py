@@ -9,6 +9,7 @@ They import nothing from the compiler, so the runtime ships to executors alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -208,9 +209,17 @@ class Job:
     def has_second_stage(self) -> bool:
         return any(p is not None for p in self.second_stage)
 
+    @cached_property
+    def code_names(self) -> dict[str, dict[int, str]]:
+        """Per workflow, code -> the name of the sensor or stream it stands for (the events of matches)."""
+        sensors = {code: sensor_id for sensor_id, (code, _) in self.sensors.items()}
+        return {w: {**sensors, **self.stream_names.get(w, {})} for w in self.workflows}
+
+    @cached_property
     def streams_fed(self) -> dict[int, tuple[str, ...]]:
         """Sensor code -> the result streams (WORKFLOW.NAME) its readings reach: what a late
-        reading of it missed. Derived from the programs (node ids are the same in every stage)."""
+        reading of it missed. Derived from the programs (node ids are the same in every stage);
+        worked out once per job object (cached on it, also where it travels to Spark's workers)."""
         programs = [p for p in (*self.first_stage, *self.second_stage, *(q for s in self.later_stages for q in s))
                     if p is not None]
         readers: dict[str, set[str]] = {}
