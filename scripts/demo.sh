@@ -14,5 +14,6 @@ fi
 .venv/bin/python scripts/show_results.py "$OUT/results.db"
 # What SensorScript saved: lines of code and network traffic, against the naive way (about a minute).
 .venv/bin/sscript report workflows/*.ss --sensors workflows/sensors.csv -o out/report
-echo "plan: $OUT/plan.txt   job: $OUT/job.py   results: $OUT/results.db (tables results, quarantine)"
+echo "plan: $OUT/plan.txt   job: $OUT/job.py   results: $OUT/results.db (tables results, quarantine, late, metrics)"
+echo "where the job stands: .venv/bin/sscript status $OUT"
 echo "report: out/report/report.html (and report.md)"
