@@ -68,8 +68,10 @@ def reference_rows(scripts: dict[str, str], batches: list[list[str]], delay_ms: 
 
 
 def _key(row):
-    """Sorting: by stream, times and the bound events' times (values may differ in their last bits)."""
-    events = tuple((e["var"], e["ts"], e["sensor"]) for e in json.loads(row[7])) if row[7] else ()
+    """Sorting: by stream, times and the bound events (values rounded: a window's mean may differ in its
+    last bits; two matches can differ in the value of an event alone, when a sensor has two readings
+    at one time)."""
+    events = tuple((e["var"], e["ts"], e["sensor"], round(e["value"], 6)) for e in json.loads(row[7])) if row[7] else ()
     return tuple(-1 if v is None else v for v in row[:4]) + (round(row[4], 6),) + \
         tuple(-1 if v is None else v for v in row[5:7]) + (events,)
 

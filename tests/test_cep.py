@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import example, HealthCheck, given, settings, strategies as st
 
 from sensorscript.cep.plan import Options, shapes
 from sensorscript.codegen.program import programs
@@ -123,6 +123,9 @@ def test_pattern_streams_feed_windows_unions_arithmetic_and_patterns():
 @settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck))
 @given(pattern_scripts(), pattern_lines(), st.integers(1, 3), st.sampled_from([0, 10]), st.integers(1, 3),
        st.randoms(use_true_random=False))
+# Two matches that differ only in the value of an event at a time where D has two readings.
+@example({"p": "P = pattern(v0: D+ -> !v1: A -> v2: D+) within 10 strategy any emit all;\n"},
+         ["D,0,0", "D,1,0", "D,1,0", "D,2,0", "D,2,1"], 1, 0, 1, random.Random(0))
 def test_the_matcher_agrees_with_the_reference_on_random_patterns(scripts, lines, batch_count, delay, partitions,
                                                                   rng):
     """2-6 elements, negations, Kleene, every strategy and emit rule, partition by sensor; the input
