@@ -18,6 +18,10 @@ def spark_session(job: Job, master: str | None, ui: bool = False, app_name: str 
                .config("spark.sql.streaming.stateStore.providerClass",
                        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
                .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+               # Input files split into pieces of at most 40 MB, so that two cores share a large
+               # batch evenly (at 128 MB, 303 MB of CSV made 3 tasks: 10M readings' stage 0 took
+               # 22.8 s, with 40 MB 18.2 s).
+               .config("spark.sql.files.maxPartitionBytes", str(40 * 2**20))
                .config("spark.ui.enabled", "true" if ui else "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.streaming.stopGracefullyOnShutdown", "true"))

@@ -209,19 +209,27 @@ class ConsoleSink(Sink):
         return "console"
 
 
+_INTEGERS = ("ts", "window_start", "window_end", "version", "start_ts", "end_ts", "watermark", "batch_id",
+             "partition")
+
+
 def _records(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple]:
-    """Rows as plain Python values, with None for missing window bounds."""
+    """Rows as plain Python values, with None for what is missing (window bounds of non-window
+    rows, a tombstone's value); built column by column (a row-by-row loop cost 2 s for 400,000 rows)."""
     if frame is None or not len(frame):
         return []
-    out = frame.reindex(columns=list(columns)).astype(object)
-    out = out.where(pd.notna(out), None)
-    integers = ("ts", "window_start", "window_end", "version", "start_ts", "end_ts", "watermark", "batch_id",
-                "partition")
-    rows = []
-    for row in out.itertuples(index=False, name=None):
-        rows.append(tuple(int(v) if isinstance(v, float) and c in integers and v is not None else v
-                          for v, c in zip(row, columns)))
-    return rows
+    out = frame.reindex(columns=list(columns))
+    lists = []
+    for column in columns:
+        values = out[column]
+        present = values.notna().to_numpy()
+        items = values.astype(object).tolist()
+        if column in _INTEGERS:
+            items = [int(v) if ok else None for v, ok in zip(items, present)]
+        elif not present.all():
+            items = [v if ok else None for v, ok in zip(items, present)]
+        lists.append(items)
+    return list(zip(*lists))
 
 
 # ------------------------------------------------------------------ reading back
