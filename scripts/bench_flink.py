@@ -148,16 +148,7 @@ def run_flink(work: Path, data: Path, windows, parallelism: int, delay_ms: int, 
               "delay_ms": delay_ms,
               "windows": [(name, length, slide, FLINK_AGGREGATES[aggregate])
                           for name, length, slide, aggregate in windows]}
-    start = time.perf_counter()
-    done = subprocess.run([str(FLINK_PYTHON), str(program), json.dumps(config)], capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    line = next((line for line in done.stdout.splitlines() if line.startswith("BENCH ")), None)
-    if done.returncode or line is None:
-        sys.exit(f"the Flink job failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
-    timings = json.loads(line[len("BENCH "):])
-    timings["wall_seconds"] = wall
-    # Every file the sink wrote, finished or still in progress (hidden part files).
-    parts = [p for p in out.rglob("*") if p.is_file() and p.stat().st_size and not p.name.endswith(".crc")]
+    timings, parts = run_flink_program(program, config, out)
     frames = [pd.read_csv(p, header=None, names=["win", "sensor_id", "window_start", "window_end", "value"])
               for p in parts]
     results = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
@@ -255,6 +246,21 @@ def main() -> None:
         print(f"ours / Flink: {ours_rate / flink_rate:.2f}   same results: {'yes' if same else 'NO'}")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def run_flink_program(program: Path, config: dict, out: Path) -> tuple[dict, list[Path]]:
+    """Run a PyFlink program in .venv-flink with its config: its timings (the line it prints that
+    starts with BENCH, and the wall time) and every file its sink wrote under `out`, finished or
+    still in progress (hidden part files)."""
+    start = time.perf_counter()
+    done = subprocess.run([str(FLINK_PYTHON), str(program), json.dumps(config)], capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    line = next((line for line in done.stdout.splitlines() if line.startswith("BENCH ")), None)
+    if done.returncode or line is None:
+        sys.exit(f"the Flink job failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
+    timings = json.loads(line[len("BENCH "):])
+    timings["wall_seconds"] = wall
+    return timings, [p for p in out.rglob("*") if p.is_file() and p.stat().st_size and not p.name.endswith(".crc")]
 
 
 def flink_version() -> str:

@@ -33,7 +33,6 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,7 +41,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_flink import FLINK_PYTHON, flink_version  # noqa: E402 (the same Flink environment)
+from bench_flink import FLINK_PYTHON, flink_version, run_flink_program  # noqa: E402 (the same Flink environment)
 
 from sensorscript.compiler import compile_workflows  # noqa: E402
 from sensorscript.registry import SensorRegistry  # noqa: E402
@@ -147,15 +146,7 @@ def run_flink(work: Path, data: Path, pattern: str, parallelism: int, delay_ms: 
     config = {"data": str(data.resolve()), "out": str(out.resolve()), "parallelism": parallelism,
               "delay_ms": delay_ms, "pattern": PATTERNS[pattern]["flink"], "measures": PATTERNS[pattern]["measures"],
               "batch": batch}
-    started = time.perf_counter()
-    done = subprocess.run([str(FLINK_PYTHON), str(program), json.dumps(config)], capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    line = next((line for line in done.stdout.splitlines() if line.startswith("BENCH ")), None)
-    if done.returncode or line is None:
-        sys.exit(f"the Flink job failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
-    timings = json.loads(line[len("BENCH "):])
-    timings["wall_seconds"] = wall
-    parts = [p for p in out.rglob("*") if p.is_file() and p.stat().st_size and not p.name.endswith(".crc")]
+    timings, parts = run_flink_program(program, config, out)
     frames = [pd.read_csv(p, header=None, names=["sensor_id", "first_ts", "last_ts", "events"]) for p in parts]
     matches = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["sensor_id", "first_ts", "last_ts", "events"])

@@ -95,13 +95,18 @@ class Input:
     late_share: float  # readings held back by a burst
 
 
-def generate(sensors: int, seconds: int, level_ms: int, batch_ms: int, seed: int) -> Input:
-    rng = np.random.default_rng(seed)
+def _fleet(sensors: int, seconds: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sensor indices, event times (20 Hz, a random phase each) and the network jitter of every reading."""
     phase = rng.integers(0, PERIOD_MS, sensors)
     per_sensor = seconds * HZ
     code = np.repeat(np.arange(sensors), per_sensor)
     ts = (phase[:, None] + PERIOD_MS * np.arange(per_sensor)[None, :]).ravel()
-    delay = JITTER_BASE_MS + rng.exponential(JITTER_MEAN_MS, len(ts))
+    return code, ts, JITTER_BASE_MS + rng.exponential(JITTER_MEAN_MS, len(ts))
+
+
+def generate(sensors: int, seconds: int, level_ms: int, batch_ms: int, seed: int) -> Input:
+    rng = np.random.default_rng(seed)
+    code, ts, delay = _fleet(sensors, seconds, rng)
     held = np.zeros(len(ts), bool)
     gateway = code // GATEWAY_SIZE
     span = seconds * 1000
@@ -129,11 +134,7 @@ def generate_tail(sensors: int, seconds: int, level_ms: int, batch_ms: int, seed
     readings seconds late): the same sensors and jitter, and TAIL_SHARE of the readings, drawn at
     random, delayed by a further f * L, f uniform in TAIL_FACTOR."""
     rng = np.random.default_rng(seed)
-    phase = rng.integers(0, PERIOD_MS, sensors)
-    per_sensor = seconds * HZ
-    code = np.repeat(np.arange(sensors), per_sensor)
-    ts = (phase[:, None] + PERIOD_MS * np.arange(per_sensor)[None, :]).ravel()
-    delay = JITTER_BASE_MS + rng.exponential(JITTER_MEAN_MS, len(ts))
+    code, ts, delay = _fleet(sensors, seconds, rng)
     held = rng.random(len(ts)) < TAIL_SHARE
     delay[held] += rng.uniform(*TAIL_FACTOR, int(held.sum())) * level_ms
     return _arrive(code, ts, delay, held, batch_ms)
