@@ -121,7 +121,9 @@ def write_workflows(folder: Path, sensors, windows) -> list[str]:
     return sorted(str(p) for p in folder.glob("*.ss"))
 
 
-def run_ours(work: Path, files: list[str], registry: Path, data: Path, partitions: int):
+def compile_and_run(work: Path, files: list[str], registry: Path, data: Path, partitions: int):
+    """Our side of a comparison: compile into WORK/out, run with --once on local[2] (SQLite sink);
+    (the run's summary, seconds to compile, the compiled plan)."""
     start = time.perf_counter()
     compiled = compile_workflows(files, work / "out", str(registry), partitions)
     compile_seconds = time.perf_counter() - start
@@ -130,6 +132,11 @@ def run_ours(work: Path, files: list[str], registry: Path, data: Path, partition
     summary = run(module.JOB, module.build_query, str(data), work / "out", once=True, spark=spark,
                   echo=lambda line: print("  ours: " + line))
     spark.stop()
+    return summary, compile_seconds, compiled
+
+
+def run_ours(work: Path, files: list[str], registry: Path, data: Path, partitions: int):
+    summary, compile_seconds, compiled = compile_and_run(work, files, registry, data, partitions)
     with sqlite3.connect(work / "out" / "results.db") as db:
         results = pd.read_sql_query("SELECT stream, window_start, window_end, value FROM results", db)
     workflow, _, name = zip(*(s.partition(".") for s in results["stream"])) if len(results) else ((), (), ())

@@ -41,13 +41,9 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_flink import FLINK_PYTHON, flink_version, run_flink_program  # noqa: E402 (the same Flink environment)
+from bench_flink import FLINK_PYTHON, compile_and_run, flink_version, run_flink_program  # noqa: E402 (the same Flink environment)
 
-from sensorscript.compiler import compile_workflows  # noqa: E402
 from sensorscript.registry import SensorRegistry  # noqa: E402
-from sensorscript.running import load_job  # noqa: E402
-from sensorscript.runtime.run_loop import run  # noqa: E402
-from sensorscript.runtime.session import spark_session  # noqa: E402
 from sensorscript.workload import bridge_sensors, write_readings  # noqa: E402
 
 PATTERNS = {
@@ -120,14 +116,7 @@ def run_ours(work: Path, sensors, registry: Path, data: Path, pattern: str, part
     folder.mkdir(parents=True)
     union = "U = union(" + ", ".join(f'"{s.sensor_id}"' for s in sensors) + ");"
     (folder / "cep.ss").write_text(union + "\n" + PATTERNS[pattern]["script"] + "\n")
-    started = time.perf_counter()
-    compiled = compile_workflows([str(folder / "cep.ss")], work / "out", str(registry), partitions)
-    compile_seconds = time.perf_counter() - started
-    module = load_job(work / "out")
-    spark = spark_session(module.JOB, "local[2]")
-    summary = run(module.JOB, module.build_query, str(data), work / "out", once=True, spark=spark,
-                  echo=lambda line: print("  ours: " + line))
-    spark.stop()
+    summary, compile_seconds, compiled = compile_and_run(work, [str(folder / "cep.ss")], registry, data, partitions)
     with sqlite3.connect(work / "out" / "results.db") as db:
         rows = db.execute("SELECT events FROM results WHERE stream = 'cep.P'").fetchall()
     matches = []
