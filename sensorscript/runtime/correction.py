@@ -102,9 +102,15 @@ class Pending:
         return sorted(f for f in self.folder.glob("late-*.parquet") if f.name not in settled)
 
     def readings(self, files: list[Path]) -> pd.DataFrame:
+        """The late readings in these files, with `file`: the index of the file each came from."""
         if not files:
-            return pd.DataFrame({"code": np.empty(0, np.int64), "ts": np.empty(0, np.int64), "value": np.empty(0)})
-        return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+            return pd.DataFrame({"code": np.empty(0, np.int64), "ts": np.empty(0, np.int64), "value": np.empty(0),
+                                 "file": np.empty(0, np.int64)})
+        return pd.concat([pd.read_parquet(f).assign(file=i) for i, f in enumerate(files)], ignore_index=True)
+
+    def runs(self) -> int:
+        """How many corrections have run (each writes its rows as batch -number)."""
+        return self._state()["runs"]
 
     def span_ms(self) -> int:
         """The event time the pending late readings span (read from the files once, then kept)."""
@@ -153,15 +159,16 @@ def correct(job: p.Job, out: Path, sink_spec: str, spark, until: int) -> Correct
     lowest = {name: trust[graph.node_of[name]] for name in streams}
     changed = _changes(rows, read_results(sink_spec, streams, min(lowest.values()), until), lowest, until)
     if len(changed):
-        number = pending._state()["runs"] + 1
+        number = pending.runs() + 1
         open_sink(sink_spec, matches=job.has_matches).write(-number, BatchRows(changed, pd.DataFrame()))
     found.rows = int(changed["value"].notna().sum()) if len(changed) else 0
     found.retracted = int(changed["value"].isna().sum()) if len(changed) else 0
     # Settled: every effect of a file's late readings lies before `until`.
     reach_forward = max(graph.lookback(name) for name in streams) + graph.longest_slide
-    done = [f for f in files if until == POS_INF or pd.read_parquet(f)["ts"].max() + reach_forward < until]
-    found.settled = int(sum(len(pd.read_parquet(f)) for f in done))
-    pending.settle(done)
+    per_file = late.groupby("file")["ts"].agg(["max", "size"])
+    settled = per_file[(per_file["max"] + reach_forward < until) | (until == POS_INF)]
+    found.settled = int(settled["size"].sum())
+    pending.settle([files[i] for i in settled.index])
     found.seconds = time.monotonic() - started
     return found
 
@@ -185,17 +192,17 @@ class JobGraph:
         self.order = _topological(self.inputs)
         slides = [n.slide for n in self.nodes.values() if isinstance(n, p.Window)]
         self.longest_slide = max(slides, default=1_000)
+        self.reach: dict[str, int] = {}  # per node: see `lookback`
+        for node_id in self.order:
+            node = self.nodes[node_id]
+            before = max((self.reach[i] for i in self.inputs[node_id]), default=0)
+            self.reach[node_id] = before + (node.length if isinstance(node, p.Window) else
+                                            node.within if isinstance(node, p.Pattern) else 0)
 
     def lookback(self, stream: str) -> int:
         """How far back in event time a row of `stream` can depend on readings (combine-latest's
         latest values aside: those the trust times find in the data)."""
-        reach: dict[str, int] = {}
-        for node_id in self.order:
-            node = self.nodes[node_id]
-            before = max((reach[i] for i in self.inputs[node_id]), default=0)
-            reach[node_id] = before + (node.length if isinstance(node, p.Window) else
-                                       node.within if isinstance(node, p.Pattern) else 0)
-        return reach[self.node_of[stream]]
+        return self.reach[self.node_of[stream]]
 
     def sensors_read(self, streams: list[str]) -> list[int]:
         """The codes of the sensors these streams read, directly or through others."""
