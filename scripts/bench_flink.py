@@ -121,6 +121,22 @@ def write_workflows(folder: Path, sensors, windows) -> list[str]:
     return sorted(str(p) for p in folder.glob("*.ss"))
 
 
+def fleet(count: int, rows: int, keep: str | None, prefix: str, need_flink: bool):
+    """The set-up both Flink comparisons share: the work folder (KEEP, or a new temporary one), the
+    seeded bridge fleet of `count` sensors, the seconds of readings that make about `rows`, and the
+    fleet's registry in the work folder: (work, sensors, seconds, registry)."""
+    if need_flink and not FLINK_PYTHON.exists():
+        sys.exit(f"{FLINK_PYTHON} not found: run 'bash scripts/flink_env.sh' first")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    work = Path(keep or tempfile.mkdtemp(prefix=prefix)).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    sensors = bridge_sensors(count)
+    registry = work / "sensors.db"
+    registry.unlink(missing_ok=True)
+    SensorRegistry.create(registry).put(sensors)
+    return work, sensors, rows / sum(s.frequency_hz for s in sensors), registry
+
+
 def compile_and_run(work: Path, files: list[str], registry: Path, data: Path, partitions: int):
     """Our side of a comparison: compile into WORK/out, run with --once on local[2] (SQLite sink);
     (the run's summary, seconds to compile, the compiled plan)."""
@@ -206,18 +222,8 @@ def main() -> None:
     parser.add_argument("--skip-ours", action="store_true", help="run Flink only (no comparison)")
     parser.add_argument("--keep", help="work in this folder and keep it")
     args = parser.parse_args()
-    if not FLINK_PYTHON.exists():
-        sys.exit(f"{FLINK_PYTHON} not found: run 'bash scripts/flink_env.sh' first")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    work = Path(args.keep or tempfile.mkdtemp(prefix="sscript-flink-")).resolve()
-    work.mkdir(parents=True, exist_ok=True)
-
-    sensors = bridge_sensors(args.sensors)
-    seconds = args.rows / sum(s.frequency_hz for s in sensors)
+    work, sensors, seconds, registry = fleet(args.sensors, args.rows, args.keep, "sscript-flink-", need_flink=True)
     windows = window_specs(args.windows)
-    registry = work / "sensors.db"
-    registry.unlink(missing_ok=True)
-    SensorRegistry.create(registry).put(sensors)
     data = work / "data"
     shutil.rmtree(data, ignore_errors=True)
     start = time.perf_counter()

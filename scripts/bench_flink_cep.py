@@ -30,21 +30,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_flink import FLINK_PYTHON, compile_and_run, flink_version, run_flink_program  # noqa: E402 (the same Flink environment)
+from bench_flink import compile_and_run, fleet, flink_version, run_flink_program  # noqa: E402 (the same Flink environment)
 
-from sensorscript.registry import SensorRegistry  # noqa: E402
-from sensorscript.workload import bridge_sensors, write_readings  # noqa: E402
+from sensorscript.workload import write_readings  # noqa: E402
 
 PATTERNS = {
     "ab": {
@@ -157,16 +154,8 @@ def main() -> None:
                         help="run Flink's job in batch mode (bounded input; MATCH_RECOGNIZE sorts each partition by time)")
     parser.add_argument("--keep", help="work in this folder and keep it (the input is reused when there)")
     args = parser.parse_args()
-    if not args.skip_flink and not FLINK_PYTHON.exists():
-        sys.exit(f"{FLINK_PYTHON} not found: run 'bash scripts/flink_env.sh' first")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    work = Path(args.keep or tempfile.mkdtemp(prefix="sscript-flink-cep-")).resolve()
-    work.mkdir(parents=True, exist_ok=True)
-    sensors = bridge_sensors(args.sensors)
-    seconds = args.rows / sum(s.frequency_hz for s in sensors)
-    registry = work / "sensors.db"
-    registry.unlink(missing_ok=True)
-    SensorRegistry.create(registry).put(sensors)
+    work, sensors, seconds, registry = fleet(args.sensors, args.rows, args.keep, "sscript-flink-cep-",
+                                             need_flink=not args.skip_flink)
     data = work / "data"
     stamp = data / f".rows-{args.rows}-{args.sensors}-{args.files}"
     if not stamp.exists():
