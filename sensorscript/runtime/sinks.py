@@ -276,12 +276,13 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
     else:
         raise ValueError(f"results cannot be read back from '{spec}': use a sqlite, csv or parquet sink")
     frame = frame.reindex(columns=columns)
-    if streams is not None:
-        frame = frame[frame["stream"].isin(streams)]
-    if lo is not None:
-        frame = frame[frame["ts"] >= lo]
-    if hi is not None:
-        frame = frame[frame["ts"] < hi]
+    if kind != "sqlite":  # SQLite selected them already
+        if streams is not None:
+            frame = frame[frame["stream"].isin(streams)]
+        if lo is not None:
+            frame = frame[frame["ts"] >= lo]
+        if hi is not None:
+            frame = frame[frame["ts"] < hi]
     return frame.reset_index(drop=True)
 
 
