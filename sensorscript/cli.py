@@ -153,6 +153,8 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
 @click.option("--input", "source", required=True,
               help="A folder of CSV/JSON-lines files, socket://HOST:PORT or kafka://BROKERS/TOPIC.")
 @click.option("--once", is_flag=True, help="Process what is there, emit every window, and stop.")
+@click.option("--fresh", is_flag=True, help="Start afresh (the results are written anew) instead of continuing from "
+                                            "the checkpoint of the last run on OUT.")
 @click.option("--sink", help="sqlite:PATH (default OUT/results.db), csv:PATH, parquet:PATH or console.")
 @click.option("--cluster", metavar="MASTER_URL", help="Submit to a Spark cluster, e.g. spark://HOST:7077.")
 @click.option("--max-files-per-trigger", type=click.IntRange(min=1),
@@ -165,11 +167,17 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
 @click.option("--replay-order", type=click.Choice(["time", "name"]), default="time", show_default=True,
               help="The order a folder's files are read in: time (Spark's file source, by modification time) or "
                    "name (sets their modification times in name order first).")
-def run_command(out, source, once, sink, cluster, max_files_per_trigger, watermark, late, replay_order) -> None:
-    """Run the job compiled into OUT on local Spark (local[2]) or on a cluster."""
+def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, watermark, late,
+                replay_order) -> None:
+    """Run the job compiled into OUT on local Spark (local[2]) or on a cluster.
+
+    A run continues from the checkpoint of the last run on OUT (its windows, partial matches and
+    the files it read), unless that run ended its input (--once, sscript stop --drain) or --fresh
+    is given. Without --once it runs until stopped: sscript stop OUT [--drain], Ctrl-C or SIGTERM
+    stop it between two batches."""
     from sensorscript import running
 
-    policies = running.policy_arguments(watermark, late, replay_order)
+    policies = running.policy_arguments(watermark, late, replay_order, fresh)
     try:
         if cluster:
             code = running.submit(Path(out), cluster, source, once, sink, extra_job=policies, echo=click.echo)
@@ -180,6 +188,27 @@ def run_command(out, source, once, sink, cluster, max_files_per_trigger, waterma
         _fail(exc)
         return
     sys.exit(code)
+
+
+@main.command()
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--drain", is_flag=True, help="End the job's input first: every window and pending match is emitted "
+                                            "(a new run then starts afresh).")
+@click.option("--now", is_flag=True, help="Stop at once instead of after the batch being written (the batch cut "
+                                          "short is done again by the next run).")
+@click.option("--timeout", default=600, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
+              help="How long to wait for the job to stop.")
+def stop(out, drain, now, timeout) -> None:
+    """Stop the job running in OUT between two batches; the checkpoint keeps its state, and
+    `sscript run OUT --input DATA` continues from it. --drain ends its input first."""
+    from sensorscript import running
+
+    if drain and now:
+        raise click.BadParameter("--drain and --now exclude each other", param_hint="--now")
+    try:
+        running.stop(Path(out), "drain" if drain else "now" if now else "boundary", timeout, echo=click.echo)
+    except SensorScriptError as exc:
+        _fail(exc)
 
 
 @main.command()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import zipfile
 from pathlib import Path
 
@@ -43,10 +46,12 @@ _NOISE = ("TransformWithStateInPandas Python worker", "log4j2-defaults.propertie
           "To adjust logging level", "NativeCodeLoader", "Using incubator modules")
 
 
-def policy_arguments(watermark: str | None, late: str | None, replay_order: str = "time") -> list[str]:
-    """job.py's options for one run: policies that override the compiled ones, the replay order."""
+def policy_arguments(watermark: str | None, late: str | None, replay_order: str = "time",
+                     fresh: bool = False) -> list[str]:
+    """job.py's options for one run: policies that override the compiled ones, the replay order,
+    and whether to start afresh."""
     return [*(["--watermark", watermark] if watermark else []), *(["--late", late] if late else []),
-            *(["--replay-order", replay_order] if replay_order != "time" else [])]
+            *(["--replay-order", replay_order] if replay_order != "time" else []), *(["--fresh"] if fresh else [])]
 
 
 def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print,
@@ -62,23 +67,105 @@ def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print
         command += ["--sink", sink]
     if max_files_per_trigger:
         command += ["--max-files-per-trigger", str(max_files_per_trigger)]
-    return run_quietly(command + list(extra_job or ()), echo)
+    return run_quietly(command + list(extra_job or ()), echo, job_out=out)
 
 
-def run_quietly(command: list[str], echo, environment: dict[str, str] | None = None) -> int:
-    """Run a command that starts Spark, passing its output on without Spark's noise."""
+def run_quietly(command: list[str], echo, environment: dict[str, str] | None = None,
+                job_out: Path | None = None) -> int:
+    """Run a command that starts Spark, passing its output on without Spark's noise.
+
+    `job_out`: the command runs the job in that folder. It then runs in a session of its own, so
+    that Ctrl-C in a terminal reaches only this process, which turns Ctrl-C and SIGTERM into stop
+    requests the job reads between batches (runtime/stopping.py), locally or on a cluster; a third
+    one terminates it. If this process dies, the job is sent SIGTERM: it stops between batches."""
     if environment is None:  # local Spark binds to the loopback address (and says nothing about the host name)
         environment = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, bufsize=1)
+                               text=True, bufsize=1, start_new_session=job_out is not None,
+                               preexec_fn=_stop_with_parent if job_out is not None else None)
+    with _passing_stops_on(process, job_out, echo):
+        try:
+            for line in process.stdout:
+                line = line.rstrip("\n")
+                if line.strip() and not any(noise in line for noise in _NOISE):
+                    echo(line)
+        except KeyboardInterrupt:
+            process.terminate()
+        return process.wait()
+
+
+@contextlib.contextmanager
+def _passing_stops_on(process: subprocess.Popen, job_out: Path | None, echo):
+    """While the job runs: Ctrl-C or SIGTERM here asks it to stop between batches, a second time at
+    once, a third time terminates its process group."""
+    if job_out is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from sensorscript.runtime.stopping import request_stop
+
+    count = 0
+
+    def handle(number, frame) -> None:
+        nonlocal count
+        count += 1
+        if count == 1:
+            request_stop(job_out, "boundary")
+            echo("stopping after the batch being written (Ctrl-C again to stop at once) ...")
+        elif count == 2:
+            request_stop(job_out, "now")
+            echo("stopping at once; the batch cut short is done again by the next run ...")
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+
+    saved = {number: signal.signal(number, handle) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        for line in process.stdout:
-            line = line.rstrip("\n")
-            if line.strip() and not any(noise in line for noise in _NOISE):
-                echo(line)
-    except KeyboardInterrupt:
-        process.terminate()
-    return process.wait()
+        yield
+    finally:
+        for number, handler in saved.items():
+            signal.signal(number, handler)
+
+
+def _stop_with_parent() -> None:
+    """In the child, before it runs: SIGTERM it when its parent dies (Linux; elsewhere nothing)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def stop(out: Path, mode: str, timeout: float, echo=print) -> str:
+    """`sscript stop OUT`: ask the job running in OUT to stop (`boundary`, `drain` or `now`), and
+    wait until it has; returns how it ended (stopped or ended)."""
+    import time
+
+    from sensorscript.runtime.status import describe_state, run_state
+    from sensorscript.runtime.stopping import request_stop
+
+    out = Path(out)
+    status = _status(out)
+    if run_state(status) != "running":
+        raise SensorScriptError([Diagnostic("error", f"no job is running in {out}: it {describe_state(status)}")])
+    request_stop(out, mode)
+    echo("asked the job to " + {"boundary": "stop after the batch it is writing",
+                                "drain": "end its input, emit every window and pending match, and stop",
+                                "now": "stop at once"}[mode] + " ...")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = _status(out)
+        state = run_state(status)
+        if state != "running":
+            if state == "killed":
+                raise SensorScriptError([Diagnostic("error", f"the job in {out} died while stopping: it "
+                                                             f"{describe_state(status)}")])
+            echo(f"the job in {out} {describe_state(status)}")
+            return state
+        time.sleep(0.25)
+    raise SensorScriptError([Diagnostic("error", f"the job in {out} has not stopped within {timeout:g} s; "
+                                                 f"it will at its next batch boundary ('sscript stop {out} --now' "
+                                                 f"stops it at once)")])
 
 
 def package_zip(out: Path) -> Path:
@@ -114,7 +201,7 @@ def submit(out: Path, master: str, source: str, once: bool, sink: str | None, ex
     command += list(extra_job or ())
     environment = {**os.environ, "PYSPARK_PYTHON": python, "SPARK_HOME": str(spark_home)}
     echo(f"submitting {out / 'job.py'} to {master}")
-    return run_quietly(command, echo, environment)
+    return run_quietly(command, echo, environment, job_out=out)
 
 
 def correct_now(out: Path):

@@ -30,6 +30,7 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     parser.add_argument("--input", required=True, help="folder of CSV/JSON-lines files, socket://HOST:PORT, "
                                                        "or kafka://BROKERS/TOPIC")
     parser.add_argument("--once", action="store_true", help="process what is there, emit every window, stop")
+    parser.add_argument("--fresh", action="store_true", help="start afresh instead of continuing from the checkpoint")
     parser.add_argument("--sink", help="sqlite:PATH (default OUT/results.db), csv:PATH, parquet:PATH or console")
     parser.add_argument("--out", default=str(here), help="folder for checkpoints and default results")
     parser.add_argument("--master", help="Spark master (default: local[2], or the one spark-submit gives)")
@@ -48,16 +49,25 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     try:
         summary = run(job, build_query, args.input, Path(args.out), args.once, sink, spark,
                       trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,
-                      watermark=args.watermark, late=args.late, replay_order=args.replay_order)
+                      watermark=args.watermark, late=args.late, replay_order=args.replay_order, fresh=args.fresh)
     except (JobFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"done: {summary.readings:,} readings in {summary.batches} batch(es) -> {summary.results:,} results"
+    print(f"{'stopped' if summary.outcome == 'stopped' else 'done'}: {summary.readings:,} readings in "
+          f"{summary.batches} batch(es) -> {summary.results:,} results"
           + (f" ({summary.matches:,} pattern matches)" if summary.matches else "")
           + f", {summary.quarantined:,} quarantined, {summary.late:,} late, in {summary.seconds:.1f} s"
           + (f"; the patterns' limit cut {summary.cut:,} partial matches (raise `limit` or --pattern-limit)"
              if summary.cut else ""))
     print(f"results: {sink}")
+    after = "before its first batch" if summary.last_batch is None else f"after batch {summary.last_batch}"
+    if summary.outcome == "stopped":
+        print(f"stopped {after}; the checkpoint keeps every window and partial match: "
+              f"'sscript run {args.out} --input {args.input}' continues from here (add --once to read what is "
+              f"left and end the input)")
+    elif summary.outcome == "ended":
+        print(f"the input ended {after}: every window and pending match was emitted; a new run on {args.out} "
+              f"starts afresh")
     return 0
 
 

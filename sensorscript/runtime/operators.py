@@ -116,8 +116,9 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     parts += [output.forwards(r, job) for r in step.results]
     parts.append(output.heartbeats(task.engine.program, step.heartbeat, job))
     parts.append(output.late(step.results, job, own, step.in_force))
+    ended = {"ended": 1} if control.any() else {}  # the run loop stops a drained job after this batch
     parts.append(output.counters(step.results, task.engine.program, own, job, readings=int(good.sum()),
-                                 quarantined=quarantined))
+                                 quarantined=quarantined, **ended))
     parts.append(output.gauges(step.gauges, own))
     yield from output.frames(parts)
 

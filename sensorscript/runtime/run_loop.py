@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import shutil
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +22,12 @@ from sensorscript.runtime.packets import END_OF_INPUT
 from sensorscript.runtime.program import SELECTIVITY, Job
 from sensorscript.runtime.session import spark_session
 from sensorscript.runtime.status import Status
+from sensorscript.runtime.stopping import StopOnSignals, clear_request, read_request
 from sensorscript.runtime.watermark import check_late_policy, parse_late_policy, parse_policy
 from sensorscript.runtime.sinks import SIDE_TABLES, BatchRows, open_sink
+
+CHECKPOINT = "checkpoint"  # under OUT: Spark's checkpoint (state/), the control folder (control/)
+ENDED = "ended"  # in the checkpoint: its run ended the input, so the next run starts afresh
 
 
 @dataclass
@@ -40,6 +45,8 @@ class RunSummary:
     cut: int = 0  # partial matches the patterns' caps cut
     corrected: int = 0  # rows written by corrections of late data (new versions and tombstones)
     seconds: float = 0.0
+    last_batch: int | None = None  # the last micro-batch written
+    outcome: str = ""  # finished | ended (input ended: every window emitted) | stopped (to be continued)
     # Per pattern node and condition: [rows tested, rows passed] (kept in OUT/selectivity.json).
     selectivity: dict = field(default_factory=dict)
 
@@ -47,12 +54,17 @@ class RunSummary:
 def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink: str | None = None, spark=None,
         master: str | None = None, trigger_seconds: float = 1.0, max_files_per_trigger: int | None = None,
         echo=print, watermark: str | None = None, late: str | None = None,
-        replay_order: str = "time") -> RunSummary:
-    """Run the job's query (`build_query`, from job.py). `once`: process what is there, then end
-    the input, so that every window is emitted, and stop. `watermark`, `late`: policies for this
-    run instead of the job's (SPEC §6). `replay_order`: the order a folder's files are read in:
-    `time` (Spark's file source: by modification time) or `name` (their modification times are set
-    one second apart in name order first, so that Spark's order is the names')."""
+        replay_order: str = "time", fresh: bool = False) -> RunSummary:
+    """Run the job's query (`build_query`, from job.py) until its input ends or it is stopped.
+
+    A run continues from the checkpoint in OUT (state, windows, partial matches, the files read)
+    unless the last run ended its input or `fresh` is set: then it starts afresh and writes its
+    results anew. `once`: process what is there, then end the input, so that every window is
+    emitted, and stop. Otherwise the run goes on until stopped (stopping.py: `sscript stop OUT
+    [--drain]`, Ctrl-C, SIGTERM). `watermark`, `late`: policies for this run instead of the
+    job's (SPEC §6). `replay_order`: the order a folder's files are read in: `time` (Spark's file
+    source: by modification time) or `name` (their modification times are set one second apart in
+    name order first, so that Spark's order is the names')."""
     out = Path(out)
     if replay_order == "name" and not source.startswith(("socket://", "kafka://")):
         files = order_by_name(Path(source))
@@ -60,19 +72,25 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     job = with_policies(job, watermark, late)
     sink_spec = sink or f"sqlite:{out / 'results.db'}"
     if once and source.startswith(("socket://", "kafka://")):
-        raise ValueError("--once reads a folder of files; a socket or Kafka source runs until stopped")
-    checkpoint = out / ("checkpoint-once" if once else "checkpoint")
+        raise ValueError("--once reads a folder of files; a socket or Kafka source runs until stopped "
+                         "(sscript stop OUT --drain ends it)")
+    checkpoint = out / CHECKPOINT
     late_policy, gamma_ms = parse_late_policy(job.late)
     correcting = late_policy == "correct"
-    if once:  # a bounded run starts afresh and writes its own results
-        shutil.rmtree(checkpoint, ignore_errors=True)
-        for folder in (ARCHIVE, correction.FOLDER):
-            shutil.rmtree(out / folder, ignore_errors=True)
-        _reset_sink(sink_spec)
+    if correcting and sink_spec == "console":
+        raise ValueError("late policy correct compares corrections with the results written: use a sqlite, "
+                         "csv or parquet sink")
+    after = None if fresh else last_committed(checkpoint)
+    if after is None:  # a run that starts afresh writes its own results
+        if (checkpoint / ENDED).exists() and not fresh:
+            echo(f"the last run on {out} ended its input: this one starts afresh and writes its results anew")
+        elif fresh and (checkpoint / "state").exists():
+            echo(f"starting afresh (--fresh): the checkpoint in {checkpoint} and the results written are discarded")
+        start_afresh(out, sink_spec)
+    else:
+        echo(f"continuing from the checkpoint in {checkpoint} after batch {after} (sscript run --fresh starts anew)")
+    clear_request(out)
     if correcting:
-        if sink_spec == "console":
-            raise ValueError("late policy correct compares corrections with the results written: use a sqlite, "
-                             "csv or parquet sink")
         job = dataclasses.replace(job, archive=str((out / ARCHIVE).resolve()))
     pending = correction.Pending(out)
     control = checkpoint / "control"
@@ -80,7 +98,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     target = open_sink(sink_spec, matches=job.has_matches)
     spark = spark or spark_session(job, master)
     summary = RunSummary()
-    status = Status.start(out, job, sink_spec, target.describe(), fresh=once)
+    status = Status.start(out, job, sink_spec, target.describe(), fresh=after is None, source=source)
+    ended = threading.Event()  # a batch carried the end of the input to every partition
 
     def run_correction(until: int) -> None:
         found = correction.correct(job, out, sink_spec, spark, until)
@@ -125,47 +144,121 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
                 entry = summary.selectivity.setdefault(node, {}).setdefault(condition, [0, 0])
                 entry[0 if what == "pattern_tested" else 1] += int(count)
         status.batch(batch_id, metrics, measures, len(quarantine), len(results))
+        summary.last_batch = batch_id
+        if int(metrics.get("ended", 0)) >= job.partitions:
+            ended.set()
         lag = measures[measures["name"] == "lag_ms"]["value"]
+        state = measures[measures["name"] == "state_bytes"]["value"]
         echo(f"batch {batch_id}: {readings:,} readings, {len(quarantine):,} quarantined, {late:,} late, "
              f"{len(results):,} results" + (f" ({matches:,} pattern matches)" if matches else "")
              + (f", {dbz} divisions by zero skipped" if dbz else "")
              + (f", {cut:,} partial matches cut by the patterns' limit" if cut else "")
              + (f", watermark {lag.max() / 1000:,.1f} s behind the newest reading" if len(lag) else "")
+             + (f", state {_size(state.sum())} (largest partition {_size(state.max())})" if len(state) else "")
              + f" ({time.monotonic() - t0:.1f} s to write)")
         if correcting and pending.span_ms() > gamma_ms:
             run_correction(status.emitted_until(job))
 
-    streamed = source.startswith(("socket://", "kafka://"))
-
     def start():
-        query = build_query(spark, source, None if streamed else str(control), max_files_per_trigger, job=job)
+        query = build_query(spark, source, str(control), max_files_per_trigger, job=job)
         writer = query.writeStream.foreachBatch(write_batch).option("checkpointLocation", str(checkpoint / "state"))
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=f"{trigger_seconds} seconds")
         return writer.queryName(f"sensorscript_{job.name}_{int(time.time() * 1000)}").start()
+
+    def end_input() -> None:
+        (control / "end-of-input.txt").write_text(END_OF_INPUT + "\n")
 
     # The end of the input moves the watermark to +infinity: a control line read after all the
     # input makes every partition emit what it still holds (as Flink does). When the whole input
     # is one micro-batch, the line can come in the same batch (a partition applies its readings
     # first, then the end); when micro-batches are bounded, it needs a run of its own after them.
+    # `sscript stop --drain` writes the same line into a running job's control folder.
     single_batch = once and not max_files_per_trigger
     if single_batch:
-        (control / "end-of-input.txt").write_text(END_OF_INPUT + "\n")
-    query = start()
+        end_input()
+    outcome = "failed"
     try:
-        _await(query)
-        if once and not single_batch:
-            (control / "end-of-input.txt").write_text(END_OF_INPUT + "\n")
+        with StopOnSignals(out, echo):
             query = start()
-            _await(query)
-        if once and correcting:  # the input has ended: every late reading can be settled
-            run_correction(POS_INF)
-    except KeyboardInterrupt:
-        echo("stopping: the checkpoint keeps the state, a new run continues from here")
-        query.stop()
+            outcome = _supervise(query, out, ended, end_input, lambda: summary.last_batch)
+            if once and outcome == "finished" and not single_batch:
+                end_input()
+                query = start()
+                outcome = _supervise(query, out, ended, end_input, lambda: summary.last_batch)
+        if once and outcome == "finished":
+            outcome = "ended"
+        if outcome == "ended":
+            (checkpoint / ENDED).write_text(f"{time.time()}\n")  # the next run starts afresh
+            if correcting:  # the input has ended: every late reading can be settled
+                run_correction(POS_INF)
+    finally:
+        clear_request(out)
+        status.finish(outcome)
+    summary.outcome = outcome
     summary.seconds = time.monotonic() - started
     if summary.selectivity:
         record_selectivity(out / SELECTIVITY, summary.selectivity)
     return summary
+
+
+def _supervise(query, out: Path, ended: threading.Event, end_input, last_written) -> str:
+    """Wait for the query to finish, or for a stop (stopping.py); returns how it ended: `finished`
+    (all the input there was, `--once`), `ended` (its input was ended: every window emitted) or
+    `stopped` (the checkpoint keeps the state for the next run)."""
+    draining = False
+    while True:
+        if _await(query, 0.5):
+            return "ended" if ended.is_set() else "finished"
+        if ended.is_set():
+            _stop_between_batches(query, last_written)
+            return "ended"
+        mode = read_request(out)  # requests only grow stronger: boundary < drain < now
+        if mode == "now":
+            query.stop()
+            return "stopped"
+        if mode == "boundary":
+            _stop_between_batches(query, last_written)
+            return "stopped"
+        if mode == "drain" and not draining:
+            end_input()
+            draining = True
+
+
+def _stop_between_batches(query, last_written, patience: float = 60.0) -> None:
+    """Stop the query once the batch being written is committed. The next batch may have begun by
+    then: cut short, it was not committed, and the next run does it again (exact, only later)."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        written = last_written()
+        if written is None:  # nothing written yet: stop unless a first batch is on its way
+            if not query.status.get("isTriggerActive", False):
+                break
+        else:
+            progress = query.lastProgress
+            if progress is not None and progress.get("batchId", -1) >= written:
+                break
+        time.sleep(0.05)
+    query.stop()
+
+
+def last_committed(checkpoint: Path) -> int | None:
+    """The last micro-batch the checkpoint committed (None: nothing to continue from, or its run
+    ended its input)."""
+    if (checkpoint / ENDED).exists():
+        return None
+    commits = [int(p.name) for p in (checkpoint / "state" / "commits").glob("[0-9]*") if p.name.isdigit()]
+    return max(commits) if commits else None
+
+
+def start_afresh(out: Path, sink_spec: str) -> None:
+    """Forget the checkpoint, the archive, pending corrections and the results written."""
+    for folder in (CHECKPOINT, ARCHIVE, correction.FOLDER):
+        shutil.rmtree(out / folder, ignore_errors=True)
+    _reset_sink(sink_spec)
+
+
+def _size(count: float) -> str:
+    return f"{count / 1024:,.0f} KiB" if count < 1024 ** 2 else f"{count / 1024 ** 2:,.1f} MiB"
 
 
 def order_by_name(folder: Path) -> int:
@@ -228,11 +321,12 @@ class JobFailed(RuntimeError):
     """The Spark query stopped with an error; the message is the first line a user needs."""
 
 
-def _await(query) -> None:
+def _await(query, timeout: float) -> bool:
+    """Wait up to `timeout` seconds for the query to end; True if it has ended."""
     from pyspark.errors import StreamingQueryException
 
     try:
-        query.awaitTermination()
+        return bool(query.awaitTermination(timeout))
     except StreamingQueryException as exc:
         text = str(exc)
         cause = next((line.strip() for line in text.splitlines()

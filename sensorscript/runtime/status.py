@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -35,14 +36,23 @@ class Status:
     late_by_stream: dict[str, float] = field(default_factory=dict)
     partitions: dict[str, dict[str, float]] = field(default_factory=dict)
     corrections: dict[str, float] = field(default_factory=dict)  # late policy correct: runs, rows, last
+    # The run: running (by process `pid` on `host`), then stopped (to be continued), ended (its
+    # input ended: every window emitted) or failed. A status left `running` by a process that is
+    # gone is a run that was killed.
+    state: str = "running"
+    pid: int = 0
+    host: str = ""
+    source: str = ""
+    stopped: float | None = None
 
     @staticmethod
-    def start(out: Path, job, sink_spec: str, sink: str, fresh: bool) -> "Status":
+    def start(out: Path, job, sink_spec: str, sink: str, fresh: bool, source: str = "") -> "Status":
         """The status of a run starting now: a fresh one for a run that starts afresh, else the
         totals so far carried on (the checkpoint carries the state on too)."""
         path = Path(out) / STATUS
         now = time.time()
-        status = Status(str(path), job.name, list(job.workflows), job.watermark, job.late, sink_spec, sink, now)
+        status = Status(str(path), job.name, list(job.workflows), job.watermark, job.late, sink_spec, sink, now,
+                        pid=os.getpid(), host=socket.gethostname(), source=source)
         if not fresh and path.exists():
             try:
                 earlier = json.loads(path.read_text())
@@ -53,12 +63,22 @@ class Status:
             status.partitions = earlier.get("partitions", {})
             status.batches = earlier.get("batches", 0)
             status.corrections = earlier.get("corrections", {})
+            status.last_batch = earlier.get("last_batch")
         status._save()
         return status
 
+    def finish(self, outcome: str) -> None:
+        """The run is over: `stopped`, `ended`, `finished` or `failed`."""
+        self.state = {"finished": "stopped"}.get(outcome, outcome)
+        self.stopped = time.time()
+        self._save()
+
     def batch(self, batch_id: int, counters, measures, quarantined: int, results: int) -> None:
         """Take a batch: `counters` summed over partitions (name -> value), `measures` its rows of
-        the metrics table (the partitions' gauges among them)."""
+        the metrics table (the partitions' gauges among them). A batch done again after a kill
+        (its id not above the last one taken) is not counted twice."""
+        if self.last_batch is not None and batch_id <= self.last_batch:
+            return
         self.batches += 1
         self.last_batch = batch_id
         self.updated = time.time()
@@ -122,6 +142,49 @@ def emitted_until(partitions: dict[str, dict[str, float]], job) -> int:
     return int(min(marks)) - within
 
 
+def run_state(status: dict) -> str:
+    """running, killed (left running by a process that is gone), stopped, ended or failed."""
+    state = status.get("state", "stopped")
+    if state == "running" and status.get("host") == socket.gethostname() and not _alive(status.get("pid", 0)):
+        return "killed"
+    return state
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    try:  # a zombie (dead, not yet reaped by its parent) is gone too (Linux)
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+
+
+def describe_state(status: dict) -> str:
+    """The run's state in one sentence, with what to do next."""
+    state = run_state(status)
+    out = Path(status["path"]).parent
+    after = f"after batch {status['last_batch']}" if status.get("last_batch") is not None else "before its first batch"
+    resume = f"sscript run {out} --input {status.get('source') or 'DATA'}"
+    when = human_time((status.get("stopped") or status["updated"] or status["started"]) * 1000)
+    if state == "running":
+        return (f"running (process {status.get('pid')} on {status.get('host')}) since "
+                f"{human_time(status['started'] * 1000)}; sscript stop {out} [--drain] stops it")
+    if state == "killed":
+        return (f"not running: the process that ran it ({status.get('pid')}) is gone, {after}; "
+                f"'{resume}' continues from its checkpoint")
+    if state == "stopped":
+        return f"stopped at {when}, {after}; '{resume}' continues from its checkpoint"
+    if state == "ended":
+        return f"ended at {when}: its input ended {after} and every window was emitted; a new run starts afresh"
+    return f"failed at {when}, {after}; '{resume}' continues from its checkpoint"
+
+
 def read_status(out: Path) -> dict:
     path = Path(out) / STATUS
     if not path.exists():
@@ -151,6 +214,7 @@ def describe(status: dict) -> str:
     """`sscript status`: the job in a few lines, in the user's terms."""
     totals = status.get("totals", {})
     lines = [f"job {status['job']}: workflows {', '.join(status['workflows'])}",
+             f"  {describe_state(status)}",
              f"  watermark {status['watermark']}, late readings: {status['late_policy']}; results in {status['sink']}"]
     if status.get("last_batch") is None:
         lines.append("  no batch yet")
