@@ -2,8 +2,8 @@
 or late, in Parquet under OUT/archive/, partitioned by the hour of its event time.
 
 Stage 1 writes it where it runs (an executor; on a cluster OUT must be a folder every worker and
-the driver share). A file's name is the hash of its content, so a micro-batch that Spark runs
-again after a failure writes the same file again instead of a second copy. The correction reads
+the driver share). A file's name is the hash of its content (sorted), so a micro-batch that Spark
+runs again after a failure writes the same file again instead of a second copy. The correction reads
 it back with Spark, pruned to the hours and sensors it needs.
 """
 
@@ -27,6 +27,10 @@ def write(folder: str, partition: int, code: np.ndarray, ts: np.ndarray, value: 
     import pyarrow.parquet as pq
 
     code, ts, value = (np.ascontiguousarray(a, t) for a, t in ((code, np.int32), (ts, np.int64), (value, np.float64)))
+    # In a fixed order, so that a batch done again (whose readings may reach the partition in
+    # another order from the shuffle) writes the same files again, not copies under other names.
+    order = np.lexsort((value, code, ts))
+    code, ts, value = code[order], ts[order], value[order]
     hours = ts // HOUR_MS
     order = np.argsort(hours, kind="stable")
     bounds = np.flatnonzero(np.r_[True, hours[order][1:] != hours[order][:-1], True])

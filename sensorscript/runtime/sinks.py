@@ -137,7 +137,8 @@ class _FileSink(Sink):
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def _written(self, batch_id: int) -> bool:
-        return self.journal.exists() and str(batch_id) in self.journal.read_text().split()
+        return self.journal.exists() and any(line.split()[:1] == [str(batch_id)]
+                                             for line in self.journal.read_text().splitlines())
 
     def _done(self, batch_id: int) -> None:
         with self.journal.open("a") as f:
@@ -153,10 +154,26 @@ class _FileSink(Sink):
 
 
 class CsvSink(_FileSink):
+    """One CSV file that each batch appends to. Its journal line keeps the file's size after the
+    batch, so rows a killed run appended without journalling them are cut off before the batch is
+    written again."""
+
+    def _done(self, batch_id: int) -> None:
+        with self.journal.open("a") as f:
+            f.write(f"{batch_id} {self.path.stat().st_size}\n")
+
+    def _journalled_size(self) -> int:
+        sizes = [line.split()[1] for line in self.journal.read_text().splitlines()
+                 if len(line.split()) == 2] if self.journal.exists() else []
+        return int(sizes[-1]) if sizes else 0
+
     def write(self, batch_id, rows):
         if self._written(batch_id):
             return
-        new = not self.path.exists()
+        if self.path.exists() and self.path.stat().st_size > self._journalled_size():
+            with self.path.open("r+b") as f:  # a batch that was appended but not journalled
+                f.truncate(self._journalled_size())
+        new = not self.path.exists() or self.path.stat().st_size == 0
         with self.path.open("a", newline="") as f:
             writer = csv.writer(f)
             if new:
