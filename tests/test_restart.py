@@ -238,3 +238,18 @@ def test_stop_says_when_no_job_runs(tmp_path):
     out = tmp_path / "out"
     never = sscript("stop", str(out))
     assert never.returncode == 1 and "has not run yet" in never.stderr and "Traceback" not in never.stderr
+
+
+def test_a_checkpoint_of_another_plan_is_not_continued(tmp_path):
+    """A folder compiled again with other workflows: its checkpoint's state belongs to the old plan,
+    so a run says so (before Spark starts) instead of feeding it to the new one."""
+    from sensorscript.runtime.run_loop import run
+
+    out = tmp_path / "out"
+    compile_workflows([str(EXAMPLES[0])], out, str(SENSORS), 2)
+    commits = out / "checkpoint" / "state" / "commits"
+    commits.mkdir(parents=True)
+    (commits / "0").write_text("v1\n")
+    (out / "checkpoint" / "plan").write_text("0" * 40 + "\n")
+    with pytest.raises(ValueError, match="compiled again since its checkpoint was written.*--fresh"):
+        run(load_job(out).JOB, None, str(tmp_path), out)

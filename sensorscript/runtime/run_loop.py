@@ -4,6 +4,7 @@ user's terms (batches, readings, windows), end the input for `--once`."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ from sensorscript.runtime.sinks import SIDE_TABLES, BatchRows, open_sink
 
 CHECKPOINT = "checkpoint"  # under OUT: Spark's checkpoint (state/), the control folder (control/)
 ENDED = "ended"  # in the checkpoint: its run ended the input, so the next run starts afresh
+PLAN = "plan"  # in the checkpoint: the fingerprint of the plan whose state it holds
 
 
 @dataclass
@@ -81,6 +83,9 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         raise ValueError("late policy correct compares corrections with the results written: use a sqlite, "
                          "csv or parquet sink")
     after = None if fresh else last_committed(checkpoint)
+    if after is not None and _plan_of(checkpoint) not in (None, plan_fingerprint(job)):
+        raise ValueError(f"{out} was compiled again since its checkpoint was written, and the checkpoint's state "
+                         f"belongs to the plan it replaced: 'sscript run --fresh' starts afresh")
     if after is None:  # a run that starts afresh writes its own results
         if (checkpoint / ENDED).exists() and not fresh:
             echo(f"the last run on {out} ended its input: this one starts afresh and writes its results anew")
@@ -95,6 +100,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     pending = correction.Pending(out)
     control = checkpoint / "control"
     control.mkdir(parents=True, exist_ok=True)
+    (checkpoint / PLAN).write_text(plan_fingerprint(job) + "\n")
     target = open_sink(sink_spec, matches=job.has_matches)
     spark = spark or spark_session(job, master)
     summary = RunSummary()
@@ -248,6 +254,18 @@ def last_committed(checkpoint: Path) -> int | None:
         return None
     commits = [int(p.name) for p in (checkpoint / "state" / "commits").glob("[0-9]*") if p.name.isdigit()]
     return max(commits) if commits else None
+
+
+def plan_fingerprint(job: Job) -> str:
+    """What the checkpoint's state depends on: the sensors, partitions and programs (not the
+    policies, which a run may change and whose state carries over)."""
+    shape = (job.sensors, job.bucket_keys, job.first_stage, job.second_stage, job.later_stages, job.replicas)
+    return hashlib.sha1(repr(shape).encode()).hexdigest()
+
+
+def _plan_of(checkpoint: Path) -> str | None:
+    path = checkpoint / PLAN
+    return path.read_text().strip() if path.exists() else None
 
 
 def start_afresh(out: Path, sink_spec: str) -> None:
