@@ -138,7 +138,8 @@ def _standalone(base: Path, workers: list[tuple[int, str]]):
                              "--work-dir", str(work_dir)], log)
             started.append(Worker(process, work_dir, log))
         deadline = time.monotonic() + REGISTER_TIMEOUT
-        while master_log.read_text(errors="replace").count("Registering worker") < len(workers):
+        # Each worker says so itself (the master may log a worker's registration twice when it retries).
+        while not all("Successfully registered with master" in w.log.read_text(errors="replace") for w in started):
             for name, process, log in [("master", master, master_log),
                                        *(("worker", w.process, w.log) for w in started)]:
                 if process.poll() is not None:
