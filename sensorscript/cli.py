@@ -180,7 +180,8 @@ def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, 
     policies = running.policy_arguments(watermark, late, replay_order, fresh)
     try:
         if cluster:
-            code = running.submit(Path(out), cluster, source, once, sink, extra_job=policies, echo=click.echo)
+            code = running.submit(Path(out), cluster, source, once, sink, echo=click.echo,
+                                  max_files_per_trigger=max_files_per_trigger, extra_job=policies)
         else:
             code = running.run_process(Path(out), source, once, sink, echo=click.echo,
                                        max_files_per_trigger=max_files_per_trigger, extra_job=policies)

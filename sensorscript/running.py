@@ -180,7 +180,7 @@ def package_zip(out: Path) -> Path:
 
 
 def submit(out: Path, master: str, source: str, once: bool, sink: str | None, extra: list[str] | None = None,
-           echo=print, extra_job: list[str] | None = None) -> int:
+           echo=print, max_files_per_trigger: int | None = None, extra_job: list[str] | None = None) -> int:
     """spark-submit OUT/job.py to a Spark cluster; returns spark-submit's exit code."""
     import pyspark
 
@@ -198,6 +198,8 @@ def submit(out: Path, master: str, source: str, once: bool, sink: str | None, ex
         command.append("--once")
     if sink:
         command += ["--sink", sink]
+    if max_files_per_trigger:
+        command += ["--max-files-per-trigger", str(max_files_per_trigger)]
     command += list(extra_job or ())
     environment = {**os.environ, "PYSPARK_PYTHON": python, "SPARK_HOME": str(spark_home)}
     echo(f"submitting {out / 'job.py'} to {master}")

@@ -1,20 +1,24 @@
-"""`sscript run --cluster` against a real Spark standalone master and worker (from the pyspark package).
+"""`sscript run --cluster` against a real Spark standalone master and workers (from the pyspark package).
 
-The module fixture starts a master and one worker on 127.0.0.1 (free ports, logs in a tmp
-dir, each in its own process group) and kills both process groups afterwards, even when the
-test fails. The test compiles the example workflows, submits the job with the CLI in a
-subprocess, and compares its SQLite results with the reference evaluator row for row.
+The fixtures start a master and workers on 127.0.0.1 (free ports, logs in a tmp dir, each in its
+own process group) and kill every process group afterwards, even when a test fails: `cluster`
+one worker for the module, `two_workers` two for a test that kills one. The tests compile the
+example workflows, submit the job with the CLI in a subprocess, and compare its SQLite results
+with the reference evaluator row for row; one kills a worker during the run.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,6 +37,7 @@ WORKFLOWS = [ROOT / "workflows" / name for name in ("bridge.ss", "deck_vibration
 SENSORS = ROOT / "workflows" / "sensors.csv"
 REGISTER_TIMEOUT = 90
 SUBMIT_TIMEOUT = 400
+REPLAY_FILES = 8  # micro-batches of the worker-death test
 
 
 def _free_port() -> int:
@@ -83,28 +88,33 @@ def _stop_group(process: subprocess.Popen, grace: float = 20) -> None:
         pass
 
 
+@dataclass
+class Worker:
+    process: subprocess.Popen  # spark-class execs the Worker JVM: this is its pid and process group
+    work_dir: Path  # where it starts executors: app-*/N/stderr are their logs
+    log: Path
+
+
+@dataclass
 class Cluster:
-    def __init__(self, url: str, work_dir: Path, logs: Path):
-        self.url = url
-        self.work_dir = work_dir
-        self.logs = logs
+    url: str
+    logs: Path
+    workers: list[Worker]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A standalone Spark master and one worker (2 cores, 2 GB) on 127.0.0.1; yields a Cluster."""
+@contextmanager
+def _standalone(base: Path, workers: list[tuple[int, str]]):
+    """A standalone master and WORKERS (cores, memory) on 127.0.0.1, each in its own process group
+    with its own work dir and log under BASE; every group is killed on the way out."""
     import pyspark
 
     spark_home = Path(pyspark.__file__).resolve().parent
     spark_class = spark_home / "bin" / "spark-class"
     assert spark_class.exists(), f"{spark_class} missing from the pyspark package"
-    base = tmp_path_factory.mktemp("cluster")
-    work_dir = base / "work"
-    work_dir.mkdir()
-    port, master_ui, worker_ui = _free_ports(3)
+    port, master_ui, *worker_uis = _free_ports(2 + len(workers))
     url = f"spark://127.0.0.1:{port}"
     environment = _spark_environment(spark_home)
-    master_log, worker_log = base / "master.log", base / "worker.log"
+    master_log = base / "master.log"
 
     processes: list[subprocess.Popen] = []
 
@@ -118,34 +128,64 @@ def cluster(tmp_path_factory):
     try:
         master = start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                         "--port", str(port), "--webui-port", str(master_ui)], master_log)
-        worker = start([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                        "--cores", "2", "--memory", "2g", "--webui-port", str(worker_ui),
-                        "--work-dir", str(work_dir)], worker_log)
+        started: list[Worker] = []
+        for number, ((cores, memory), ui) in enumerate(zip(workers, worker_uis)):
+            suffix = "" if len(workers) == 1 else f"-{number}"
+            work_dir, log = base / f"work{suffix}", base / f"worker{suffix}.log"
+            work_dir.mkdir()
+            process = start([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                             "--cores", str(cores), "--memory", memory, "--webui-port", str(ui),
+                             "--work-dir", str(work_dir)], log)
+            started.append(Worker(process, work_dir, log))
         deadline = time.monotonic() + REGISTER_TIMEOUT
-        while "Registering worker" not in master_log.read_text(errors="replace"):
-            for name, process, log in (("master", master, master_log), ("worker", worker, worker_log)):
+        # Each worker says so itself (the master may log a worker's registration twice when it retries).
+        while not all("Successfully registered with master" in w.log.read_text(errors="replace") for w in started):
+            for name, process, log in [("master", master, master_log),
+                                       *(("worker", w.process, w.log) for w in started)]:
                 if process.poll() is not None:
-                    pytest.fail(f"Spark {name} exited with {process.returncode} before the worker "
+                    pytest.fail(f"Spark {name} exited with {process.returncode} before the workers "
                                 f"registered; {log}:\n{_tail(log)}")
             if time.monotonic() > deadline:
-                pytest.fail(f"no worker registered with {url} within {REGISTER_TIMEOUT} s;\n"
-                            f"{master_log}:\n{_tail(master_log)}\n{worker_log}:\n{_tail(worker_log)}")
+                pytest.fail(f"not all {len(workers)} workers registered with {url} within {REGISTER_TIMEOUT} s;\n"
+                            f"{master_log}:\n{_tail(master_log)}\n"
+                            + "\n".join(f"{w.log}:\n{_tail(w.log)}" for w in started))
             time.sleep(0.5)
-        yield Cluster(url, work_dir, base)
+        yield Cluster(url, base, started)
     finally:
-        for process in reversed(processes):  # the worker (and its executors) first, then the master
+        for process in reversed(processes):  # the workers (and their executors) first, then the master
             _stop_group(process)
 
 
-def _run_cli(arguments: list[str], logs: Path, timeout: float) -> tuple[int, str]:
-    """`python -m sensorscript.cli ARGUMENTS` in its own process group; the group is killed afterwards."""
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A standalone Spark master and one worker (2 cores, 2 GB) on 127.0.0.1; yields a Cluster."""
+    with _standalone(tmp_path_factory.mktemp("cluster"), [(2, "2g")]) as started:
+        yield started
+
+
+@pytest.fixture
+def two_workers(tmp_path_factory):
+    """A master and two workers (1 core, 2 GB each): a test may kill one of them."""
+    with _standalone(tmp_path_factory.mktemp("cluster"), [(1, "2g"), (1, "2g")]) as started:
+        yield started
+
+
+def _start_cli(arguments: list[str], logs: Path, environment: dict[str, str] | None = None):
+    """`python -m sensorscript.cli ARGUMENTS` in its own process group, its output in LOGS/submit.out
+    and submit.err; returns the process and those two paths."""
     import pyspark
 
     stdout, stderr = logs / "submit.out", logs / "submit.err"
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         process = subprocess.Popen([sys.executable, "-m", "sensorscript.cli", *arguments], stdout=out,
                                    stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True,
-                                   env=_spark_environment(Path(pyspark.__file__).resolve().parent))
+                                   env=environment or _spark_environment(Path(pyspark.__file__).resolve().parent))
+    return process, stdout, stderr
+
+
+def _run_cli(arguments: list[str], logs: Path, timeout: float) -> tuple[int, str]:
+    """`python -m sensorscript.cli ARGUMENTS` in its own process group; the group is killed afterwards."""
+    process, stdout, stderr = _start_cli(arguments, logs)
     try:
         code = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -156,6 +196,71 @@ def _run_cli(arguments: list[str], logs: Path, timeout: float) -> tuple[int, str
     if code is None:
         pytest.fail(f"sscript run did not finish within {timeout} s;\n{output}")
     return code, output
+
+
+def _executor_log(worker: Worker) -> str:
+    """The logs of every executor the worker started."""
+    return "".join(p.read_text(errors="replace") for p in sorted(worker.work_dir.glob("app-*/*/stderr")))
+
+
+def _tasks(worker: Worker) -> tuple[dict[str, str], dict[str, str]]:
+    """The tasks the worker's executors started and those still running, {task id: "task 0.0 in stage
+    7.0"} (executors log both at INFO)."""
+    log = _executor_log(worker)
+    started = {tid: task for task, tid in re.findall(r"Running (task \S+ in stage \S+) \(TID (\d+)\)", log)}
+    ended = set(re.findall(r"(?:Finished task|Executor killed task|Exception in task) .*?\(TID (\d+)\)", log))
+    return started, {tid: task for tid, task in started.items() if tid not in ended}
+
+
+def _descendants(pid: int) -> list[int]:
+    """PID and every process below it (from /proc), parents first."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):  # gone meanwhile
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, stack = [], [pid]
+    while stack:
+        found.append(stack.pop(0))
+        stack.extend(sorted(children.get(found[-1], ())))
+    return found
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _living(pids: list[int]) -> list[str]:
+    """`ps` lines of those PIDS that still run (a zombie is dead: it only waits to be reaped)."""
+    listed = subprocess.run(["ps", "-o", "pid=,stat=,args=", "-p", ",".join(map(str, pids))],
+                            capture_output=True, text=True).stdout
+    return [line.strip()[:200] for line in listed.splitlines() if not line.split()[1].startswith("Z")]
+
+
+def _kill_worker(worker: Worker) -> dict[int, str]:
+    """SIGKILL a worker as a machine's crash would: the Worker JVM, its executor JVMs and their Python
+    workers (PySpark's daemon puts those in a process group of their own). Returns {pid: command line}."""
+    os.killpg(worker.process.pid, signal.SIGSTOP)  # the JVMs start nothing new while their tree is read
+    victims = {pid: _command_line(pid) for pid in _descendants(worker.process.pid)}
+    groups = set()
+    for pid in victims:
+        try:
+            groups.add(os.getpgid(pid))
+        except ProcessLookupError:
+            pass
+    for group in sorted(groups):
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    worker.process.wait(timeout=30)
+    return victims
 
 
 def test_examples_on_a_standalone_cluster_agree_with_the_reference(cluster, tmp_path):
@@ -169,12 +274,12 @@ def test_examples_on_a_standalone_cluster_agree_with_the_reference(cluster, tmp_
     assert code == 0, f"sscript run --cluster exited with {code};\n{output}"
 
     # The application ran on the cluster: the worker launched its executors in an app-* directory.
-    apps = sorted(p.name for p in cluster.work_dir.glob("app-*"))
-    assert apps, f"no app-* directory in the worker's work dir {cluster.work_dir};\n" \
+    (worker,) = cluster.workers
+    apps = sorted(p.name for p in worker.work_dir.glob("app-*"))
+    assert apps, f"no app-* directory in the worker's work dir {worker.work_dir};\n" \
                  f"master log:\n{_tail(cluster.logs / 'master.log')}"
     assert "Registering app" in (cluster.logs / "master.log").read_text(errors="replace")
-    executor_logs = "".join(p.read_text(errors="replace") for p in cluster.work_dir.glob("app-*/*/stderr"))
-    assert "Running task" in executor_logs, "the cluster's executors ran no tasks"
+    assert "Running task" in _executor_log(worker), "the cluster's executors ran no tasks"
 
     evaluation = evaluate(load([str(f) for f in WORKFLOWS]).workflows, [lines])
     assert len(evaluation.rows) > 100
@@ -187,3 +292,140 @@ def test_examples_on_a_standalone_cluster_agree_with_the_reference(cluster, tmp_
         db.close()
     assert len(quarantine) == len(evaluation.quarantine) == 3
     assert quarantine == sorted(evaluation.quarantine)
+
+
+def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_workers, tmp_path):
+    """Every example workflow (both stateful operators: a cut edge gives a second stage) over a replay
+    of several micro-batches on two workers. Once batches are written and both executors run tasks,
+    one worker is killed with everything it started while its executor runs a task. The run goes on
+    with the product's own settings on the other worker: exit 0, and the results are the reference
+    evaluator's, row for row (a lost or repeated batch would show as missing or duplicate rows)."""
+    from sensorscript.codegen.program import programs
+    from sensorscript.runtime.run_loop import order_by_name
+    from tests.cep_harness import reference_rows, same_rows
+    from tests.conftest import EXAMPLES
+
+    out, data = tmp_path / "out", tmp_path / "data"
+    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2)
+    assert any(second is not None for second in programs(compiled.plan)[1])  # transformWithStateInPandas too
+    write_readings(read_csv(SENSORS), data, seconds=800, files=REPLAY_FILES, bad_lines=3)
+    order_by_name(data)  # one file per micro-batch, in name (and event-time) order
+    batches = [path.read_text().splitlines() for path in sorted(data.iterdir())]
+
+    import pyspark
+
+    # The product as a user runs it, with Spark's warnings and errors in its output (the driver's
+    # account of the lost executor), and without this sandbox's PYTHONUNBUFFERED: progress must
+    # come through as it happens on its own.
+    environment = {key: value for key, value in _spark_environment(Path(pyspark.__file__).resolve().parent).items()
+                   if key != "PYTHONUNBUFFERED"}
+    environment["SSCRIPT_SPARK_LOG"] = "WARN"
+    survivor, victim = two_workers.workers
+    master_log = two_workers.logs / "master.log"
+    process, stdout, stderr = _start_cli(["run", str(out), "--cluster", two_workers.url, "--input", str(data),
+                                          "--once", "--max-files-per-trigger", "1"], tmp_path, environment)
+
+    def output() -> str:
+        parts = [f"sscript run's stdout:\n{_tail(stdout, 80)}", f"its stderr:\n{_tail(stderr, 40)}",
+                 f"{master_log}:\n{_tail(master_log)}"]
+        for worker in two_workers.workers:
+            parts.append(f"{worker.log}:\n{_tail(worker.log, 15)}\nits executors:\n"
+                         + "\n".join(_executor_log(worker).splitlines()[-25:]))
+        return "\n".join(parts)
+
+    def written() -> list[str]:
+        # Not anchored: the JVM's log lines share the stream and may run into a line of ours.
+        return re.findall(r"batch (\d+): [\d,]+ readings", stdout.read_text(errors="replace"))
+
+    try:
+        # The kill: after the first batches, while both executors have run tasks and the victim's
+        # runs one now (its shuffle files, its state stores' instances and that task die with it).
+        deadline = time.monotonic() + SUBMIT_TIMEOUT
+        while not (len(written()) >= 2 and _tasks(survivor)[0] and _tasks(victim)[1]):
+            if process.poll() is not None:
+                pytest.fail(f"the run ended (exit {process.returncode}) before a worker could be killed "
+                            f"during it;\n{output()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no point to kill a worker within {SUBMIT_TIMEOUT} s;\n{output()}")
+            time.sleep(0.1)
+        before = len(written())
+        survivor_tasks = len(_tasks(survivor)[0])
+        in_flight = sorted(_tasks(victim)[1].values())
+        killed_at = time.monotonic()
+        victims = _kill_worker(victim)
+        executors = [pid for pid, command in victims.items() if "CoarseGrainedExecutorBackend" in command]
+        pythons = [pid for pid, command in victims.items() if Path(command.split(" ", 1)[0]).name.startswith("python")]
+        assert executors and pythons, f"the victim worker had no executor or Python worker running: {victims}"
+        deadline = time.monotonic() + 30
+        while _living(list(victims)):
+            assert time.monotonic() < deadline, f"still alive 30 s after SIGKILL: {_living(list(victims))}"
+            time.sleep(0.2)
+
+        # Spark's account of the loss, then the end of the run.
+        noticed = batch_after = None
+        deadline = time.monotonic() + SUBMIT_TIMEOUT
+        while process.poll() is None:
+            text = stdout.read_text(errors="replace")
+            if noticed is None and "Lost executor" in text:
+                noticed = time.monotonic() - killed_at
+            if batch_after is None and len(written()) > before:
+                batch_after = time.monotonic() - killed_at
+            if time.monotonic() > deadline:
+                pytest.fail(f"sscript run did not finish within {SUBMIT_TIMEOUT} s of the kill;\n{output()}")
+            time.sleep(0.1)
+        finished = time.monotonic() - killed_at
+        assert process.returncode == 0, f"sscript run --cluster exited with {process.returncode};\n{output()}"
+    finally:
+        _stop_group(process, grace=5)  # spark-submit's driver JVM must not outlive the test
+
+    text = stdout.read_text(errors="replace")
+    # Spark noticed (the master lost the worker, the driver its executor) and the run went on
+    # without it: the surviving executor ran the rest, and every batch was written.
+    assert "Telling app of lost worker" in master_log.read_text(errors="replace"), output()
+    assert "Lost executor" in text, output()
+    assert len(_tasks(survivor)[0]) > survivor_tasks, output()
+    assert {int(b) for b in written()} == set(range(REPLAY_FILES + 1)), output()  # and the end of input
+    print(f"killed worker {victim.work_dir.name} ({len(victims)} processes: executor {executors}, Python "
+          f"{pythons}) after batch {before - 1} with {in_flight} running on it; the driver noticed after "
+          f"{noticed if noticed is None else round(noticed, 2)} s, wrote the next batch after "
+          f"{batch_after if batch_after is None else round(batch_after, 1)} s, finished {finished:.1f} s after the kill")
+    print("\n".join(re.findall(r"batch \d+: [^\n]*? to write\)", text)))
+
+    expected, evaluation = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, batches, plan=compiled.plan)
+    assert len(expected) > 100
+    db = sqlite3.connect(out / "results.db")
+    try:
+        rows = [tuple(r) for r in db.execute("SELECT stream, ts, window_start, window_end, value, start_ts, end_ts, "
+                                             "events FROM results")]
+        quarantine = sorted(db.execute("SELECT raw, reason FROM quarantine"))
+    finally:
+        db.close()
+    same_rows(rows, expected)
+    assert any(r[7] for r in rows)  # pattern matches among them
+    assert quarantine == sorted(evaluation.quarantine) and len(quarantine) == 3
+
+
+def test_an_executor_killed_while_archiving_leaves_nothing_the_archive_reader_trips_over(spark, tmp_path,
+                                                                                          monkeypatch):
+    """Late policy correct: stage 1 archives readings on the executors. One killed between writing a
+    file and moving it into place leaves the file behind; Spark reads every file of a folder but
+    hidden ones, so the archive's reader (a correction's) must neither fail on it nor count it."""
+    import numpy as np
+
+    from sensorscript.runtime import archive
+
+    folder, hour = tmp_path / "archive", archive.HOUR_MS
+
+    def killed(*_):
+        raise SystemExit("killed before the rename")
+
+    monkeypatch.setattr(archive.os, "replace", killed)
+    with pytest.raises(SystemExit):
+        archive.write(str(folder), 0, np.array([1]), np.array([hour + 5]), np.array([9.0]))
+    monkeypatch.undo()
+    assert [p for p in folder.rglob("*") if p.is_file()]  # what the dead writer left
+    archive.write(str(folder), 1, np.array([2, 2]), np.array([hour + 1, hour + 2]), np.array([1.0, 2.0]))
+
+    code, ts, value = archive.read(spark, folder, [1, 2], hour, 2 * hour)
+    assert (list(code), list(ts), list(value)) == ([2, 2], [hour + 1, hour + 2], [1.0, 2.0])
+    assert archive.earliest(folder) == hour

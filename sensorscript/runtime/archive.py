@@ -42,9 +42,11 @@ def write(folder: str, partition: int, code: np.ndarray, ts: np.ndarray, value: 
         if target.exists():
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_suffix(f".tmp{os.getpid()}")
+        # Hidden until complete: an executor killed mid-write leaves a file Spark's reader skips
+        # (it reads every file of a folder but those named .* or _*), and a reader never sees half a file.
+        temporary = target.parent / f".{target.name}.{os.getpid()}.tmp"
         pq.write_table(pa.table({"code": part[0], "ts": part[1], "value": part[2]}), temporary)
-        os.replace(temporary, target)  # a reader never sees half a file
+        os.replace(temporary, target)
     return len(bounds) - 1
 
 
