@@ -80,6 +80,7 @@ def run_quietly(command: list[str], echo, environment: dict[str, str] | None = N
     one terminates it. If this process dies, the job is sent SIGTERM: it stops between batches."""
     if environment is None:  # local Spark binds to the loopback address (and says nothing about the host name)
         environment = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+    environment = {**environment, "PYTHONUNBUFFERED": "1"}  # progress lines as they come, not when a pipe's buffer fills
     process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, bufsize=1, start_new_session=job_out is not None,
                                preexec_fn=_stop_with_parent if job_out is not None else None)
