@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Callable, Collection, Iterator
 
+import math
+
 import networkx as nx
 
 from sensorscript.errors import Diagnostic, did_you_mean, error, warning
 from sensorscript.parser import ast
-from sensorscript.parser.antlr import WINDOW_FUNCTIONS
+from sensorscript.parser.antlr import MAX_DURATION_MS, WINDOW_FUNCTIONS
 
 CROSS_STREAM_FUNCTIONS = ("avg", "max", "min", "sum")
 ALL_FUNCTIONS = tuple(sorted({*WINDOW_FUNCTIONS, *CROSS_STREAM_FUNCTIONS, "union"}))
@@ -196,6 +198,22 @@ def _acyclic(reads: dict[str, list[str]]) -> bool:
             if waiting[reader] == 0:
                 ready.append(reader)
     return ordered == len(waiting)
+
+
+def check_magnitudes(workflow: ast.Workflow, context: Context) -> Iterator[Diagnostic]:
+    """Numbers the job can hold: a literal that overflows a double, a duration past 64-bit epoch
+    milliseconds' comfort (a window of a million years would overflow the job's times)."""
+    for statement in workflow.statements:
+        for node in ast.walk(statement.value):
+            if isinstance(node, ast.Number) and not math.isfinite(node.value):
+                yield error(f"the number {_shortened(node.text)} is too large", node.span)
+            elif isinstance(node, ast.Duration) and node.ms > MAX_DURATION_MS:
+                yield error(f"the duration {_shortened(node.text)} is too long: durations are at most 100 years "
+                            f"({MAX_DURATION_MS:_} ms)", node.span)
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= 24 else f"{text[:10]}...{text[-10:]} ({len(text)} characters)"
 
 
 # ------------------------------------------------------------------- patterns
@@ -386,5 +404,6 @@ CHECKS: tuple[Check, ...] = (
     check_definitions,
     check_references,
     check_cycles,
+    check_magnitudes,
     check_patterns,
 )
