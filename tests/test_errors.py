@@ -79,6 +79,8 @@ def only_error(text, known_sensors=None):
     ("A = avg(S, 1s, 200000000000000ms);", 1, 16, "the duration 200000000000000ms is too long"),
     ("P = pattern(a: X -> b: Y) within 1s limit " + "9" * 400 + ";", 1, 43,
      "'limit' takes a whole number of partial matches from 1 to 1,000,000,000"),
+    ("P = pattern(" + " -> ".join(f"v{i}: S" for i in range(33)) + ") within 1s;", 1, 5,
+     "a pattern may have at most 32 elements, this one has 33"),  # 1,000 exceeded the recursion limit
     ("A = S * 1e999;", 1, 9, "the number 1e999 is too large"),  # was `inf` in job.py: a NameError
     ("P = pattern(a: X -> b: Y) where a.value > 1e400 within 1s;", 1, 43, "the number 1e400 is too large"),
 ])

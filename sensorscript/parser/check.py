@@ -18,6 +18,9 @@ CROSS_STREAM_FUNCTIONS = ("avg", "max", "min", "sum")
 ALL_FUNCTIONS = tuple(sorted({*WINDOW_FUNCTIONS, *CROSS_STREAM_FUNCTIONS, "union"}))
 PATTERN_AGGREGATES = ("count", "avg", "min", "max", "sum", "first", "last")
 EVENT_ATTRIBUTES = ("value", "ts", "sensor")
+# Longer patterns are split into patterns over patterns: the planner and the matcher recurse
+# over the elements (a pattern of 1,000 of them exceeded Python's recursion limit).
+MAX_PATTERN_ELEMENTS = 32
 COMPARISONS = (">", ">=", "<", "<=", "==", "!=")
 
 
@@ -227,6 +230,9 @@ def check_patterns(workflow: ast.Workflow, context: Context) -> Iterator[Diagnos
 
 def _check_pattern(pattern: ast.Pattern, context: Context) -> Iterator[Diagnostic]:
     elements = pattern.elements
+    if len(elements) > MAX_PATTERN_ELEMENTS:
+        yield error(f"a pattern may have at most {MAX_PATTERN_ELEMENTS} elements, this one has {len(elements)}; "
+                    f"split it into patterns over patterns", pattern.span)
     variables: dict[str, ast.PatternElement] = {}
     for element in elements:
         if element.var in variables:
