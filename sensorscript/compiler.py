@@ -15,7 +15,7 @@ from typing import Sequence
 from sensorscript.cep.plan import DEFAULT_LIMIT
 from sensorscript.codegen.job import render_job
 from sensorscript.codegen.naive import NotExpressible, render_naive
-from sensorscript.errors import Diagnostic, SensorScriptError
+from sensorscript.errors import Diagnostic, SensorScriptError, warning
 from sensorscript.parser import load
 from sensorscript.partition.explain import explain
 from sensorscript.partition.plan import Plan, make_plan, write_plan
@@ -80,8 +80,7 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
     The conditions of patterns are ordered by the pass rates an earlier run into OUT measured
     (OUT/selectivity.json), where it has them."""
     out = Path(out)
-    measured = out / SELECTIVITY
-    selectivity = json.loads(measured.read_text()) if measured.exists() else None
+    selectivity, unreadable = measured_pass_rates(out / SELECTIVITY)
     plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators, selectivity, pattern_limit)
     out.mkdir(parents=True, exist_ok=True)
     copied = []
@@ -95,7 +94,27 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
     if naive:
         (out / "naive_job.py").write_text(
             render_naive(loaded.workflows, loaded.sources, delay_ms(watermark), partitions))
-    return Compiled(plan, out, warnings, loaded.sources)
+    return Compiled(plan, out, (*unreadable, *warnings), loaded.sources)
+
+
+def measured_pass_rates(path: Path) -> tuple[dict | None, tuple[Diagnostic, ...]]:
+    """OUT/selectivity.json as earlier runs wrote it (pattern node -> condition -> [tested, passed]).
+    One that cannot be read (a run killed while writing it, a file edited by hand) is left aside
+    with a warning: the conditions are then ordered by their estimates."""
+    if not path.exists():
+        return None, ()
+    try:
+        measured = json.loads(path.read_text())
+    except (OSError, ValueError):
+        measured = None
+    if isinstance(measured, dict) and all(
+            isinstance(conditions, dict) and all(
+                isinstance(counts, list) and len(counts) == 2 and all(type(n) in (int, float) for n in counts)
+                for counts in conditions.values())
+            for conditions in measured.values()):
+        return measured, ()
+    return None, (warning(f"{path}: not a record of measured pass rates; the patterns' conditions are "
+                          f"ordered by their estimates (delete the file to silence this)"),)
 
 
 def delay_ms(watermark: str) -> int:

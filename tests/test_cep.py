@@ -319,6 +319,20 @@ def test_partition_by_sensor_spreads_a_pattern_over_all_partitions():
     assert all(any(hasattr(n, "tree") for n in p.nodes) for p in firsts)
 
 
+@pytest.mark.parametrize("text", ["{\"node\": {\"0\": [10", "[1, 2]", "{\"node\": {\"0\": \"x\"}}"])
+def test_an_unreadable_selectivity_file_is_left_aside_with_a_warning(tmp_path, text):
+    """A run killed while writing OUT/selectivity.json left half a file: compiling into OUT again
+    raised a JSONDecodeError."""
+    from sensorscript.compiler import compile_workflows
+
+    (tmp_path / "w.ss").write_text("P = pattern(a: A -> b: B) where a.value == 1 within 10;\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "selectivity.json").write_text(text)
+    compiled = compile_workflows([str(tmp_path / "w.ss")], tmp_path / "out")
+    assert [w.message for w in compiled.warnings if "selectivity.json" in w.message]
+    assert not next(iter(compiled.plan.patterns.values())).measured
+
+
 def test_measured_pass_rates_reorder_conditions_at_the_next_compile(tmp_path):
     """A run adds its measured counts to OUT/selectivity.json; compiling into OUT again uses them."""
     from sensorscript.compiler import compile_workflows
