@@ -303,7 +303,8 @@ def report(files, sensors, partitions, out, data, no_naive_run, sweep_seconds, g
     given = built.lines[0]
     click.echo(f"{given.workflows} workflow(s): {given.script} script lines -> {given.job} lines of generated job; "
                f"the naive PySpark job would be {given.naive or 'impossible'}"
-               + (f" lines ({given.naive / given.script:.1f}x the script)" if given.naive else ""))
+               + (f" lines ({given.naive_per_script:.1f}x the script)" if given.naive_per_script
+                  else " lines" if given.naive else ""))
     cost = built.cost
     click.echo(f"network: {cost.ours:,.0f} tuples/min under our plan, lower bound {cost.lower_bound:,.0f}; "
                f"saves {cost.saving(cost.naive_sensor_hash):.0%} vs hashing by sensor id, "
