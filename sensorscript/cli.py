@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
+import time
+import traceback
 from pathlib import Path
 
 import click
 
+import sensorscript
 from sensorscript.errors import SensorScriptError, render_all
+
+INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in sscript, not a mistake in the scripts or arguments
+INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 
 def _fail(exc: SensorScriptError) -> None:
@@ -25,7 +33,40 @@ def _known_sensors(sensors: str | None):
     return SensorRegistry.open(sensors).ids()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The top-level group. A mistake in scripts or arguments is one sentence and exit code 1 (each
+    command says it); an exception no command expected is a bug: it too is one sentence, with the
+    traceback saved to a file, and exit code 70. SSCRIPT_DEBUG=1 lets it through (tests, debugging)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise  # click's own ending (usage errors, exit codes); a closed pipe, which click quietens
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)
+            raise click.exceptions.Exit(INTERRUPTED) from None
+        except Exception as exc:
+            if os.environ.get("SSCRIPT_DEBUG") == "1":
+                raise
+            first = next(iter(str(exc).splitlines()), "")
+            click.echo(f"error: internal error in sscript (a bug, please report it): {type(exc).__name__}"
+                       f"{': ' + first if first else ''}; {_save_crash(exc)}", err=True)
+            raise click.exceptions.Exit(INTERNAL_ERROR) from None
+
+
+def _save_crash(exc: Exception) -> str:
+    """Write the traceback where a bug report can pick it up; say where (or why not)."""
+    path = Path(tempfile.gettempdir()) / f"sscript-crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+    try:
+        path.write_text(f"sscript {sensorscript.__version__}, Python {sys.version.split()[0]}\n"
+                        f"command: {' '.join(sys.argv)}\n\n" + "".join(traceback.format_exception(exc)))
+    except OSError as problem:
+        return f"the details could not be saved ({problem.strerror or problem})"
+    return f"details in {path}"
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="sensorscript")
 def main() -> None:
     """SensorScript: compile sensor-monitoring scripts into one PySpark Structured Streaming job."""
