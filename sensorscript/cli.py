@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 import sensorscript
-from sensorscript.errors import SensorScriptError, render_all
+from sensorscript.errors import Diagnostic, SensorScriptError, file_problem, render_all
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in sscript, not a mistake in the scripts or arguments
 INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
@@ -23,6 +23,11 @@ def _fail(exc: SensorScriptError) -> None:
     errors = sum(d.is_error for d in exc.diagnostics)
     click.echo(f"{errors} error{'s' if errors != 1 else ''}", err=True)
     sys.exit(1)
+
+
+def _unwritable(path: Path, what: str, exc: OSError) -> SensorScriptError:
+    return SensorScriptError([Diagnostic("error", f"{exc.filename or path}: cannot write {what} there: "
+                                                  f"{file_problem(exc)}")])
 
 
 def _known_sensors(sensors: str | None):
@@ -306,7 +311,10 @@ def graph(files, out) -> None:
     except SensorScriptError as exc:
         _fail(exc)
         return
-    draw(build_graph(loaded.workflows), path)
+    try:
+        draw(build_graph(loaded.workflows), path)
+    except OSError as exc:
+        _fail(_unwritable(path, "the drawing", exc))
     click.echo(f"wrote {path}")
 
 
@@ -340,7 +348,10 @@ def report(files, sensors, partitions, out, data, no_naive_run, sweep_seconds, g
     except reporting.MeasuringFailed as exc:  # its lines were shown above
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    md, page = reporting.write(built, Path(out))
+    try:
+        md, page = reporting.write(built, Path(out))
+    except OSError as exc:
+        _fail(_unwritable(Path(out), "the report", exc))
     given = built.lines[0]
     click.echo(f"{given.workflows} workflow(s): {given.script} script lines -> {given.job} lines of generated job; "
                f"the naive PySpark job would be {given.naive or 'impossible'}"

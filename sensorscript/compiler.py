@@ -15,7 +15,7 @@ from typing import Sequence
 from sensorscript.cep.plan import DEFAULT_LIMIT
 from sensorscript.codegen.job import render_job
 from sensorscript.codegen.naive import NotExpressible, render_naive
-from sensorscript.errors import Diagnostic, SensorScriptError, warning
+from sensorscript.errors import Diagnostic, SensorScriptError, file_problem, warning
 from sensorscript.parser import load
 from sensorscript.partition.explain import explain
 from sensorscript.partition.plan import Plan, make_plan, write_plan
@@ -82,18 +82,22 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
     out = Path(out)
     selectivity, unreadable = measured_pass_rates(out / SELECTIVITY)
     plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators, selectivity, pattern_limit)
-    out.mkdir(parents=True, exist_ok=True)
-    copied = []
-    for path in operators:
-        (out / "operators").mkdir(exist_ok=True)
-        shutil.copyfile(path, out / "operators" / Path(path).name)
-        copied.append(f"operators/{Path(path).name}")
-    write_plan(plan, out / "plan.json")
-    (out / "plan.txt").write_text(explain(plan))
-    (out / "job.py").write_text(render_job(plan, loaded.sources, str(out), watermark, tuple(copied), late))
-    if naive:
-        (out / "naive_job.py").write_text(
-            render_naive(loaded.workflows, loaded.sources, delay_ms(watermark), partitions))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        copied = []
+        for path in operators:
+            (out / "operators").mkdir(exist_ok=True)
+            shutil.copyfile(path, out / "operators" / Path(path).name)
+            copied.append(f"operators/{Path(path).name}")
+        write_plan(plan, out / "plan.json")
+        (out / "plan.txt").write_text(explain(plan))
+        (out / "job.py").write_text(render_job(plan, loaded.sources, str(out), watermark, tuple(copied), late))
+        if naive:
+            (out / "naive_job.py").write_text(
+                render_naive(loaded.workflows, loaded.sources, delay_ms(watermark), partitions))
+    except OSError as exc:  # a folder under a file, a read-only disk, a full one
+        raise SensorScriptError([Diagnostic("error", f"{exc.filename or out}: cannot write the compiled job "
+                                                     f"there: {file_problem(exc)}")]) from None
     return Compiled(plan, out, (*unreadable, *warnings), loaded.sources)
 
 
