@@ -374,10 +374,11 @@ def sensors() -> None:
 @click.option("--db", default="sensors.db", show_default=True, type=click.Path(dir_okay=False))
 def sensors_import(csv_file, db) -> None:
     """Insert or update the sensors of CSV_FILE (sensor_id,frequency_hz[,type]) in the registry."""
-    from sensorscript.registry import SensorRegistry
+    from sensorscript.registry import SensorRegistry, read_csv
 
     try:
-        count = SensorRegistry.create(db).import_csv(csv_file)
+        read = read_csv(csv_file)  # first: a bad CSV leaves no empty registry behind
+        count = SensorRegistry.create(db).put(read)
     except SensorScriptError as exc:
         _fail(exc)
         return
