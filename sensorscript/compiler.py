@@ -49,14 +49,21 @@ def plan_workflows(files: Sequence[str], sensors: str | None = None, partitions:
 
 def load_operator_files(operators: Sequence[str]) -> None:
     """Register the pattern operators the files define (sscript ... --operators FILE.py)."""
-    from sensorscript.runtime.cep.operators import load_operators
+    from sensorscript.runtime.cep.operators import load_operators, registered
 
     for path in operators:
+        before = registered()
         try:
             load_operators(path)
         except Exception as exc:  # the user's code: say which file and what, not a traceback
             raise SensorScriptError([Diagnostic("error", f"{path}: cannot load the operators: "
-                                                         f"{type(exc).__name__}: {exc}")]) from exc
+                                                         f"{type(exc).__name__}: {exc}")]) from None
+        # Loading registers new instances (also of names registered before): none means a file that
+        # forgot @register, or the wrong file.
+        if all(before.get(name) is operator for name, operator in registered().items()):
+            raise SensorScriptError([Diagnostic("error", f"{path}: registers no pattern operator; decorate a "
+                                                         f"UnaryOperator or BinaryOperator subclass with "
+                                                         f"@register(\"name\") (docs/OPERATORS.md)")])
 
 
 def _plan(files: Sequence[str], sensors: str | None, partitions: int, epsilon: float,
