@@ -263,13 +263,13 @@ def results(out, streams, all_versions, limit) -> None:
 def status(out) -> None:
     """Where the job in OUT stands: its policies, totals, and per partition the watermark, its lag,
     coverage, latency and state size (from OUT/status.json, kept after every batch)."""
-    from sensorscript.runtime.status import describe, read_status
+    from sensorscript import running
+    from sensorscript.runtime.status import describe
 
     try:
-        click.echo(describe(read_status(Path(out))))
-    except (FileNotFoundError, ValueError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        click.echo(describe(running.job_status(Path(out))))
+    except SensorScriptError as exc:
+        _fail(exc)
 
 
 @main.command()

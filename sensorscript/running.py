@@ -11,19 +11,30 @@ import zipfile
 from pathlib import Path
 
 import sensorscript
-from sensorscript.errors import Diagnostic, SensorScriptError
+from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
+
+
+def compiled_job(out: Path, name: str = "job.py") -> Path:
+    """OUT/job.py (or OUT/naive_job.py); a clear error when OUT holds none (never compiled, missing)."""
+    path = Path(out) / name
+    if not path.is_file():
+        flag = " --naive" if name == "naive_job.py" else ""
+        raise SensorScriptError([Diagnostic("error", f"{path}: no compiled job here; run "
+                                                     f"'sscript compile WORKFLOWS... -o {out}{flag}' first")])
+    return path
 
 
 def load_job(out: Path, name: str = "job.py"):
     """Import OUT/job.py as a module (it holds JOB and build_query), or OUT/naive_job.py (`run`)."""
-    path = Path(out) / name
-    if not path.exists():
-        flag = " --naive" if name == "naive_job.py" else ""
-        raise SensorScriptError([Diagnostic("error", f"{path}: no compiled job here; run "
-                                                     f"'sscript compile WORKFLOWS... -o {out}{flag}' first")])
+    path = compiled_job(out, name)
     spec = importlib.util.spec_from_file_location(f"sensorscript_job_{abs(hash(str(path.resolve())))}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # a job.py cut short, edited by hand, or from another version of sscript
+        first = next(iter(str(exc).splitlines()), "")
+        raise SensorScriptError([Diagnostic("error", f"{path}: the compiled job does not load ({type(exc).__name__}"
+                                                     f"{': ' + first if first else ''}); compile it again")]) from None
     return module
 
 
@@ -124,7 +135,7 @@ def correct_now(out: Path):
 
     out = Path(out)
     load_job(out)  # a clear error if there is no job
-    status = _status(out)
+    status = job_status(out)
     if not status["late_policy"].startswith("correct"):
         raise SensorScriptError([Diagnostic("error", f"the job in {out} ran with late policy "
                                                      f"'{status['late_policy']}': corrections need --late correct")])
@@ -144,7 +155,8 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
     from sensorscript.runtime.status import describe_results
 
     out = Path(out)
-    spec = _status(out)["sink_spec"] if (out / "status.json").exists() else f"sqlite:{out / 'results.db'}"
+    compiled_job(out)  # a clear error for a folder that holds no job
+    spec = job_status(out)["sink_spec"] if (out / "status.json").exists() else f"sqlite:{out / 'results.db'}"
     try:
         rows = read_results(spec, streams)
     except ValueError as exc:
@@ -155,14 +167,19 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
     return describe_results(rows, limit)
 
 
-def _status(out: Path) -> dict:
+def job_status(out: Path) -> dict:
     from sensorscript.runtime.status import read_status
 
     try:
         return read_status(out)
-    except (FileNotFoundError, ValueError) as exc:
-        raise SensorScriptError([Diagnostic("error", str(exc))]) from None
+    except OSError as exc:  # read_status words a missing file itself
+        message = f"{exc.filename}: cannot read the job's status: {file_problem(exc)}" if exc.filename else str(exc)
+    except ValueError as exc:  # JSON cut short
+        message = f"{Path(out) / 'status.json'}: the job's status is unreadable ({exc})"
+    raise SensorScriptError([Diagnostic("error", message)])
 
+
+# Checks of `sscript run`'s arguments, made before Spark starts: a mistake costs no start-up.
 
 def _check_input(source: str) -> None:
     if source.startswith(("socket://", "kafka://")):
