@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 import zipfile
@@ -44,6 +45,7 @@ def run_local(out: Path, source: str, once: bool, sink: str | None, spark=None, 
 
     module = load_job(out)
     _check_input(source)
+    _check_sink(sink, out)
     spark = spark or spark_session(module.JOB, "local[2]")
     return run(module.JOB, module.build_query, source, Path(out), once, sink, spark, echo=echo, **options)
 
@@ -66,6 +68,7 @@ def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print
     out = Path(out)
     load_job(out)  # a clear error if there is no job
     _check_input(source)
+    _check_sink(sink, out)
     command = [sys.executable, str(out / "job.py"), "--input", source, "--out", str(out)]
     if once:
         command.append("--once")
@@ -111,6 +114,8 @@ def submit(out: Path, master: str, source: str, once: bool, sink: str | None, ex
     out = Path(out).resolve()
     load_job(out)  # a clear error if there is no job
     _check_input(source)
+    _check_sink(sink, out)
+    _check_master(master)
     spark_home = Path(pyspark.__file__).resolve().parent
     python = sys.executable
     command = [str(spark_home / "bin" / "spark-submit"), "--master", master,
@@ -186,3 +191,49 @@ def _check_input(source: str) -> None:
         return
     if not Path(source).exists():
         raise SensorScriptError([Diagnostic("error", f"{source}: no such input folder")])
+
+
+def _check_sink(sink: str | None, out: Path) -> None:
+    from sensorscript.runtime.sinks import check_sink
+
+    try:
+        check_sink(sink or f"sqlite:{Path(out) / 'results.db'}")  # None: the job's default
+    except ValueError as exc:
+        raise SensorScriptError([Diagnostic("error", str(exc))]) from None
+
+
+MASTER_TIMEOUT_S = 5.0
+
+
+def _check_master(master: str) -> None:
+    """A spark://HOST:PORT master (or a list of them: standby masters) must answer before spark-submit
+    starts; for a closed port spark-submit retries for minutes and ends in a Java stack trace. Other
+    masters (local[N], yarn, k8s://...) are spark-submit's to check."""
+    if not master.startswith("spark://"):
+        return
+    addresses = []
+    for item in master[len("spark://"):].split(","):
+        host, _, port = item.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SensorScriptError([Diagnostic("error", f"'{master}' is not a Spark master URL; write "
+                                                         f"spark://HOST:PORT, e.g. spark://10.0.0.5:7077")])
+        addresses.append((host.strip("[]"), int(port)))  # [::1]: an IPv6 address
+    failures = []
+    for host, port in addresses:
+        try:
+            with socket.create_connection((host, port), timeout=MASTER_TIMEOUT_S):
+                return
+        except OSError as exc:
+            failures.append(f"{host}:{port} ({_network_problem(exc)})")
+    raise SensorScriptError([Diagnostic("error", f"cannot reach the Spark master at {', '.join(failures)}; "
+                                                 f"is the cluster running, and is the address right?")])
+
+
+def _network_problem(exc: OSError) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {MASTER_TIMEOUT_S:g} s"
+    if isinstance(exc, socket.gaierror):
+        return "unknown host"
+    return exc.strerror or str(exc)
