@@ -164,7 +164,7 @@ _LATE_HELP = ("Late readings: drop (counted only), log (kept in the late store b
 @click.option("--naive", is_flag=True, help="Also write OUT/naive_job.py: the same workflows written the naive way "
                                             "in PySpark (for benchmarks and `sscript report`).")
 @_operators
-@click.option("--pattern-limit", default=10_000, show_default=True, type=click.IntRange(min=1), metavar="N",
+@click.option("--pattern-limit", default=10_000, show_default=True, type=click.IntRange(1, 1_000_000_000), metavar="N",
               help="Partial matches a pattern keeps per key and operator (a pattern's `limit N` overrides it); "
                    "what the limit cuts is counted and reported.")
 @click.option("--watermark", default="fixed:0", show_default=True, metavar="POLICY", callback=_check_watermark,
@@ -318,6 +318,14 @@ def graph(files, out) -> None:
     click.echo(f"wrote {path}")
 
 
+def _sizes(ctx, param, value: str) -> list[int]:
+    """--generated N,N,...: whole numbers of workflows, at least 1."""
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    if not all(item.isdigit() and int(item) >= 1 for item in items):
+        raise click.BadParameter(f"'{value}' is not a list of workflow counts such as 1,16,128")
+    return [int(item) for item in items]
+
+
 @main.command()
 @_files
 @_sensors
@@ -332,16 +340,15 @@ def graph(files, out) -> None:
 @click.option("--measure-sweeps", "sweep_seconds", type=click.IntRange(min=1), metavar="SECONDS",
               help="Also run every point of the n and n_s sweeps on local Spark over SECONDS of generated "
                    "readings each, and plot the measured traffic beside the model (a few minutes).")
-@click.option("--generated", default="1,16,128,1024", show_default=True, metavar="N,N,...",
+@click.option("--generated", default="1,16,128,1024", show_default=True, metavar="N,N,...", callback=_sizes,
               help="Sizes of the generated bridge workloads in the line-count table.")
 def report(files, sensors, partitions, out, data, no_naive_run, sweep_seconds, generated) -> None:
     """Lines saved and network traffic saved, for FILES: a Markdown report and an HTML page with plots."""
     from sensorscript import report as reporting
 
     try:
-        sizes = [int(n) for n in generated.split(",") if n.strip()]
         built = reporting.build(list(files), sensors, partitions, data, Path(out) / "work", not no_naive_run,
-                                echo=lambda m: click.echo(m, err=True), sizes=sizes, sweep_seconds=sweep_seconds)
+                                echo=lambda m: click.echo(m, err=True), sizes=generated, sweep_seconds=sweep_seconds)
     except SensorScriptError as exc:
         _fail(exc)
         return
