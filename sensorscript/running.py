@@ -191,6 +191,9 @@ def _check_input(source: str) -> None:
         return
     if not Path(source).exists():
         raise SensorScriptError([Diagnostic("error", f"{source}: no such input folder")])
+    if not Path(source).is_dir():
+        raise SensorScriptError([Diagnostic("error", f"{source}: a file; --input takes a folder of CSV or JSON-lines "
+                                                     f"files (or socket://HOST:PORT, kafka://BROKERS/TOPIC)")])
 
 
 def _check_sink(sink: str | None, out: Path) -> None:

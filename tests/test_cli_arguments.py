@@ -162,6 +162,7 @@ CASES = [
     ("compile {t}/ok.ss -o {t}/o --pattern-limit 99999999999", "'--pattern-limit': 99999999999 is not in the range"),
     # running: checked before Spark starts
     ("run {t}/out --input {t}/nowhere", "nowhere: no such input folder"),
+    ("run {t}/out --input {t}/notes.txt", "notes.txt: a file; --input takes a folder of CSV or JSON-lines files"),
     (RUN + " --sink csv:{t}/data", "the sink 'csv:{t}/data': {t}/data is a folder, and a csv sink writes one file"),
     (RUN + " --sink parquet:{t}/a_file", "the sink 'parquet:{t}/a_file': {t}/a_file is a file, and a parquet sink "
                                          "writes a folder"),
