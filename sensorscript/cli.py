@@ -49,7 +49,7 @@ class _Commands(click.Group):
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
             raise  # click's own ending (usage errors, exit codes); a closed pipe, which click quietens
         except KeyboardInterrupt:
-            click.echo("\ninterrupted", err=True)
+            click.echo("\ninterrupted", err=True)  # on a line of its own, after the terminal's ^C
             raise click.exceptions.Exit(INTERRUPTED) from None
         except Exception as exc:
             if os.environ.get("SSCRIPT_DEBUG") == "1":
