@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
+import time
+import traceback
 from pathlib import Path
 
 import click
 
-from sensorscript.errors import SensorScriptError, render_all
+import sensorscript
+from sensorscript.errors import Diagnostic, SensorScriptError, file_problem, render_all
+
+INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in sscript, not a mistake in the scripts or arguments
+INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 
 def _fail(exc: SensorScriptError) -> None:
@@ -15,6 +23,11 @@ def _fail(exc: SensorScriptError) -> None:
     errors = sum(d.is_error for d in exc.diagnostics)
     click.echo(f"{errors} error{'s' if errors != 1 else ''}", err=True)
     sys.exit(1)
+
+
+def _unwritable(path: Path, what: str, exc: OSError) -> SensorScriptError:
+    return SensorScriptError([Diagnostic("error", f"{exc.filename or path}: cannot write {what} there: "
+                                                  f"{file_problem(exc)}")])
 
 
 def _known_sensors(sensors: str | None):
@@ -25,7 +38,40 @@ def _known_sensors(sensors: str | None):
     return SensorRegistry.open(sensors).ids()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The top-level group. A mistake in scripts or arguments is one sentence and exit code 1 (each
+    command says it); an exception no command expected is a bug: it too is one sentence, with the
+    traceback saved to a file, and exit code 70. SSCRIPT_DEBUG=1 lets it through (tests, debugging)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+            raise  # click's own ending (usage errors, exit codes); a closed pipe, which click quietens
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)  # on a line of its own, after the terminal's ^C
+            raise click.exceptions.Exit(INTERRUPTED) from None
+        except Exception as exc:
+            if os.environ.get("SSCRIPT_DEBUG") == "1":
+                raise
+            first = next(iter(str(exc).splitlines()), "")
+            click.echo(f"error: internal error in sscript (a bug, please report it): {type(exc).__name__}"
+                       f"{': ' + first if first else ''}; {_save_crash(exc)}", err=True)
+            raise click.exceptions.Exit(INTERNAL_ERROR) from None
+
+
+def _save_crash(exc: Exception) -> str:
+    """Write the traceback where a bug report can pick it up; say where (or why not)."""
+    path = Path(tempfile.gettempdir()) / f"sscript-crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+    try:
+        path.write_text(f"sscript {sensorscript.__version__}, Python {sys.version.split()[0]}\n"
+                        f"command: {' '.join(sys.argv)}\n\n" + "".join(traceback.format_exception(exc)))
+    except OSError as problem:
+        return f"the details could not be saved ({problem.strerror or problem})"
+    return f"details in {path}"
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="sensorscript")
 def main() -> None:
     """SensorScript: compile sensor-monitoring scripts into one PySpark Structured Streaming job."""
@@ -118,7 +164,7 @@ _LATE_HELP = ("Late readings: drop (counted only), log (kept in the late store b
 @click.option("--naive", is_flag=True, help="Also write OUT/naive_job.py: the same workflows written the naive way "
                                             "in PySpark (for benchmarks and `sscript report`).")
 @_operators
-@click.option("--pattern-limit", default=10_000, show_default=True, type=click.IntRange(min=1), metavar="N",
+@click.option("--pattern-limit", default=10_000, show_default=True, type=click.IntRange(1, 1_000_000_000), metavar="N",
               help="Partial matches a pattern keeps per key and operator (a pattern's `limit N` overrides it); "
                    "what the limit cuts is counted and reported.")
 @click.option("--watermark", default="fixed:0", show_default=True, metavar="POLICY", callback=_check_watermark,
@@ -247,13 +293,13 @@ def results(out, streams, all_versions, limit) -> None:
 def status(out) -> None:
     """Where the job in OUT stands: its policies, totals, and per partition the watermark, its lag,
     coverage, latency and state size (from OUT/status.json, kept after every batch)."""
-    from sensorscript.runtime.status import describe, read_status
+    from sensorscript import running
+    from sensorscript.runtime.status import describe
 
     try:
-        click.echo(describe(read_status(Path(out))))
-    except (FileNotFoundError, ValueError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        click.echo(describe(running.job_status(Path(out))))
+    except SensorScriptError as exc:
+        _fail(exc)
 
 
 @main.command()
@@ -295,8 +341,19 @@ def graph(files, out) -> None:
     except SensorScriptError as exc:
         _fail(exc)
         return
-    draw(build_graph(loaded.workflows), path)
+    try:
+        draw(build_graph(loaded.workflows), path)
+    except OSError as exc:
+        _fail(_unwritable(path, "the drawing", exc))
     click.echo(f"wrote {path}")
+
+
+def _sizes(ctx, param, value: str) -> list[int]:
+    """--generated N,N,...: whole numbers of workflows, at least 1."""
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    if not all(item.isdigit() and int(item) >= 1 for item in items):
+        raise click.BadParameter(f"'{value}' is not a list of workflow counts such as 1,16,128")
+    return [int(item) for item in items]
 
 
 @main.command()
@@ -313,27 +370,30 @@ def graph(files, out) -> None:
 @click.option("--measure-sweeps", "sweep_seconds", type=click.IntRange(min=1), metavar="SECONDS",
               help="Also run every point of the n and n_s sweeps on local Spark over SECONDS of generated "
                    "readings each, and plot the measured traffic beside the model (a few minutes).")
-@click.option("--generated", default="1,16,128,1024", show_default=True, metavar="N,N,...",
+@click.option("--generated", default="1,16,128,1024", show_default=True, metavar="N,N,...", callback=_sizes,
               help="Sizes of the generated bridge workloads in the line-count table.")
 def report(files, sensors, partitions, out, data, no_naive_run, sweep_seconds, generated) -> None:
     """Lines saved and network traffic saved, for FILES: a Markdown report and an HTML page with plots."""
     from sensorscript import report as reporting
 
     try:
-        sizes = [int(n) for n in generated.split(",") if n.strip()]
         built = reporting.build(list(files), sensors, partitions, data, Path(out) / "work", not no_naive_run,
-                                echo=lambda m: click.echo(m, err=True), sizes=sizes, sweep_seconds=sweep_seconds)
+                                echo=lambda m: click.echo(m, err=True), sizes=generated, sweep_seconds=sweep_seconds)
     except SensorScriptError as exc:
         _fail(exc)
         return
     except reporting.MeasuringFailed as exc:  # its lines were shown above
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    md, page = reporting.write(built, Path(out))
+    try:
+        md, page = reporting.write(built, Path(out))
+    except OSError as exc:
+        _fail(_unwritable(Path(out), "the report", exc))
     given = built.lines[0]
     click.echo(f"{given.workflows} workflow(s): {given.script} script lines -> {given.job} lines of generated job; "
                f"the naive PySpark job would be {given.naive or 'impossible'}"
-               + (f" lines ({given.naive / given.script:.1f}x the script)" if given.naive else ""))
+               + (f" lines ({given.naive_per_script:.1f}x the script)" if given.naive_per_script
+                  else " lines" if given.naive else ""))
     cost = built.cost
     click.echo(f"network: {cost.ours:,.0f} tuples/min under our plan, lower bound {cost.lower_bound:,.0f}; "
                f"saves {cost.saving(cost.naive_sensor_hash):.0%} vs hashing by sensor id, "
@@ -351,10 +411,11 @@ def sensors() -> None:
 @click.option("--db", default="sensors.db", show_default=True, type=click.Path(dir_okay=False))
 def sensors_import(csv_file, db) -> None:
     """Insert or update the sensors of CSV_FILE (sensor_id,frequency_hz[,type]) in the registry."""
-    from sensorscript.registry import SensorRegistry
+    from sensorscript.registry import SensorRegistry, read_csv
 
     try:
-        count = SensorRegistry.create(db).import_csv(csv_file)
+        read = read_csv(csv_file)  # first: a bad CSV leaves no empty registry behind
+        count = SensorRegistry.create(db).put(read)
     except SensorScriptError as exc:
         _fail(exc)
         return

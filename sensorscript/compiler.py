@@ -15,7 +15,7 @@ from typing import Sequence
 from sensorscript.cep.plan import DEFAULT_LIMIT
 from sensorscript.codegen.job import render_job
 from sensorscript.codegen.naive import NotExpressible, render_naive
-from sensorscript.errors import Diagnostic, SensorScriptError
+from sensorscript.errors import Diagnostic, SensorScriptError, file_problem, warning
 from sensorscript.parser import load
 from sensorscript.partition.explain import explain
 from sensorscript.partition.plan import Plan, make_plan, write_plan
@@ -49,14 +49,21 @@ def plan_workflows(files: Sequence[str], sensors: str | None = None, partitions:
 
 def load_operator_files(operators: Sequence[str]) -> None:
     """Register the pattern operators the files define (sscript ... --operators FILE.py)."""
-    from sensorscript.runtime.cep.operators import load_operators
+    from sensorscript.runtime.cep.operators import load_operators, registered
 
     for path in operators:
+        before = registered()
         try:
             load_operators(path)
         except Exception as exc:  # the user's code: say which file and what, not a traceback
             raise SensorScriptError([Diagnostic("error", f"{path}: cannot load the operators: "
-                                                         f"{type(exc).__name__}: {exc}")]) from exc
+                                                         f"{type(exc).__name__}: {exc}")]) from None
+        # Loading registers new instances (also of names registered before): none means a file that
+        # forgot @register, or the wrong file.
+        if all(before.get(name) is operator for name, operator in registered().items()):
+            raise SensorScriptError([Diagnostic("error", f"{path}: registers no pattern operator; decorate a "
+                                                         f"UnaryOperator or BinaryOperator subclass with "
+                                                         f"@register(\"name\") (docs/OPERATORS.md)")])
 
 
 def _plan(files: Sequence[str], sensors: str | None, partitions: int, epsilon: float,
@@ -80,22 +87,45 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
     The conditions of patterns are ordered by the pass rates an earlier run into OUT measured
     (OUT/selectivity.json), where it has them."""
     out = Path(out)
-    measured = out / SELECTIVITY
-    selectivity = json.loads(measured.read_text()) if measured.exists() else None
+    selectivity, unreadable = measured_pass_rates(out / SELECTIVITY)
     plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators, selectivity, pattern_limit)
-    out.mkdir(parents=True, exist_ok=True)
-    copied = []
-    for path in operators:
-        (out / "operators").mkdir(exist_ok=True)
-        shutil.copyfile(path, out / "operators" / Path(path).name)
-        copied.append(f"operators/{Path(path).name}")
-    write_plan(plan, out / "plan.json")
-    (out / "plan.txt").write_text(explain(plan))
-    (out / "job.py").write_text(render_job(plan, loaded.sources, str(out), watermark, tuple(copied), late))
-    if naive:
-        (out / "naive_job.py").write_text(
-            render_naive(loaded.workflows, loaded.sources, delay_ms(watermark), partitions))
-    return Compiled(plan, out, warnings, loaded.sources)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        copied = []
+        for path in operators:
+            (out / "operators").mkdir(exist_ok=True)
+            shutil.copyfile(path, out / "operators" / Path(path).name)
+            copied.append(f"operators/{Path(path).name}")
+        write_plan(plan, out / "plan.json")
+        (out / "plan.txt").write_text(explain(plan))
+        (out / "job.py").write_text(render_job(plan, loaded.sources, str(out), watermark, tuple(copied), late))
+        if naive:
+            (out / "naive_job.py").write_text(
+                render_naive(loaded.workflows, loaded.sources, delay_ms(watermark), partitions))
+    except OSError as exc:  # a folder under a file, a read-only disk, a full one
+        raise SensorScriptError([Diagnostic("error", f"{exc.filename or out}: cannot write the compiled job "
+                                                     f"there: {file_problem(exc)}")]) from None
+    return Compiled(plan, out, (*unreadable, *warnings), loaded.sources)
+
+
+def measured_pass_rates(path: Path) -> tuple[dict | None, tuple[Diagnostic, ...]]:
+    """OUT/selectivity.json as earlier runs wrote it (pattern node -> condition -> [tested, passed]).
+    One that cannot be read (a run killed while writing it, a file edited by hand) is left aside
+    with a warning: the conditions are then ordered by their estimates."""
+    if not path.exists():
+        return None, ()
+    try:
+        measured = json.loads(path.read_text())
+    except (OSError, ValueError):
+        measured = None
+    if isinstance(measured, dict) and all(
+            isinstance(conditions, dict) and all(
+                isinstance(counts, list) and len(counts) == 2 and all(type(n) in (int, float) for n in counts)
+                for counts in conditions.values())
+            for conditions in measured.values()):
+        return measured, ()
+    return None, (warning(f"{path}: not a record of measured pass rates; the patterns' conditions are "
+                          f"ordered by their estimates (delete the file to silence this)"),)
 
 
 def delay_ms(watermark: str) -> int:

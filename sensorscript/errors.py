@@ -84,3 +84,13 @@ def did_you_mean(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> s
         if name.lower() in folded:
             match = [folded[name.lower()]]
     return f"; did you mean '{match[0]}'?" if match else ""
+
+
+def file_problem(exc: OSError | UnicodeDecodeError) -> str:
+    """Why a file or folder could not be read or written, in a user's words rather than Python's."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at position {exc.start})"
+    reasons = {FileNotFoundError: "no such file or folder", IsADirectoryError: "it is a folder, not a file",
+               NotADirectoryError: "a part of the path is a file, not a folder",
+               FileExistsError: "a file is in the way", PermissionError: "permission denied"}
+    return next((reason for kind, reason in reasons.items() if isinstance(exc, kind)), exc.strerror or str(exc))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from sensorscript.errors import Diagnostic, SensorScriptError
+from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
 
 DEFAULT_DB = "sensors.db"
 DEFAULT_FREQUENCY_HZ = 20.0  # the paper's bridge: most sensors sample at 20 Hz or more
@@ -44,6 +44,10 @@ class SensorRegistry:
         self._db = connection
         self.path = path
         self._db.execute(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(sensors)")}
+        if not {"sensor_id", "frequency_hz", "type"} <= columns:  # another program's table of that name
+            raise SensorScriptError([Diagnostic("error", f"{path}: not a sensor registry: its table 'sensors' "
+                                                         f"has no columns sensor_id, frequency_hz and type")])
 
     # opening ----------------------------------------------------------------
     @classmethod
@@ -57,14 +61,36 @@ class SensorRegistry:
         if not path.exists():
             raise SensorScriptError([Diagnostic("error", f"{path}: no such sensor registry; create one with "
                                                          f"'sscript sensors import SENSORS.csv --db {path}'")])
-        try:
-            return cls(sqlite3.connect(str(path)), str(path))
-        except sqlite3.DatabaseError as exc:
-            raise SensorScriptError([Diagnostic("error", f"{path}: not a sensor registry: {exc}")]) from exc
+        return cls._sqlite(path, create=False)
 
     @classmethod
     def create(cls, path: str | Path) -> "SensorRegistry":
-        return cls(sqlite3.connect(str(path)), str(path))
+        """The registry to import into: a new SQLite file, or the one there."""
+        return cls._sqlite(Path(path), create=True)
+
+    @classmethod
+    def _sqlite(cls, path: Path, create: bool) -> "SensorRegistry":
+        connection = None
+        try:
+            connection = sqlite3.connect(str(path))
+            # Reading the table list is what fails on a file that is not SQLite.
+            tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "sensors" not in tables and not create:  # another program's database: leave it as it is
+                raise SensorScriptError([Diagnostic("error", f"{path}: not a sensor registry: it has no table "
+                                                             f"'sensors' (sscript sensors import SENSORS.csv --db "
+                                                             f"{path} makes one)")])
+            return cls(connection, str(path))
+        except sqlite3.Error as exc:
+            if connection is not None:
+                connection.close()
+            if not path.exists():  # sqlite3 creates a missing file: its folder is what failed
+                message = f"cannot create a sensor registry there: {exc}"
+            else:
+                message = f"not a sensor registry: {'it is a folder' if path.is_dir() else exc}"
+            raise SensorScriptError([Diagnostic("error", f"{path}: {message}")]) from None
+        except SensorScriptError:
+            connection.close()
+            raise
 
     @classmethod
     def of(cls, sensors: Iterable[Sensor]) -> "SensorRegistry":
@@ -107,36 +133,44 @@ class SensorRegistry:
 
 def read_csv(path: str | Path) -> list[Sensor]:
     path = Path(path)
-    problems: list[Diagnostic] = []
-    sensors: list[Sensor] = []
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as exc:
-        raise SensorScriptError([Diagnostic("error", f"{path}: cannot read: {exc}")]) from exc
+        raise SensorScriptError([Diagnostic("error", f"{path}: cannot read: {file_problem(exc)}")]) from None
     with handle:
-        reader = csv.DictReader(handle)
-        header = [h.strip().lower() for h in (reader.fieldnames or [])]
-        id_col = next((c for c in _ID_COLUMNS if c in header), None)
-        freq_col = next((c for c in _FREQUENCY_COLUMNS if c in header), None)
-        if id_col is None or freq_col is None:
-            raise SensorScriptError([Diagnostic(
-                "error", f"{path}:1: the header must name the columns sensor_id,frequency_hz[,type]; "
-                         f"found {','.join(header) or 'nothing'}")])
-        reader.fieldnames = header
-        for line, row in enumerate(reader, start=2):
-            sensor_id = (row.get(id_col) or "").strip()
-            raw = (row.get(freq_col) or "").strip()
-            try:
-                frequency = float(raw)
-            except ValueError:
-                frequency = math.nan
-            if not sensor_id:
-                problems.append(Diagnostic("error", f"{path}:{line}: empty sensor id"))
-            elif not (math.isfinite(frequency) and frequency > 0):
-                problems.append(Diagnostic("error", f"{path}:{line}: frequency of '{sensor_id}' must be a "
-                                                    f"positive number of Hz, not '{raw}'"))
-            else:
-                sensors.append(Sensor(sensor_id, frequency, (row.get("type") or "").strip()))
+        try:
+            return _read_rows(path, csv.DictReader(handle))
+        except (UnicodeDecodeError, csv.Error) as exc:  # a binary file, NUL bytes
+            reason = file_problem(exc) if isinstance(exc, UnicodeDecodeError) else str(exc)
+            raise SensorScriptError([Diagnostic("error", f"{path}: not a CSV of sensors: {reason}")]) from None
+
+
+def _read_rows(path: Path, reader: csv.DictReader) -> list[Sensor]:
+    """The sensors of a CSV; every bad row is reported with its line."""
+    header = [h.strip().lower() for h in (reader.fieldnames or [])]
+    id_col = next((c for c in _ID_COLUMNS if c in header), None)
+    freq_col = next((c for c in _FREQUENCY_COLUMNS if c in header), None)
+    if id_col is None or freq_col is None:
+        raise SensorScriptError([Diagnostic(
+            "error", f"{path}:1: the header must name the columns sensor_id,frequency_hz[,type]; "
+                     f"found {','.join(header) or 'nothing'}")])
+    reader.fieldnames = header
+    problems: list[Diagnostic] = []
+    sensors: list[Sensor] = []
+    for line, row in enumerate(reader, start=2):
+        sensor_id = (row.get(id_col) or "").strip()
+        raw = (row.get(freq_col) or "").strip()
+        try:
+            frequency = float(raw)
+        except ValueError:
+            frequency = math.nan
+        if not sensor_id:
+            problems.append(Diagnostic("error", f"{path}:{line}: empty sensor id"))
+        elif not (math.isfinite(frequency) and frequency > 0):
+            problems.append(Diagnostic("error", f"{path}:{line}: frequency of '{sensor_id}' must be a "
+                                                f"positive number of Hz, not '{raw}'"))
+        else:
+            sensors.append(Sensor(sensor_id, frequency, (row.get("type") or "").strip()))
     if problems:
         raise SensorScriptError(problems)
     return sensors

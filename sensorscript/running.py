@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -14,19 +15,30 @@ import zipfile
 from pathlib import Path
 
 import sensorscript
-from sensorscript.errors import Diagnostic, SensorScriptError
+from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
+
+
+def compiled_job(out: Path, name: str = "job.py") -> Path:
+    """OUT/job.py (or OUT/naive_job.py); a clear error when OUT holds none (never compiled, missing)."""
+    path = Path(out) / name
+    if not path.is_file():
+        flag = " --naive" if name == "naive_job.py" else ""
+        raise SensorScriptError([Diagnostic("error", f"{path}: no compiled job here; run "
+                                                     f"'sscript compile WORKFLOWS... -o {out}{flag}' first")])
+    return path
 
 
 def load_job(out: Path, name: str = "job.py"):
     """Import OUT/job.py as a module (it holds JOB and build_query), or OUT/naive_job.py (`run`)."""
-    path = Path(out) / name
-    if not path.exists():
-        flag = " --naive" if name == "naive_job.py" else ""
-        raise SensorScriptError([Diagnostic("error", f"{path}: no compiled job here; run "
-                                                     f"'sscript compile WORKFLOWS... -o {out}{flag}' first")])
+    path = compiled_job(out, name)
     spec = importlib.util.spec_from_file_location(f"sensorscript_job_{abs(hash(str(path.resolve())))}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # a job.py cut short, edited by hand, or from another version of sscript
+        first = next(iter(str(exc).splitlines()), "")
+        raise SensorScriptError([Diagnostic("error", f"{path}: the compiled job does not load ({type(exc).__name__}"
+                                                     f"{': ' + first if first else ''}); compile it again")]) from None
     return module
 
 
@@ -36,6 +48,7 @@ def run_local(out: Path, source: str, once: bool, sink: str | None, spark=None, 
 
     module = load_job(out)
     _check_input(source)
+    _check_sink(sink, out)
     spark = spark or spark_session(module.JOB, "local[2]")
     return run(module.JOB, module.build_query, source, Path(out), once, sink, spark, echo=echo, **options)
 
@@ -60,6 +73,7 @@ def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print
     out = Path(out)
     load_job(out)  # a clear error if there is no job
     _check_input(source)
+    _check_sink(sink, out)
     command = [sys.executable, str(out / "job.py"), "--input", source, "--out", str(out)]
     if once:
         command.append("--once")
@@ -188,6 +202,8 @@ def submit(out: Path, master: str, source: str, once: bool, sink: str | None, ex
     out = Path(out).resolve()
     load_job(out)  # a clear error if there is no job
     _check_input(source)
+    _check_sink(sink, out)
+    _check_master(master)
     spark_home = Path(pyspark.__file__).resolve().parent
     python = sys.executable
     command = [str(spark_home / "bin" / "spark-submit"), "--master", master,
@@ -214,7 +230,7 @@ def correct_now(out: Path):
 
     out = Path(out)
     load_job(out)  # a clear error if there is no job
-    status = _status(out)
+    status = job_status(out)
     if not status["late_policy"].startswith("correct"):
         raise SensorScriptError([Diagnostic("error", f"the job in {out} ran with late policy "
                                                      f"'{status['late_policy']}': corrections need --late correct")])
@@ -234,7 +250,8 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
     from sensorscript.runtime.status import describe_results
 
     out = Path(out)
-    spec = _status(out)["sink_spec"] if (out / "status.json").exists() else f"sqlite:{out / 'results.db'}"
+    compiled_job(out)  # a clear error for a folder that holds no job
+    spec = job_status(out)["sink_spec"] if (out / "status.json").exists() else f"sqlite:{out / 'results.db'}"
     try:
         rows = read_results(spec, streams)
     except ValueError as exc:
@@ -245,17 +262,71 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
     return describe_results(rows, limit)
 
 
-def _status(out: Path) -> dict:
+def job_status(out: Path) -> dict:
     from sensorscript.runtime.status import read_status
 
     try:
         return read_status(out)
-    except (FileNotFoundError, ValueError) as exc:
-        raise SensorScriptError([Diagnostic("error", str(exc))]) from None
+    except OSError as exc:  # read_status words a missing file itself
+        message = f"{exc.filename}: cannot read the job's status: {file_problem(exc)}" if exc.filename else str(exc)
+    except ValueError as exc:  # JSON cut short
+        message = f"{Path(out) / 'status.json'}: the job's status is unreadable ({exc})"
+    raise SensorScriptError([Diagnostic("error", message)])
 
+
+# Checks of `sscript run`'s arguments, made before Spark starts: a mistake costs no start-up.
 
 def _check_input(source: str) -> None:
     if source.startswith(("socket://", "kafka://")):
         return
     if not Path(source).exists():
         raise SensorScriptError([Diagnostic("error", f"{source}: no such input folder")])
+    if not Path(source).is_dir():
+        raise SensorScriptError([Diagnostic("error", f"{source}: a file; --input takes a folder of CSV or JSON-lines "
+                                                     f"files (or socket://HOST:PORT, kafka://BROKERS/TOPIC)")])
+
+
+def _check_sink(sink: str | None, out: Path) -> None:
+    from sensorscript.runtime.sinks import check_sink
+
+    try:
+        check_sink(sink or f"sqlite:{Path(out) / 'results.db'}")  # None: the job's default
+    except ValueError as exc:
+        raise SensorScriptError([Diagnostic("error", str(exc))]) from None
+
+
+MASTER_TIMEOUT_S = 5.0
+
+
+def _check_master(master: str) -> None:
+    """A spark://HOST:PORT master (or a list of them: standby masters) must answer before spark-submit
+    starts; for a closed port spark-submit retries for minutes and ends in a Java stack trace. Other
+    masters (local[N], yarn, k8s://...) are spark-submit's to check."""
+    if not master.startswith("spark://"):
+        return
+    addresses = []
+    for item in master[len("spark://"):].split(","):
+        host, _, port = item.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SensorScriptError([Diagnostic("error", f"'{master}' is not a Spark master URL; write "
+                                                         f"spark://HOST:PORT, e.g. spark://10.0.0.5:7077")])
+        addresses.append((host.strip("[]"), int(port)))  # [::1]: an IPv6 address
+    failures = []
+    for host, port in addresses:
+        try:
+            with socket.create_connection((host, port), timeout=MASTER_TIMEOUT_S):
+                return
+        except OSError as exc:
+            failures.append(f"{host}:{port} ({_network_problem(exc)})")
+    raise SensorScriptError([Diagnostic("error", f"cannot reach the Spark master at {', '.join(failures)}; "
+                                                 f"is the cluster running, and is the address right?")])
+
+
+def _network_problem(exc: OSError) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {MASTER_TIMEOUT_S:g} s"
+    if isinstance(exc, socket.gaierror):
+        return "unknown host"
+    return exc.strerror or str(exc)

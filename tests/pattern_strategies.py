@@ -90,3 +90,55 @@ def pattern_lines(draw) -> list[str]:
     readings = draw(st.lists(st.tuples(st.sampled_from(SENSORS), st.integers(0, 30), st.integers(0, 3)),
                              min_size=count, max_size=count))
     return [f"{s},{t},{v}" for s, t, v in readings]
+
+
+# Sensors of the example registry (workflows/sensors.csv), for workflows checked against it.
+REGISTERED = ('"8TL3-N"', '"8TL3-S"', '"8WL3"')
+
+
+@st.composite
+def pattern_only_workflow(draw) -> str:
+    """A workflow whose statements are all patterns (issue #15: such files were reported to crash
+    `sscript compile`), each over raw sensors (of the example registry or not) and the patterns
+    before it, with every clause: Kleene, negation, the registered operators, strategies, emit
+    rules, partition by sensor, limit, yield. Valid by construction; the fuzz tests mutate it."""
+    lines, names = [], []
+    for i in range(draw(st.integers(1, 4))):
+        readable = [*REGISTERED, *SENSORS, *names]
+        lines.append(f"P{i} = {draw(any_pattern(readable))};")
+        names.append(f"P{i}")
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def any_pattern(draw, readable: list[str]) -> str:
+    strategy = draw(st.sampled_from(("any", "next", "strict", None)))
+    elements, variables = [], []
+    for i in range(draw(st.integers(1, 5))):
+        var, stream = f"v{i}", draw(st.sampled_from(readable))
+        link = " ->[at_first] " if i and draw(st.integers(0, 6)) == 0 else " -> "
+        negated = (i > 0 and strategy != "strict" and link == " -> " and not variables[-1][2]
+                   and draw(st.integers(0, 3)) == 0)
+        operator = not negated and draw(st.integers(0, 8)) == 0
+        kleene = not negated and not operator and draw(st.integers(0, 3)) == 0
+        source = f"first_of_run({stream})" if operator else stream
+        elements.append(f"{link if i else ''}{'!' if negated else ''}{var}: {source}{'+' if kleene else ''}")
+        variables.append((var, kleene, negated))
+    text = f"pattern({''.join(elements)})"
+    conditions = draw(st.lists(condition(variables), max_size=2))
+    if conditions:
+        text += " where " + " and ".join(conditions)
+    text += f" within {draw(st.sampled_from(('1', '40', '250ms', '5s', '10min', '1h')))}"
+    if strategy:
+        text += f" strategy {strategy}"
+    if draw(st.booleans()):
+        text += f" emit {draw(st.sampled_from(('all', 'first')))}"
+    if draw(st.booleans()):
+        text += " partition by sensor"
+    if draw(st.integers(0, 3)) == 0:
+        text += f" limit {draw(st.sampled_from((1, 3, 10_000)))}"
+    if draw(st.booleans()):
+        var, kleene = draw(st.sampled_from([(v, k) for v, k, n in variables if not n]))
+        forms = (f"count({var})", f"last({var}.value)") if kleene else (f"{var}.value - 1", f"{var}.ts")
+        text += f" yield {draw(st.sampled_from(forms))}"
+    return text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 
 import pytest
 from hypothesis import example, HealthCheck, given, settings, strategies as st
@@ -289,6 +290,17 @@ def test_pushdown_and_ordering_in_the_plan():
     assert len(planned.shapes) == 2 and planned.chosen in dict(planned.shapes)
 
 
+def test_a_long_pattern_is_planned_in_moments():
+    """13 elements have 208,012 tree shapes (40 s and 650 MB to cost them all, and 2.7 million at 15
+    elements ran out of memory); beyond SEARCHED_SHAPES elements the two chains are compared."""
+    elements = " -> ".join(f"v{i}: S{i % 3}" for i in range(13))
+    started = time.perf_counter()
+    plan = make_plan(loaded({"w": f"P = pattern({elements}) where v0.value > v1.value within 1s;"}).workflows)
+    assert time.perf_counter() - started < 10
+    (planned,) = plan.patterns.values()
+    assert len(planned.shapes) == 2 and planned.chosen in dict(planned.shapes)
+
+
 def _find_leaf(tree, element):
     if tree[0] == "leaf":
         return tree if tree[1] == element else None
@@ -305,6 +317,20 @@ def test_partition_by_sensor_spreads_a_pattern_over_all_partitions():
     assert plan.cost.ours < raw * 1.2  # the readings cross once; only the few matches move on
     firsts, _ = programs(plan)
     assert all(any(hasattr(n, "tree") for n in p.nodes) for p in firsts)
+
+
+@pytest.mark.parametrize("text", ["{\"node\": {\"0\": [10", "[1, 2]", "{\"node\": {\"0\": \"x\"}}"])
+def test_an_unreadable_selectivity_file_is_left_aside_with_a_warning(tmp_path, text):
+    """A run killed while writing OUT/selectivity.json left half a file: compiling into OUT again
+    raised a JSONDecodeError."""
+    from sensorscript.compiler import compile_workflows
+
+    (tmp_path / "w.ss").write_text("P = pattern(a: A -> b: B) where a.value == 1 within 10;\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "selectivity.json").write_text(text)
+    compiled = compile_workflows([str(tmp_path / "w.ss")], tmp_path / "out")
+    assert [w.message for w in compiled.warnings if "selectivity.json" in w.message]
+    assert not next(iter(compiled.plan.patterns.values())).measured
 
 
 def test_measured_pass_rates_reorder_conditions_at_the_next_compile(tmp_path):

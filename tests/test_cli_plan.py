@@ -65,6 +65,14 @@ def test_graph_drawings(tmp_path):
     assert (tmp_path / "dag.svg").read_text().lstrip().startswith("<?xml")
 
 
+def test_a_workflow_without_statements_is_drawn(tmp_path):
+    """An empty DAG: max() of no columns raised a ValueError."""
+    (tmp_path / "empty.ss").write_text("// nothing yet\n")
+    result = CliRunner().invoke(main, ["graph", str(tmp_path / "empty.ss"), "-o", str(tmp_path / "dag.svg")])
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert (tmp_path / "dag.svg").read_text().lstrip().startswith("<?xml")
+
+
 def test_sensors_import_and_list(tmp_path):
     db = tmp_path / "sensors.db"
     runner = CliRunner()

@@ -72,6 +72,17 @@ def only_error(text, known_sensors=None):
     ("P = pattern(a: X -> !b: Y+ -> c: Z) within 1s;", 1, 21, "a negated element cannot be Kleene"),
     ("P = pattern(a: X -> !b: Y -> c: Z) within 1s yield b.value;", 1, 52, "'b' is negated"),
     ("P = pattern(a: X -> b: Y) within 0;", 1, 34, "'within' must be positive"),
+    # magnitudes: a literal of hundreds of digits overflowed a double (OverflowError, a traceback)
+    ("P = pattern(a: X -> b: Y) within " + "9" * 400 + ";", 1, 34, "is too long: durations are at most 100 years"),
+    ("P = pattern(a: X -> b: Y) within 99999999999h;", 1, 34, "the duration 99999999999h is too long"),
+    ("A = avg(S, " + "9" * 400 + ", 1s);", 1, 12, "is too long"),
+    ("A = avg(S, 1s, 200000000000000ms);", 1, 16, "the duration 200000000000000ms is too long"),
+    ("P = pattern(a: X -> b: Y) within 1s limit " + "9" * 400 + ";", 1, 43,
+     "'limit' takes a whole number of partial matches from 1 to 1,000,000,000"),
+    ("P = pattern(" + " -> ".join(f"v{i}: S" for i in range(33)) + ") within 1s;", 1, 5,
+     "a pattern may have at most 32 elements, this one has 33"),  # 1,000 exceeded the recursion limit
+    ("A = S * 1e999;", 1, 9, "the number 1e999 is too large"),  # was `inf` in job.py: a NameError
+    ("P = pattern(a: X -> b: Y) where a.value > 1e400 within 1s;", 1, 43, "the number 1e400 is too large"),
 ])
 def test_error(text, line, column, message):
     found_line, found_column, found = only_error(text)

@@ -58,6 +58,15 @@ def test_what_spark_cannot_express_is_refused_with_the_line(tmp_path, script, li
     assert f"w.ss:{line}:" in text and why in text and "^" in text
 
 
+def test_workflows_of_patterns_only_are_refused(tmp_path):
+    """Every output left out: the job unioned no stream at all and failed when it started."""
+    path = tmp_path / "alarms.ss"
+    path.write_text("A = pattern(a: X -> b: Y) within 1s;\nB = count(A, 1min, 1min);\n")
+    loaded = load([str(path)])
+    with pytest.raises(NotExpressible, match="would compute nothing"):
+        render_naive(loaded.workflows, loaded.sources)
+
+
 def test_compile_naive_writes_a_runnable_file(tmp_path):
     compile_workflows([str(f) for f in EXAMPLES], tmp_path / "out", naive=True)
     result = subprocess.run([sys.executable, str(tmp_path / "out" / "naive_job.py"), "--help"],

@@ -113,6 +113,18 @@ def test_measured_sweep_point_matches_the_model(tmp_path):
     assert point.ours < point.by_workflow < point.by_sensor
 
 
+def test_a_file_of_patterns_has_no_naive_job_and_a_file_of_comments_no_lines(tmp_path):
+    """The summary divided by the script's lines, 0 for a file of comments (a ZeroDivisionError)."""
+    patterns, comments = tmp_path / "alarms.ss", tmp_path / "notes.ss"
+    patterns.write_text('A = pattern(a: "8TL3-N" -> b: "8WL3"+) within 1min;\n')
+    comments.write_text("// to do: the deck's alarms\n")
+    built = reporting.build([str(patterns)], None, 2, echo=lambda *_: None, sizes=(), sweep_counts=(16,))
+    assert built.lines[0].naive is None and "would compute nothing" in built.lines[0].naive_note
+    result = CliRunner().invoke(main, ["report", str(comments), "-o", str(tmp_path / "r"), "--generated", "1"])
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert "0 script lines" in result.output
+
+
 def test_cli_report(tmp_path):
     result = CliRunner().invoke(main, ["report", EXAMPLES[0], "-o", str(tmp_path / "r"), "--generated", "1"],
                                 catch_exceptions=False)

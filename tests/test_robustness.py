@@ -32,22 +32,30 @@ def test_random_token_soup(parts):
     front_end("".join(parts))
 
 
+def mutate(text: str, rng: random.Random, mutations: int, pieces: list[str] | None = None) -> str:
+    """A script after `mutations` random edits: a few characters deleted, a fragment (of `pieces`, by
+    default the lexer's) inserted, a stretch duplicated, two neighbours swapped (also used by
+    tests/test_cli_fuzz.py)."""
+    pieces = pieces or FRAGMENTS + ["(", ")", ";", "->", "+", "!"]
+    chars = list(text)
+    for _ in range(mutations):
+        i = rng.randrange(len(chars) + 1)
+        action = rng.choice(["delete", "insert", "duplicate", "swap"])
+        if action == "delete" and i < len(chars):
+            del chars[i:i + rng.randint(1, 8)]
+        elif action == "insert":
+            chars[i:i] = list(rng.choice(pieces))
+        elif action == "duplicate" and i < len(chars):
+            chars[i:i] = chars[i:i + rng.randint(1, 30)]
+        elif action == "swap" and 0 < i < len(chars):
+            chars[i - 1], chars[i] = chars[i], chars[i - 1]
+    return "".join(chars)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, len(SEEDS) - 1), st.randoms(use_true_random=False), st.integers(1, 6))
 def test_mutated_examples(which, rng: random.Random, mutations):
-    text = list(SEEDS[which])
-    for _ in range(mutations):
-        i = rng.randrange(len(text) + 1)
-        action = rng.choice(["delete", "insert", "duplicate", "swap"])
-        if action == "delete" and i < len(text):
-            del text[i:i + rng.randint(1, 8)]
-        elif action == "insert":
-            text[i:i] = list(rng.choice(FRAGMENTS + ["(", ")", ";", "->", "+", "!"]))
-        elif action == "duplicate" and i < len(text):
-            text[i:i] = text[i:i + rng.randint(1, 30)]
-        elif action == "swap" and 0 < i < len(text):
-            text[i - 1], text[i] = text[i], text[i - 1]
-    front_end("".join(text))
+    front_end(mutate(SEEDS[which], rng, mutations))
 
 
 @settings(max_examples=200, deadline=None)

@@ -246,6 +246,10 @@ def render_naive(workflows: list[ast.Workflow], sources: dict[str, str], delay_m
         blocks = [workflow_block(w, lines) for w in sorted(workflows, key=lambda w: w.name)]
     except NotExpressible as exc:
         raise NotExpressible(exc.diagnostics, sources) from None
+    if not any(b["returns"] for b in blocks):  # the job would union no stream at all (an IndexError at run time)
+        raise NotExpressible([Diagnostic("error", "the naive PySpark job would compute nothing: these workflows "
+                                                  "have no output but patterns and what reads them (Spark has no "
+                                                  "pattern operator)")])
     sensors = sorted(set().union(*(b["sensors"] for b in blocks)))
     template = template_environment().get_template(TEMPLATE)
     return template.render(workflows=blocks, sensors=[_q(s) for s in sensors],

@@ -74,7 +74,7 @@ def draw(graph: Graph, path: Path) -> None:
     for ids in columns.values():  # each workflow's nodes together, so its box stays compact
         ids.sort(key=lambda n: (min((order[w] for w in users.get(n, [])), default=len(order)), graph.node(n).label))
     position = {n: (d * 3.0, -row * 1.0) for d, ids in columns.items() for row, n in enumerate(ids)}
-    height = max(len(ids) for ids in columns.values())
+    height = max((len(ids) for ids in columns.values()), default=1)  # workflows without statements: no node
     fig, ax = plt.subplots(figsize=(3 + 2.2 * len(columns), 1.5 + 0.45 * height))
     palette = plt.get_cmap("tab10")
     for index, workflow in enumerate(sorted(graph.workflows)):
@@ -96,7 +96,7 @@ def draw(graph: Graph, path: Path) -> None:
         ax.text(x, y, _label(node).replace("\\n", "\n"), ha="center", va="center", fontsize=6,
                 bbox={"boxstyle": "round" if node.kind == SENSOR else "square", "facecolor": "white",
                       "edgecolor": "red" if shared else "black", "linewidth": 2.0 if shared else 0.6})
-    ax.set_xlim(-1.6, 3.0 * max(columns) + 1.6)
+    ax.set_xlim(-1.6, 3.0 * max(columns, default=0) + 1.6)
     ax.set_ylim(-height + 0.2, 1.0)
     ax.axis("off")
     ax.set_title("SensorScript DAG (red border: shared by several workflows)", fontsize=9)

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import Collection, Iterable
 
-from sensorscript.errors import Diagnostic, SensorScriptError
+from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
 from sensorscript.memory import paused_gc
 from sensorscript.parser import ast
 from sensorscript.parser.antlr import parse_workflow
@@ -123,7 +123,7 @@ def load(paths: Iterable[str | Path], known_sensors: Collection[str] | None = No
             try:
                 text = Path(path).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                diagnostics.append(Diagnostic("error", f"{path}: cannot read the workflow: {exc}"))
+                diagnostics.append(Diagnostic("error", f"{path}: cannot read the workflow: {file_problem(exc)}"))
                 continue
         stem = Path(path).stem
         if stem in stems:

@@ -40,6 +40,10 @@ from sensorscript.parser._generated.SensorScriptParser import SensorScriptParser
 from sensorscript.parser._generated.SensorScriptVisitor import SensorScriptVisitor
 
 DURATION_UNITS = {"ms": 1, "s": 1_000, "min": 60_000, "h": 3_600_000}
+# Event times are epoch milliseconds in 64 bits: durations stay far below that, and partial matches
+# far below what memory holds (the checks say so instead of letting the job overflow).
+MAX_DURATION_MS = 100 * 365 * 24 * 3_600_000  # 100 years
+MAX_LIMIT = 1_000_000_000
 WINDOW_FUNCTIONS = ("avg", "max", "min", "sum", "count")
 STRATEGIES = ("any", "next", "strict")
 EMITS = ("all", "first")
@@ -533,11 +537,12 @@ class _Builder(SensorScriptVisitor):
                 within = (clauses[keyword], clause_ctx)
         limit = clauses.get("limit")
         if limit is not None:
-            if isinstance(limit, ast.Number) and re.fullmatch(r"[0-9_]+", limit.text) and limit.value >= 1:
-                limit = int(limit.value)
+            if isinstance(limit, ast.Number) and re.fullmatch(r"[0-9_]+", limit.text) and \
+                    1 <= int(limit.text.replace("_", "")) <= MAX_LIMIT:
+                limit = int(limit.text.replace("_", ""))
             else:
-                self.diagnostics.append(error("'limit' takes a whole number of partial matches, e.g. limit 5000",
-                                              limit.span))
+                self.diagnostics.append(error(f"'limit' takes a whole number of partial matches from 1 to "
+                                              f"{MAX_LIMIT:,}, e.g. limit 5000", limit.span))
                 limit = None
         span = self.span(ctx)
         if within is None:
@@ -614,4 +619,5 @@ def _is_duration(node: object) -> bool:
 def _as_duration(node: ast.Duration | ast.Number) -> ast.Duration:
     if isinstance(node, ast.Duration):
         return node
-    return ast.Duration(int(node.value), node.text, node.span)
+    # From the text, exactly: a float of 400 digits is infinite (check.py bounds the value).
+    return ast.Duration(int(node.text.replace("_", "")), node.text, node.span)

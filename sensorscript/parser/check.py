@@ -6,16 +6,21 @@ from __future__ import annotations
 
 from typing import Callable, Collection, Iterator
 
+import math
+
 import networkx as nx
 
 from sensorscript.errors import Diagnostic, did_you_mean, error, warning
 from sensorscript.parser import ast
-from sensorscript.parser.antlr import WINDOW_FUNCTIONS
+from sensorscript.parser.antlr import MAX_DURATION_MS, WINDOW_FUNCTIONS
 
 CROSS_STREAM_FUNCTIONS = ("avg", "max", "min", "sum")
 ALL_FUNCTIONS = tuple(sorted({*WINDOW_FUNCTIONS, *CROSS_STREAM_FUNCTIONS, "union"}))
 PATTERN_AGGREGATES = ("count", "avg", "min", "max", "sum", "first", "last")
 EVENT_ATTRIBUTES = ("value", "ts", "sensor")
+# Longer patterns are split into patterns over patterns: the planner and the matcher recurse
+# over the elements (a pattern of 1,000 of them exceeded Python's recursion limit).
+MAX_PATTERN_ELEMENTS = 32
 COMPARISONS = (">", ">=", "<", "<=", "==", "!=")
 
 
@@ -198,6 +203,22 @@ def _acyclic(reads: dict[str, list[str]]) -> bool:
     return ordered == len(waiting)
 
 
+def check_magnitudes(workflow: ast.Workflow, context: Context) -> Iterator[Diagnostic]:
+    """Numbers the job can hold: a literal that overflows a double, a duration past 64-bit epoch
+    milliseconds' comfort (a window of a million years would overflow the job's times)."""
+    for statement in workflow.statements:
+        for node in ast.walk(statement.value):
+            if isinstance(node, ast.Number) and not math.isfinite(node.value):
+                yield error(f"the number {_shortened(node.text)} is too large", node.span)
+            elif isinstance(node, ast.Duration) and node.ms > MAX_DURATION_MS:
+                yield error(f"the duration {_shortened(node.text)} is too long: durations are at most 100 years "
+                            f"({MAX_DURATION_MS:_} ms)", node.span)
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= 24 else f"{text[:10]}...{text[-10:]} ({len(text)} characters)"
+
+
 # ------------------------------------------------------------------- patterns
 
 
@@ -209,6 +230,9 @@ def check_patterns(workflow: ast.Workflow, context: Context) -> Iterator[Diagnos
 
 def _check_pattern(pattern: ast.Pattern, context: Context) -> Iterator[Diagnostic]:
     elements = pattern.elements
+    if len(elements) > MAX_PATTERN_ELEMENTS:
+        yield error(f"a pattern may have at most {MAX_PATTERN_ELEMENTS} elements, this one has {len(elements)}; "
+                    f"split it into patterns over patterns", pattern.span)
     variables: dict[str, ast.PatternElement] = {}
     for element in elements:
         if element.var in variables:
@@ -386,5 +410,6 @@ CHECKS: tuple[Check, ...] = (
     check_definitions,
     check_references,
     check_cycles,
+    check_magnitudes,
     check_patterns,
 )

@@ -59,7 +59,7 @@ class LineCount:
 
     @property
     def naive_per_script(self) -> float | None:
-        return self.naive / self.script if self.naive else None
+        return self.naive / self.script if self.naive and self.script else None  # a file of comments: 0 lines
 
 
 def count_lines(label: str, texts: dict[str, str], registry: SensorRegistry | None, partitions: int) -> LineCount:

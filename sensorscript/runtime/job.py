@@ -18,6 +18,7 @@ from sensorscript.runtime.packets import assign_partitions, control_rows
 from sensorscript.runtime.program import Job
 from sensorscript.runtime.run_loop import JobFailed, run
 from sensorscript.runtime.session import spark_session
+from sensorscript.runtime.sinks import check_sink
 
 __all__ = ["Job", "assign_partitions", "control_rows", "run_partitions", "main", "run", "spark_session"]
 
@@ -44,8 +45,13 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     if not args.input.startswith(("socket://", "kafka://")) and not Path(args.input).exists():
         print(f"error: {args.input}: no such input folder", file=sys.stderr)
         return 1
-    spark = spark_session(job, args.master or _default_master())
     sink = args.sink or f"sqlite:{Path(args.out) / 'results.db'}"
+    try:
+        check_sink(sink)  # before Spark starts, and before a bounded run clears what stands at the path
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    spark = spark_session(job, args.master or _default_master())
     try:
         summary = run(job, build_query, args.input, Path(args.out), args.once, sink, spark,
                       trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,

@@ -67,6 +67,7 @@ class Sink(ABC):
 def open_sink(spec: str, matches: bool = False) -> Sink:
     """`matches`: the job has pattern streams among its outputs, so results carry MATCH_COLUMNS too
     (always in SQLite, where they are empty for other streams)."""
+    check_sink(spec)
     kind, _, path = spec.partition(":")
     columns = RESULT_COLUMNS + (MATCH_COLUMNS if matches else ())
     if kind == "sqlite":
@@ -75,9 +76,39 @@ def open_sink(spec: str, matches: bool = False) -> Sink:
         return CsvSink(Path(path), columns)
     if kind == "parquet":
         return ParquetSink(Path(path), columns)
-    if kind == "console":
-        return ConsoleSink(columns)
-    raise ValueError(f"unknown sink '{spec}': use sqlite:PATH, csv:PATH, parquet:PATH or console")
+    return ConsoleSink(columns)
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_EXAMPLE_PATHS = {"sqlite": "results.db", "csv": "results.csv", "parquet": "results"}
+
+
+def check_sink(spec: str) -> None:
+    """Raise ValueError, in one sentence, for a sink that cannot be written: checked before Spark
+    starts, and before a bounded run clears the sink (it would delete what stands at PATH)."""
+    kind, _, path = spec.partition(":")
+    if spec == "console":
+        return
+    if kind not in _EXAMPLE_PATHS:
+        raise ValueError(f"unknown sink '{spec}': use sqlite:PATH, csv:PATH, parquet:PATH or console")
+    if not path:
+        raise ValueError(f"the sink '{spec}' needs a path, e.g. {kind}:{_EXAMPLE_PATHS[kind]}")
+    target = Path(path)
+    if kind in ("sqlite", "csv") and target.is_dir():
+        raise ValueError(f"the sink '{spec}': {path} is a folder, and a {kind} sink writes one file "
+                         f"(e.g. {kind}:{target / _EXAMPLE_PATHS[kind]})")
+    if kind == "parquet" and target.exists() and not target.is_dir():
+        raise ValueError(f"the sink '{spec}': {path} is a file, and a parquet sink writes a folder of files")
+    if kind == "sqlite" and target.is_file() and target.stat().st_size:
+        with target.open("rb") as f:
+            if f.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
+                raise ValueError(f"the sink '{spec}': {path} is not an SQLite database, and the results would "
+                                 f"replace it")
+    folder = target.parent if kind != "parquet" else target
+    while not folder.exists():  # the nearest folder that is there: the sink makes the rest
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"the sink '{spec}': {folder} is a file, not a folder")
 
 
 class SQLiteSink(Sink):
