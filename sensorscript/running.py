@@ -160,20 +160,20 @@ def stop(out: Path, mode: str, timeout: float, echo=print) -> str:
     from sensorscript.runtime.stopping import request_stop
 
     out = Path(out)
-    status = _status(out)
+    status = job_status(out)
     if run_state(status) != "running":
-        raise SensorScriptError([Diagnostic("error", f"no job is running in {out}: it {describe_state(status)}")])
+        raise SensorScriptError([Diagnostic("error", f"no job is running in {out}; its last run: {describe_state(status)}")])
     request_stop(out, mode)
     echo("asked the job to " + {"boundary": "stop after the batch it is writing",
                                 "drain": "end its input, emit every window and pending match, and stop",
                                 "now": "stop at once"}[mode] + " ...")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status = _status(out)
+        status = job_status(out)
         state = run_state(status)
         if state != "running":
             if state == "killed":
-                raise SensorScriptError([Diagnostic("error", f"the job in {out} died while stopping: it "
+                raise SensorScriptError([Diagnostic("error", f"the job in {out} died while stopping: "
                                                              f"{describe_state(status)}")])
             echo(f"the job in {out} {describe_state(status)}")
             return state
