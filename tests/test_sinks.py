@@ -41,3 +41,17 @@ def test_an_archived_batch_done_again_in_another_order_is_the_same_file(tmp_path
     files = sorted(tmp_path.glob("hour=*/*.parquet"))
     assert len(files) == len({p.parent for p in files}) == 3
     assert len(pd.read_parquet(tmp_path)) == 500
+
+
+def test_a_run_starting_afresh_removes_only_what_the_sink_wrote(tmp_path):
+    from sensorscript.runtime.run_loop import _reset_sink
+
+    path = tmp_path / "results.csv"
+    rows = _rows([1.0])
+    rows.quarantine = pd.DataFrame({"raw": ["x"], "reason": ["malformed"]})
+    CsvSink(path).write(0, rows)
+    (tmp_path / "quarantine" / "notes.txt").write_text("the user's own file")
+    (tmp_path / "late").mkdir()
+    _reset_sink(f"csv:{path}")
+    assert not path.exists() and not list(tmp_path.glob("quarantine/batch-*"))
+    assert (tmp_path / "quarantine" / "notes.txt").exists() and (tmp_path / "late").exists() is False

@@ -3,6 +3,7 @@ user's terms (batches, readings, windows), end the input for `--once`."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -353,16 +354,25 @@ def _await(query, timeout: float) -> bool:
 
 
 def _reset_sink(spec: str) -> None:
+    """Remove what the sink's earlier runs wrote, and only that: a folder beside a file sink may
+    hold files of the user's, which stay."""
     kind, _, path = spec.partition(":")
     target = Path(path)
     if kind == "sqlite" and target.exists():
         target.unlink()
     elif kind in ("csv", "parquet"):  # the results, the journal of batches written, the folders beside
         if target.is_dir():
-            shutil.rmtree(target)
+            _remove_batches(target, "batch-*.parquet")
         else:
             target.unlink(missing_ok=True)
         (target.parent / f".{target.name}.batches").unlink(missing_ok=True)
         for folder in SIDE_TABLES:
-            shutil.rmtree(target.parent / folder, ignore_errors=True)
+            _remove_batches(target.parent / folder, "batch-*.csv")
 
+
+def _remove_batches(folder: Path, pattern: str) -> None:
+    """The files a sink wrote per batch, then the folder if nothing else is left in it."""
+    for path in folder.glob(pattern):
+        path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
