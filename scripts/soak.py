@@ -62,15 +62,22 @@ its printed batch lines, and the processes' /proc entries through psutil):
                committed, which count referenced readings.
 
 Per-minute table and verdict against the targets:
-  memory flat, state flat   the least-squares line through the samples from `--flat-from` seconds of
-                            feed on (default: warm-up + the job's fill time, the longest chain of window
-                            lengths and pattern `within`s from a sensor to an output, windows over
-                            pattern matches left out, as they hold a few rows; before it the state grows
-                            by design) rises by at most 10 % of the mean over that span. With fewer
-                            than 2 minutes of such samples the trend is shown but not judged.
-  lag bounded               after the warm-up, the lag's least-squares trend is at most 0.01 s per s
-                            (1 % of the feed left behind) and its largest value at most `--max-lag` (30 s).
-  latency                   p99 under 5 s.
+  memory flat     from the end of the warm-up: the least-squares line through the driver's, the JVM's
+                  and the workers' RSS samples rises by at most 10 % of its mean over that span (the
+                  workers' PSS is shown beside it: forked workers share pages). Needs 2 minutes of
+                  samples, else shown but not judged.
+  state flat      the same rule for the state of all partitions, from `--state-from` seconds of feed on
+                  (default: warm-up + the job's fill time, the longest chain of window lengths and
+                  pattern `within`s from a sensor to an output, windows over pattern matches left out
+                  as they hold a few rows: until then the state grows by design; 20 min for the
+                  default workload, whose bridge workflows chain a window of up to 10 min over windows
+                  of up to 10 min). Memory is judged from the warm-up on: the state is small next
+                  to the processes' memory (the report shows both).
+  lag bounded     after the warm-up, the lag's least-squares trend is at most 0.01 s per s (1 % of the
+                  feed left behind) and its largest value at most `--max-lag` (30 s).
+  latency         p99 under 5 s.
+  CPU             the job's processes and this script, in % of one core, and the machine's load average
+                  (figures from a busy machine are not the ones to record).
 --find-max: one job, fed at `--start-rate` for the warm-up and then in steps of `--step-seconds`, each
 `--step-factor` times the rate before; a step passes when, over its last two thirds, the lag's trend
 is at most 0.03 s per s and its largest value at most `--max-lag` (10 s here). It stops at the first
@@ -81,6 +88,7 @@ with --rate. Results: the report on stdout and in OUT/report.txt, everything in 
 from __future__ import annotations
 
 import argparse
+import bisect
 import io
 import json
 import math
@@ -285,11 +293,11 @@ class Feed(threading.Thread):
 
     # Read by the watcher and the sampler (lists only grow; a snapshot of their length is safe).
     def newest_written(self, at: float | None = None) -> int | None:
-        chunks = self.chunks
+        chunks = self.chunks[:]
         if at is None:
             return chunks[-1].newest_ts if chunks else None
-        found = [c.newest_ts for c in chunks if c.written <= at]
-        return found[-1] if found else None
+        index = bisect.bisect_right([c.written for c in chunks], at)  # written times only grow
+        return chunks[index - 1].newest_ts if index else None
 
 
 class FileFeed(Feed):
@@ -533,9 +541,13 @@ class SinkWatcher(threading.Thread):
         if rows:
             self.last_rowid = rows[-1][0]
 
+    def committed(self) -> list[Batch]:
+        """The batches seen so far, in order (a copy: this thread adds to them)."""
+        return sorted(list(self.batches.values()), key=lambda b: b.batch_id)
+
     def processed_ms(self, name: str = "max_ts") -> float | None:
         """The job's newest processed event time (or watermark): the smallest over partitions."""
-        found = [g[name] for g in self.partitions.values() if name in g]
+        found = [g[name] for g in list(self.partitions.values()) if name in g]
         return min(found) if found else None
 
     def stop(self) -> None:
@@ -578,6 +590,7 @@ class Sample:
     pss: dict[str, float] | None = None
     workers: int | None = None
     cpu: dict[str, float] | None = None  # % of one core: job, soak
+    load: float | None = None  # the machine's load average over 1 minute
     state_total: float | None = None  # bytes, over partitions
     state_max: float | None = None
 
@@ -642,6 +655,7 @@ class Sampler:
                     continue
             sample.rss[name], sample.pss[name] = rss / 2**20, pss / 2**20
         sample.workers = len(groups["workers"])
+        sample.load = os.getloadavg()[0]
         own = self._cpu(self.own)
         if self.samples:  # the first sample only sets the baselines
             elapsed = max(now - self.cpu_at, 1e-6)
@@ -649,8 +663,8 @@ class Sampler:
         self.own_cpu, self.cpu_at = own, now
 
     def progress(self, s: Sample) -> str:
-        batches = self.watcher.batches
-        last = batches[max(batches)] if batches else None
+        batches = self.watcher.committed()
+        last = batches[-1] if batches else None
         window = min(10.0, max(s.at, 1.0))
         fed = sum(c.readings for c in self.feed.chunks if c.written >= time.time() - window) / window
         text = [f"{s.at:6.0f} s", f"fed {fed:,.0f}/s"]
@@ -684,6 +698,20 @@ def trend(points: list[tuple[float, float]]) -> tuple[float, float] | None:
     return float(np.polyfit(t, y, 1)[0]), float(y.mean())
 
 
+def batch_lags(watcher: SinkWatcher, feed: Feed) -> list[tuple[float, float]]:
+    """(commit time s since the feed began, lag at that commit in s) per batch: the lag sampled right
+    after each commit, without the saw-tooth of the lag between commits (which grows by the time
+    until the next commit); what its trend is judged on."""
+    newest: dict[int, float] = {}
+    out = []
+    for batch in watcher.committed():
+        newest.update(batch.max_ts)
+        fed = feed.newest_written(batch.committed)
+        if newest and fed is not None and batch.committed >= feed.started_at:
+            out.append((batch.committed - feed.started_at, (fed - min(newest.values())) / 1000))
+    return out
+
+
 def latencies(results: list[Result], feed: Feed, since: float) -> list[tuple[float, float, float]]:
     """(commit time s since the feed began, latency from the write, latency from the window's end)
     of the window results whose closing chunk was written after `since` (s since the feed began)."""
@@ -712,7 +740,7 @@ def minute_rows(feed: Feed, watcher: SinkWatcher, samples: list[Sample], lat, fe
         lo, hi = minute * 60.0, (minute + 1) * 60.0
         feeding, observing = min(hi, fed_s) - lo, min(hi, observed_s) - lo
         chunks = [c for c in feed.chunks if lo <= c.written - start < hi]
-        batches = [b for b in watcher.batches.values() if lo <= b.committed - start < hi]
+        batches = [b for b in watcher.committed() if lo <= b.committed - start < hi]
         mine = [s for s in samples if lo <= s.at < hi]
         memory = [s for s in mine if s.rss]
         cpu = [s for s in memory if s.cpu]
@@ -773,50 +801,68 @@ def minute_table(rows: list[dict]) -> str:
     return "\n".join("| " + line + " |" for line in lines)
 
 
-def verdict(samples: list[Sample], lat, warmup: float, flat_from: float, max_lag: float) -> tuple[list[str], dict]:
+def flatness(samples: list[Sample], name: str, value, since: float, unit: str, scale: float) -> tuple[str, dict | None]:
+    """The least-squares trend of `value` over the samples from `since` on: judged flat when its rise over
+    that span is at most FLAT_GROWTH of the mean, given at least JUDGE_AT_LEAST seconds of samples."""
+    points = [(s.at, value(s)) for s in samples if s.at >= since and s.rss and value(s) is not None]
+    fitted = trend(points)
+    if fitted is None:
+        return f"  {name}: too few samples from {since:.0f} s of feed on", None
+    slope, mean = fitted
+    span = points[-1][0] - points[0][0]
+    growth = slope * span / mean if mean else 0.0
+    first = float(np.mean([y for t, y in points if t < points[0][0] + 60]))
+    last = float(np.mean([y for t, y in points if t >= points[-1][0] - 60]))
+    judged = span >= JUDGE_AT_LEAST
+    flat = growth <= FLAT_GROWTH if judged else None
+    line = (f"  {name}: {first * scale:,.1f} -> {last * scale:,.1f} {unit} (first and last minute from "
+            f"{since:.0f} s on), trend {slope * 60 * scale:+,.2f} {unit}/min, {growth:+.1%} over {span:.0f} s"
+            + ("" if judged else f" (not judged: under {JUDGE_AT_LEAST:.0f} s of samples)"))
+    return line, {"since_s": since, "first_minute": first * scale, "last_minute": last * scale,
+                  "trend_per_min": slope * 60 * scale, "growth": growth, "span_s": span, "flat": flat}
+
+
+def verdict(samples: list[Sample], lags: list[tuple[float, float]], lat, warmup: float, state_from: float,
+            fill_s: float, max_lag: float) -> tuple[list[str], dict]:
+    """The run against the targets of issue #15 (see the module's doc for each rule)."""
     lines, found = [], {}
-    judged = [s for s in samples if s.at >= flat_from and s.rss]
-    span = (judged[-1].at - judged[0].at) if len(judged) > 1 else 0.0
-    enough = span >= JUDGE_AT_LEAST
-    flat_ok = True
+    memory = []
     for name, value in (("driver RSS", lambda s: s.rss["driver"]), ("JVM RSS", lambda s: s.rss["jvm"]),
-                        ("workers RSS", lambda s: s.rss["workers"]), ("workers PSS", lambda s: s.pss["workers"]),
-                        ("state, all partitions", lambda s: s.state_total)):
-        points = [(s.at, value(s)) for s in judged if value(s) is not None]
-        fitted = trend(points)
-        if fitted is None:
-            lines.append(f"  {name}: too few samples from {flat_from:.0f} s on")
-            found[name] = None
-            continue
-        slope, mean = fitted
-        growth = slope * span / mean if mean else 0.0
-        first = np.mean([y for t, y in points if t < points[0][0] + 60])
-        last = np.mean([y for t, y in points if t >= points[-1][0] - 60])
-        unit, scale = ("KiB", 1 / 1024) if name.startswith("state") else ("MiB", 1.0)
-        ok = growth <= FLAT_GROWTH
-        found[name] = {"slope_per_min": slope * 60 * scale, "growth": growth, "first_minute": first * scale,
-                       "last_minute": last * scale, "flat": ok if enough else None}
-        if name != "workers PSS":
-            flat_ok &= ok
-        lines.append(f"  {name}: {first * scale:,.1f} -> {last * scale:,.1f} {unit} (first and last minute), "
-                     f"trend {slope * 60 * scale:+,.2f} {unit}/min, {growth:+.1%} over {span:.0f} s"
-                     + ("" if enough else " (not judged: under 2 minutes of samples)"))
-    found["memory_and_state_flat"] = flat_ok if enough else None
-    lagged = [(s.at, s.lag) for s in samples if s.at >= warmup and s.lag is not None]
-    fitted = trend(lagged)
-    largest = max((y for _, y in lagged), default=None)
+                        ("workers RSS", lambda s: s.rss["workers"]), ("workers PSS", lambda s: s.pss["workers"])):
+        line, found[name] = flatness(samples, name, value, warmup, "MiB", 1.0)
+        lines.append(line)
+        if name != "workers PSS":  # shown beside RSS: forked workers share pages
+            memory.append(found[name]["flat"] if found[name] else None)
+    line, found["state"] = flatness(samples, "state, all partitions", lambda s: s.state_total, state_from,
+                                    "KiB", 1 / 1024)
+    lines.append(line)
+    memory_flat = None if None in memory else all(memory)
+    state_flat = found["state"]["flat"] if found["state"] else None
+    fitted = trend([(t, lag) for t, lag in lags if t >= warmup])
+    largest = max((s.lag for s in samples if s.at >= warmup and s.lag is not None), default=None)
     lag_ok = fitted is not None and fitted[0] <= LAG_TREND and largest <= max_lag
     found["lag"] = {"trend_s_per_s": fitted[0] if fitted else None, "max_s": largest, "bounded": lag_ok}
-    lines.append(f"  lag: trend {fitted[0] if fitted else float('nan'):+.4f} s/s (at most {LAG_TREND}), "
-                 f"largest {_f(largest, '.1f')} s (at most {max_lag:.0f} s)")
+    lines.append(f"  lag: trend at the commits {fitted[0] if fitted else float('nan'):+.4f} s/s (at most {LAG_TREND}), "
+                 f"largest sampled {_f(largest, '.1f')} s (at most {max_lag:.0f} s)")
     p50, p99 = percentile([x[1] for x in lat], 50), percentile([x[1] for x in lat], 99)
     p99_end = percentile([x[2] for x in lat], 99)
     found["latency"] = {"p50_s": p50, "p99_s": p99, "p99_from_window_end_s": p99_end, "results": len(lat),
                         "under_target": p99 is not None and p99 < P99_TARGET}
-    lines.append(f"  latency from the write, {len(lat):,} window results: p50 {_f(p50, '.2f')} s, p99 {_f(p99, '.2f')} s "
-                 f"(from the window's end: p99 {_f(p99_end, '.2f')} s)")
+    lines.append(f"  latency from the write, {len(lat):,} window results: p50 {_f(p50, '.2f')} s, "
+                 f"p99 {_f(p99, '.2f')} s (from the window's end: p99 {_f(p99_end, '.2f')} s)")
+    busy = [s for s in samples if s.at >= warmup and s.cpu]
+    if busy:
+        found["cpu"] = {"job_percent": _mean([s.cpu["job"] for s in busy]),
+                        "soak_percent": _mean([s.cpu["soak"] for s in busy]),
+                        "load_mean": _mean([s.load for s in busy]), "load_max": max(s.load for s in busy)}
+        lines.append(f"  CPU after the warm-up: the job {found['cpu']['job_percent']:.0f} % of one core, this script "
+                     f"{found['cpu']['soak_percent']:.0f} %; the machine's load average {found['cpu']['load_mean']:.1f} "
+                     f"(largest {found['cpu']['load_max']:.1f}) on {os.cpu_count()} cores")
     marks = {True: "yes", False: "NO", None: "not judged"}
-    head = [f"verdict: memory and state flat after warm-up: {marks[found['memory_and_state_flat']]}; "
+    state_note = "" if state_flat is not None else f" (the state fills for {fill_s / 60:.1f} min: feed longer)"
+    found.update(memory_flat=memory_flat, state_flat=state_flat, lag_bounded=lag_ok,
+                 latency_under_target=found["latency"]["under_target"])
+    head = [f"verdict: memory flat after warm-up: {marks[memory_flat]}; state flat: {marks[state_flat]}{state_note}; "
             f"lag bounded: {marks[lag_ok]}; p99 latency under {P99_TARGET:.0f} s: "
             f"{marks[found['latency']['under_target']]}"]
     return head + lines, found
@@ -836,8 +882,8 @@ def main() -> None:
     parser.add_argument("--out", help="work folder (default: a new one under /tmp); emptied first")
     parser.add_argument("--json", help="also write the results here (they are always in OUT/soak.json)")
     parser.add_argument("--warmup", type=float, default=60, help="seconds of feed left out of the figures")
-    parser.add_argument("--flat-from", type=float, help="judge memory and state from this second of feed "
-                                                        "(default: warm-up + the job's fill time)")
+    parser.add_argument("--state-from", type=float, help="judge the state from this second of feed on "
+                                                         "(default: warm-up + the job's fill time)")
     parser.add_argument("--max-lag", type=float, help="largest lag allowed, s (default 30; --find-max 10)")
     parser.add_argument("--find-max", action="store_true", help="raise the rate in steps while the lag stays bounded")
     parser.add_argument("--start-rate", type=float, default=20_000)
@@ -887,7 +933,7 @@ def main() -> None:
             if not job.alive() or time.time() > deadline:
                 raise SystemExit("the job did not commit its first batch:\n" + "\n".join(job.tail[-20:]))
             time.sleep(0.2)
-        first = min(watcher.batches.values(), key=lambda b: b.batch_id)
+        first = watcher.committed()[0]
         echo(f"first batch committed {first.committed - started:.1f} s after the start; feeding "
              f"{args.rate:,.0f} readings/s ({args.rate / len(workload.sensors):g} Hz per sensor) "
              f"for {minutes:g} min through the {args.source} source")
@@ -938,7 +984,7 @@ def main() -> None:
     echo(f"job stopped (exit code {code}); {len(watcher.batches)} batches")
 
     lat = latencies(watcher.results, feed, args.warmup)
-    flat_from = args.flat_from if args.flat_from is not None else args.warmup + workload.fill_ms / 1000
+    state_from = args.state_from if args.state_from is not None else args.warmup + workload.fill_ms / 1000
     rows = minute_rows(feed, watcher, sampler.samples, latencies(watcher.results, feed, 0.0),
                        fed_until - feed.started_at, stopped - feed.started_at)
     say()
@@ -958,19 +1004,20 @@ def main() -> None:
             + ("" if not steps or not steps[-1]["passed"] else " (no step failed: raise --minutes or --start-rate)"))
         found["highest_sustained_rate"] = best
     else:
-        lines, found = verdict(sampler.samples, lat, args.warmup, flat_from, max_lag)
-        say(f"warm-up {args.warmup:.0f} s; memory and state judged from {flat_from:.0f} s of feed on "
-            f"(the state fills for {workload.fill_ms / 1000:.0f} s)")
+        lines, found = verdict(sampler.samples, batch_lags(watcher, feed), lat, args.warmup, state_from,
+                               workload.fill_ms / 1000, max_lag)
+        say(f"warm-up {args.warmup:.0f} s; the state judged from {state_from:.0f} s of feed on "
+            f"(it fills for {workload.fill_ms / 1000:.0f} s)")
         for line in lines:
             say(line)
     document = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "source": args.source, "rate": args.rate,
         "minutes": minutes, "sensors": len(workload.sensors), "referenced": len(workload.referenced),
         "workflows": workload.workflows, "partitions": args.partitions, "fill_s": workload.fill_ms / 1000,
-        "warmup_s": args.warmup, "flat_from_s": flat_from, "drained_s": drained, "exit_code": code,
+        "warmup_s": args.warmup, "state_from_s": state_from, "drained_s": drained, "exit_code": code,
         "minutes_table": rows, "verdict": found, "steps": steps,
         "samples": [asdict(s) for s in sampler.samples],
-        "batches": [asdict(b) for b in sorted(watcher.batches.values(), key=lambda b: b.batch_id)],
+        "batches": [asdict(b) for b in watcher.committed()],
         "chunks": {"count": len(feed.chunks), "lateness_p99_s": percentile([c.lateness for c in feed.chunks], 99)},
         "latency_from_write_s": [x[1] for x in lat],
     }
@@ -985,10 +1032,9 @@ def judge_step(samples: list[Sample], feed: Feed, lo: float, hi: float, rate: fl
                watcher: SinkWatcher) -> dict:
     """A step of --find-max over [lo, hi) s of feed: judged on its last two thirds."""
     settle = lo + (hi - lo) / 3
-    lagged = [(s.at, s.lag) for s in samples if settle <= s.at < hi and s.lag is not None]
-    fitted = trend(lagged)
-    largest = max((y for _, y in lagged), default=math.inf)
-    batches = [b for b in watcher.batches.values() if lo <= b.committed - feed.started_at < hi]
+    fitted = trend([(t, lag) for t, lag in batch_lags(watcher, feed) if settle <= t < hi])
+    largest = max((s.lag for s in samples if settle <= s.at < hi and s.lag is not None), default=math.inf)
+    batches = [b for b in watcher.committed() if lo <= b.committed - feed.started_at < hi]
     durations = [b.duration for b in batches if b.duration is not None]
     fed = [c for c in feed.chunks if lo <= c.written - feed.started_at < hi]
     passed = fitted is not None and fitted[0] <= STEP_LAG_TREND and largest <= max_lag
