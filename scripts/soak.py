@@ -122,6 +122,7 @@ HEADER = b"sensor_id,ts,value\n"
 FILE_CHUNK_MS, FILE_PHASE_MS = 1000, 500
 SOCKET_CHUNK_MS = 100
 POLL_SECONDS = 0.1
+SEND_TIMEOUT = 60.0
 LAG_EVERY, MEMORY_EVERY = 1.0, 5.0
 FLAT_GROWTH = 0.10  # memory and state: fitted rise over the judged span, share of its mean
 LAG_TREND = 0.01  # s of lag per s of feed: at most 1 % of the feed left behind
@@ -259,7 +260,7 @@ class Feed(threading.Thread):
 
     def write_chunk(self, start_ms: int, end_ms: int) -> None:
         text, count, referenced, newest = self.readings.between(start_ms, end_ms)
-        self.emit(text)
+        self.emit(text, newest)
         written = time.time()
         self.chunks.append(Chunk(written, newest, count, referenced, self.readings.rate, written - end_ms / 1000))
         self.cursor_ms = end_ms
@@ -276,6 +277,8 @@ class Feed(threading.Thread):
                     break
                 time.sleep(max(0.0, end / 1000 - time.time()))
                 self.write_chunk(self.cursor_ms, end)
+        except TimeoutError:
+            self.error = f"the job read nothing from the socket for {SEND_TIMEOUT:.0f} s"
         except (OSError, ValueError) as exc:
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -285,7 +288,7 @@ class Feed(threading.Thread):
         """The next chunk boundary at or after `ms`."""
         return int(math.ceil((ms - self.phase_ms) / self.chunk_ms) * self.chunk_ms + self.phase_ms)
 
-    def emit(self, text: bytes) -> None:
+    def emit(self, text: bytes, newest_ts: int) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -307,18 +310,20 @@ class FileFeed(Feed):
         super().__init__(readings)
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
-        self.files: list[tuple[Path, int]] = []  # (file, newest ts)
+        self.files: list[tuple[Path, int]] = []  # (file, newest ts), until deleted
+        self.written = 0
 
     @property
     def source(self) -> str:
         return str(self.folder)
 
-    def emit(self, text: bytes) -> None:
-        name = f"readings-{len(self.files):06d}.csv"
+    def emit(self, text: bytes, newest_ts: int) -> None:
+        name = f"readings-{self.written:06d}.csv"
         temporary = self.folder / f".{name}"
         temporary.write_bytes(HEADER + text)
         os.replace(temporary, self.folder / name)
-        self.files.append((self.folder / name, self.cursor_ms))
+        self.written += 1
+        self.files.append((self.folder / name, newest_ts))
 
     def clean(self, processed_ms: int) -> None:
         """Delete files more than a minute of event time behind what every partition has processed:
@@ -345,8 +350,11 @@ class SocketFeed(Feed):
         self.server.settimeout(timeout)
         self.connection, _ = self.server.accept()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Spark's socket source reads every line into the driver as it comes; a send that blocks this
+        # long means the job has stopped reading.
+        self.connection.settimeout(SEND_TIMEOUT)
 
-    def emit(self, text: bytes) -> None:
+    def emit(self, text: bytes, newest_ts: int) -> None:
         self.connection.sendall(text)
 
     def close(self) -> None:
@@ -376,6 +384,7 @@ class JobProcess:
                                         stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True)
         self.lines_at: dict[int, float] = {}  # batch id -> when its line arrived
         self.tail: list[str] = []
+        self.errors: list[str] = []  # the first lines that name an error
         self.log = log.open("w")
         self.reader = threading.Thread(target=self._read, daemon=True, name="job-output")
         self.reader.start()
@@ -390,6 +399,13 @@ class JobProcess:
             self.log.write(f"{now:.3f} {line}\n")
             self.log.flush()
             self.tail = (self.tail + [line])[-40:]
+            if len(self.errors) < 20 and ("Error" in line or "Exception" in line):
+                self.errors.append(line.strip())
+
+    def error(self) -> str:
+        """What the job's output says went wrong: an OutOfMemoryError first, else the first error line."""
+        found = [e for e in self.errors if "OutOfMemoryError" in e] or self.errors or self.tail[-1:]
+        return found[0][:300] if found else f"exit code {self.process.poll()}"
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -751,7 +767,7 @@ def minute_rows(feed: Feed, watcher: SinkWatcher, samples: list[Sample], lat, fe
         if observing <= 0:
             continue
         rows.append({
-            "minute": minute + 1,
+            "minute": minute + 1, "seconds": observing,
             "fed_per_s": sum(c.readings for c in chunks) / feeding if feeding > 0 else 0.0,
             "referenced_per_s": sum(c.referenced for c in chunks) / feeding if feeding > 0 else 0.0,
             "processed_per_s": sum(b.readings for b in batches) / observing,
@@ -790,7 +806,7 @@ def minute_table(rows: list[dict]) -> str:
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     for r in rows:
         lines.append(" | ".join((
-            str(r["minute"]), _f(r["fed_per_s"], ",.0f"), _f(r["referenced_per_s"], ",.0f"),
+            str(r["minute"]) + (f" ({r['seconds']:.0f} s)" if r["seconds"] < 59.5 else ""), _f(r["fed_per_s"], ",.0f"), _f(r["referenced_per_s"], ",.0f"),
             _f(r["processed_per_s"], ",.0f"), _f(r["driver_mib"], ".0f"), _f(r["jvm_mib"], ".0f"),
             f"{_f(r['workers_mib'], '.0f')} ({_f(r['workers'], '.0f')})",
             f"{_f(r['state_max_bytes'], ',.0f', 1024)}/{_f(r['state_total_bytes'], ',.0f', 1024)}",
@@ -811,20 +827,23 @@ def flatness(samples: list[Sample], name: str, value, since: float, unit: str, s
     slope, mean = fitted
     span = points[-1][0] - points[0][0]
     growth = slope * span / mean if mean else 0.0
-    first = float(np.mean([y for t, y in points if t < points[0][0] + 60]))
-    last = float(np.mean([y for t, y in points if t >= points[-1][0] - 60]))
+    edge = min(60.0, span / 2)  # the first and last minute (of a shorter span, its halves)
+    first = float(np.mean([y for t, y in points if t <= points[0][0] + edge]))
+    last = float(np.mean([y for t, y in points if t >= points[-1][0] - edge]))
     judged = span >= JUDGE_AT_LEAST
     flat = growth <= FLAT_GROWTH if judged else None
-    line = (f"  {name}: {first * scale:,.1f} -> {last * scale:,.1f} {unit} (first and last minute from "
-            f"{since:.0f} s on), trend {slope * 60 * scale:+,.2f} {unit}/min, {growth:+.1%} over {span:.0f} s"
+    line = (f"  {name}: {first * scale:,.1f} -> {last * scale:,.1f} {unit} (mean of the first and last "
+            f"{edge:.0f} s from {since:.0f} s of feed on), trend {slope * 60 * scale:+,.2f} {unit}/min, "
+            f"{growth:+.1%} over {span:.0f} s"
             + ("" if judged else f" (not judged: under {JUDGE_AT_LEAST:.0f} s of samples)"))
     return line, {"since_s": since, "first_minute": first * scale, "last_minute": last * scale,
                   "trend_per_min": slope * 60 * scale, "growth": growth, "span_s": span, "flat": flat}
 
 
 def verdict(samples: list[Sample], lags: list[tuple[float, float]], lat, warmup: float, state_from: float,
-            fill_s: float, max_lag: float) -> tuple[list[str], dict]:
-    """The run against the targets of issue #15 (see the module's doc for each rule)."""
+            fill_s: float, max_lag: float, failure: str | None) -> tuple[list[str], dict]:
+    """The run against the targets of issue #15 (see the module's doc for each rule). A target is
+    judged on at least JUDGE_AT_LEAST seconds of feed after the warm-up, and never for a failed run."""
     lines, found = [], {}
     memory = []
     for name, value in (("driver RSS", lambda s: s.rss["driver"]), ("JVM RSS", lambda s: s.rss["jvm"]),
@@ -838,16 +857,22 @@ def verdict(samples: list[Sample], lags: list[tuple[float, float]], lat, warmup:
     lines.append(line)
     memory_flat = None if None in memory else all(memory)
     state_flat = found["state"]["flat"] if found["state"] else None
-    fitted = trend([(t, lag) for t, lag in lags if t >= warmup])
+    after = [(t, lag) for t, lag in lags if t >= warmup]
+    fed_after = max((s.at for s in samples), default=0.0) - warmup
+    judged = fed_after >= JUDGE_AT_LEAST and failure is None
+    fitted = trend(after)
     largest = max((s.lag for s in samples if s.at >= warmup and s.lag is not None), default=None)
-    lag_ok = fitted is not None and fitted[0] <= LAG_TREND and largest <= max_lag
-    found["lag"] = {"trend_s_per_s": fitted[0] if fitted else None, "max_s": largest, "bounded": lag_ok}
-    lines.append(f"  lag: trend at the commits {fitted[0] if fitted else float('nan'):+.4f} s/s (at most {LAG_TREND}), "
+    lag_ok = (fitted is not None and fitted[0] <= LAG_TREND and largest <= max_lag) if judged else None
+    found["lag"] = {"trend_s_per_s": fitted[0] if fitted else None, "max_s": largest, "commits": len(after),
+                    "bounded": lag_ok}
+    lines.append(f"  lag: trend at the {len(after)} commits after the warm-up "
+                 + (f"{fitted[0]:+.4f} s/s" if fitted else "-") + f" (at most {LAG_TREND}), "
                  f"largest sampled {_f(largest, '.1f')} s (at most {max_lag:.0f} s)")
     p50, p99 = percentile([x[1] for x in lat], 50), percentile([x[1] for x in lat], 99)
     p99_end = percentile([x[2] for x in lat], 99)
+    latency_ok = (p99 is not None and p99 < P99_TARGET) if judged else None
     found["latency"] = {"p50_s": p50, "p99_s": p99, "p99_from_window_end_s": p99_end, "results": len(lat),
-                        "under_target": p99 is not None and p99 < P99_TARGET}
+                        "under_target": latency_ok}
     lines.append(f"  latency from the write, {len(lat):,} window results: p50 {_f(p50, '.2f')} s, "
                  f"p99 {_f(p99, '.2f')} s (from the window's end: p99 {_f(p99_end, '.2f')} s)")
     busy = [s for s in samples if s.at >= warmup and s.cpu]
@@ -858,19 +883,35 @@ def verdict(samples: list[Sample], lags: list[tuple[float, float]], lat, warmup:
         lines.append(f"  CPU after the warm-up: the job {found['cpu']['job_percent']:.0f} % of one core, this script "
                      f"{found['cpu']['soak_percent']:.0f} %; the machine's load average {found['cpu']['load_mean']:.1f} "
                      f"(largest {found['cpu']['load_max']:.1f}) on {os.cpu_count()} cores")
+    if failure is not None:
+        memory_flat = state_flat = None
+    found.update(memory_flat=memory_flat, state_flat=state_flat, lag_bounded=lag_ok, latency_under_target=latency_ok)
     marks = {True: "yes", False: "NO", None: "not judged"}
-    state_note = "" if state_flat is not None else f" (the state fills for {fill_s / 60:.1f} min: feed longer)"
-    found.update(memory_flat=memory_flat, state_flat=state_flat, lag_bounded=lag_ok,
-                 latency_under_target=found["latency"]["under_target"])
+    state_note = f" (the state fills for {fill_s / 60:.1f} min: feed longer)" if state_flat is None and not failure else ""
     head = [f"verdict: memory flat after warm-up: {marks[memory_flat]}; state flat: {marks[state_flat]}{state_note}; "
-            f"lag bounded: {marks[lag_ok]}; p99 latency under {P99_TARGET:.0f} s: "
-            f"{marks[found['latency']['under_target']]}"]
+            f"lag bounded: {marks[lag_ok]}; p99 latency under {P99_TARGET:.0f} s: {marks[latency_ok]}"
+            + ("" if judged or failure else f" (under {JUDGE_AT_LEAST:.0f} s of feed after the warm-up)")]
     return head + lines, found
 
 
 # ------------------------------------------------------------------ the run
 
-def main() -> None:
+@dataclass
+class Soak:
+    """A finished run: what was fed, what the job wrote, and how it ended."""
+
+    feed: Feed
+    watcher: SinkWatcher
+    sampler: Sampler
+    steps: list[dict]
+    fed_s: float  # seconds of paced feed
+    observed_s: float  # seconds from the feed's start to the job's stop
+    drained_s: float
+    exit_code: int | None
+    failure: str | None  # why the run ended early, if it did
+
+
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", choices=("file", "socket"), default="file")
     parser.add_argument("--rate", type=float, default=40_000, help="readings per second, all sensors")
@@ -890,39 +931,49 @@ def main() -> None:
     parser.add_argument("--step-factor", type=float, default=1.25)
     parser.add_argument("--step-seconds", type=float, default=60)
     args = parser.parse_args()
-    minutes = args.minutes if args.minutes is not None else (15 if args.find_max else 10)
-    max_lag = args.max_lag if args.max_lag is not None else (10 if args.find_max else 30)
+    args.minutes = args.minutes if args.minutes is not None else (15 if args.find_max else 10)
+    args.max_lag = args.max_lag if args.max_lag is not None else (10 if args.find_max else 30)
     if args.find_max:
         args.rate = args.start_rate
+    return args
+
+
+def main() -> None:
+    args = arguments()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     out = Path(args.out or tempfile.mkdtemp(prefix=f"sscript-soak-{args.source}-"))
     for stale in ("job", "input", "workflows"):
         shutil.rmtree(out / stale, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
-    report_lines: list[str] = []
-
-    def echo(line: str = "") -> None:
-        print(line, flush=True)
-
-    def say(line: str = "") -> None:  # the report: printed and kept
-        report_lines.append(line)
-        echo(line)
-
     started = time.time()
     workload = prepare(args, out)
-    compile_seconds = time.time() - started
+    print(f"soak: {workload.workflows} workflows over {len(workload.referenced)} referenced sensors of "
+          f"{len(workload.sensors)} fed; compiled in {time.time() - started:.1f} s into {out / 'job'}; the state "
+          f"fills for {workload.fill_ms / 60_000:.1f} min", flush=True)
+    soak = run(args, out, workload, lambda line: print(line, flush=True))
+    lines, document = report(args, out, workload, soak)
+    print("\n".join(lines), flush=True)
+    (out / "report.txt").write_text("\n".join(lines) + "\n")
+    text = json.dumps(document, indent=1, default=float)
+    (out / "soak.json").write_text(text)
+    if args.json:
+        Path(args.json).write_text(text)
+    if soak.failure:
+        raise SystemExit(1)
+
+
+def run(args, out: Path, workload: Workload, echo) -> Soak:
+    """Start the job, feed it for `args.minutes` (or --find-max's steps) while sampling, stop it."""
+    started = time.time()
     readings = Readings(workload.sensors, workload.referenced, args.rate)
     feed = FileFeed(readings, out / "input") if args.source == "file" else SocketFeed(readings)
-    echo(f"soak: {workload.workflows} workflows over {len(workload.referenced)} referenced sensors of "
-         f"{len(workload.sensors)} fed; compiled in {compile_seconds:.1f} s into {out / 'job'}; the state fills "
-         f"for {workload.fill_ms / 60_000:.1f} min")
-    if args.source == "file":
+    if isinstance(feed, FileFeed):
         feed.prime()
     job = JobProcess(out / "job", feed.source, out / "job.log")
     echo(f"job: {' '.join(job.command)} (log: {out / 'job.log'})")
     watcher = SinkWatcher(out / "job" / "results.db", job, feed)
-    sampler: Sampler | None = None
     steps: list[dict] = []
+    failure = None
     try:
         if isinstance(feed, SocketFeed):
             feed.accept(timeout=600)
@@ -933,42 +984,40 @@ def main() -> None:
             if not job.alive() or time.time() > deadline:
                 raise SystemExit("the job did not commit its first batch:\n" + "\n".join(job.tail[-20:]))
             time.sleep(0.2)
-        first = watcher.committed()[0]
-        echo(f"first batch committed {first.committed - started:.1f} s after the start; feeding "
+        echo(f"first batch committed {watcher.committed()[0].committed - started:.1f} s after the start; feeding "
              f"{args.rate:,.0f} readings/s ({args.rate / len(workload.sensors):g} Hz per sensor) "
-             f"for {minutes:g} min through the {args.source} source")
-        feed.until = time.time() + minutes * 60
+             f"for {args.minutes:g} min through the {args.source} source")
+        feed.until = time.time() + args.minutes * 60
         feed.go.set()
         feed.start()
         while feed.started_at is None:
             time.sleep(0.01)
         sampler = Sampler(job, feed, watcher, out / "job" / "checkpoint" / "state", echo)
         step_end = feed.started_at + args.warmup + args.step_seconds
-        step_rate = args.rate
         while not feed.done.is_set():
             if not job.alive():
-                raise SystemExit("the job stopped:\n" + "\n".join(job.tail[-20:]))
+                failure = f"the job stopped after {time.time() - feed.started_at:.0f} s of feed: {job.error()}"
+                break
             sampler.sample()
             if args.find_max and time.time() >= step_end:
-                step = judge_step(sampler.samples, feed, step_end - args.step_seconds - feed.started_at
-                                  if steps else args.warmup, step_end - feed.started_at, step_rate, max_lag,
-                                  watcher)
+                lo = step_end - args.step_seconds - feed.started_at if steps else args.warmup
+                step = judge_step(sampler.samples, feed, lo, step_end - feed.started_at, readings.rate,
+                                  args.max_lag, watcher)
                 steps.append(step)
-                echo(f"step at {step_rate:,.0f} readings/s: lag trend {step['lag_trend']:+.4f} s/s, "
+                echo(f"step at {step['rate']:,.0f} readings/s: lag trend {step['lag_trend']:+.4f} s/s, "
                      f"largest {step['lag_max']:.1f} s -> {'passes' if step['passed'] else 'fails'}")
                 if not step["passed"]:
                     break
-                step_rate *= args.step_factor
-                readings.rate = step_rate
+                readings.rate *= args.step_factor
                 step_end += args.step_seconds
             time.sleep(LAG_EVERY)
         fed_until = time.time()
         feed.close()
-        if feed.error:
-            echo(f"the feed stopped: {feed.error}")
-        # Let the job process what was fed (up to 30 s) before stopping it.
+        if feed.error and failure is None:
+            failure = f"the feed stopped after {fed_until - feed.started_at:.0f} s: {feed.error}"
+        # Let the job take what was fed (up to 30 s) before stopping it.
         newest = feed.newest_written()
-        while time.time() < fed_until + 30 and job.alive():
+        while failure is None and time.time() < fed_until + 30 and job.alive():
             processed = watcher.processed_ms()
             if processed is not None and newest is not None and processed >= newest - 100:
                 break
@@ -980,52 +1029,56 @@ def main() -> None:
         feed.close()
         code = job.stop(echo)
         watcher.stop()
+    if failure:
+        echo(failure)
     checkpoint_durations(out / "job" / "checkpoint" / "state", watcher.batches)
     echo(f"job stopped (exit code {code}); {len(watcher.batches)} batches")
+    return Soak(feed, watcher, sampler, steps, fed_until - feed.started_at, stopped - feed.started_at, drained,
+                code, failure)
 
+
+def report(args, out: Path, workload: Workload, soak: Soak) -> tuple[list[str], dict]:
+    """The report's lines and the JSON document of a run."""
+    feed, watcher, sampler = soak.feed, soak.watcher, soak.sampler
     lat = latencies(watcher.results, feed, args.warmup)
     state_from = args.state_from if args.state_from is not None else args.warmup + workload.fill_ms / 1000
-    rows = minute_rows(feed, watcher, sampler.samples, latencies(watcher.results, feed, 0.0),
-                       fed_until - feed.started_at, stopped - feed.started_at)
-    say()
-    say(f"soak through the {args.source} source: {len(workload.sensors):,} sensors, {workload.workflows} workflows "
-        f"({len(workload.referenced)} sensors read), {args.partitions} partitions, "
-        + (f"find-max from {args.start_rate:,.0f} readings/s" if args.find_max else f"{args.rate:,.0f} readings/s")
-        + f"; fed {(fed_until - feed.started_at) / 60:.1f} min; drained in {drained:.1f} s; work folder {out}")
-    say()
-    say(minute_table(rows))
-    say()
-    say("(latency per minute counts every window result, the warm-up's too; the verdict leaves the warm-up out)")
+    rows = minute_rows(feed, watcher, sampler.samples, latencies(watcher.results, feed, 0.0), soak.fed_s,
+                       soak.observed_s)
+    lines = ["", f"soak through the {args.source} source: {len(workload.sensors):,} sensors, {workload.workflows} "
+                 f"workflows ({len(workload.referenced)} sensors read), {args.partitions} partitions, "
+             + (f"find-max from {args.start_rate:,.0f} readings/s" if args.find_max else f"{args.rate:,.0f} readings/s")
+             + f"; fed {soak.fed_s / 60:.1f} min; drained in {soak.drained_s:.1f} s; work folder {out}",
+             "", minute_table(rows), "",
+             "(per minute of feed, the warm-up's included; latency per minute is by commit time; the verdict "
+             "leaves the warm-up out)"]
     found: dict = {}
+    if soak.failure:
+        lines.append(f"the run FAILED: {soak.failure}")
     if args.find_max:
-        say(step_table(steps))
-        best = max((s["rate"] for s in steps if s["passed"]), default=None)
-        say(f"highest rate sustained: {_f(best, ',.0f')} readings/s"
-            + ("" if not steps or not steps[-1]["passed"] else " (no step failed: raise --minutes or --start-rate)"))
+        best = max((s["rate"] for s in soak.steps if s["passed"]), default=None)
+        lines += [step_table(soak.steps),
+                  f"highest rate sustained: {_f(best, ',.0f')} readings/s"
+                  + (" (no step failed: raise --minutes or --start-rate)"
+                     if soak.steps and soak.steps[-1]["passed"] else "")]
         found["highest_sustained_rate"] = best
     else:
-        lines, found = verdict(sampler.samples, batch_lags(watcher, feed), lat, args.warmup, state_from,
-                               workload.fill_ms / 1000, max_lag)
-        say(f"warm-up {args.warmup:.0f} s; the state judged from {state_from:.0f} s of feed on "
-            f"(it fills for {workload.fill_ms / 1000:.0f} s)")
-        for line in lines:
-            say(line)
+        judged, found = verdict(sampler.samples, batch_lags(watcher, feed), lat, args.warmup, state_from,
+                                workload.fill_ms / 1000, args.max_lag, soak.failure)
+        lines += [f"warm-up {args.warmup:.0f} s; the state judged from {state_from:.0f} s of feed on "
+                  f"(it fills for {workload.fill_ms / 1000:.0f} s)", *judged]
     document = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "source": args.source, "rate": args.rate,
-        "minutes": minutes, "sensors": len(workload.sensors), "referenced": len(workload.referenced),
+        "minutes": args.minutes, "sensors": len(workload.sensors), "referenced": len(workload.referenced),
         "workflows": workload.workflows, "partitions": args.partitions, "fill_s": workload.fill_ms / 1000,
-        "warmup_s": args.warmup, "state_from_s": state_from, "drained_s": drained, "exit_code": code,
-        "minutes_table": rows, "verdict": found, "steps": steps,
-        "samples": [asdict(s) for s in sampler.samples],
+        "warmup_s": args.warmup, "state_from_s": state_from, "fed_s": soak.fed_s, "drained_s": soak.drained_s,
+        "exit_code": soak.exit_code, "failure": soak.failure, "minutes_table": rows, "verdict": found,
+        "steps": soak.steps, "samples": [asdict(s) for s in sampler.samples],
         "batches": [asdict(b) for b in watcher.committed()],
+        "batch_lags": batch_lags(watcher, feed),
         "chunks": {"count": len(feed.chunks), "lateness_p99_s": percentile([c.lateness for c in feed.chunks], 99)},
         "latency_from_write_s": [x[1] for x in lat],
     }
-    (out / "report.txt").write_text("\n".join(report_lines) + "\n")
-    text = json.dumps(document, indent=1, default=float)
-    (out / "soak.json").write_text(text)
-    if args.json:
-        Path(args.json).write_text(text)
+    return lines, document
 
 
 def judge_step(samples: list[Sample], feed: Feed, lo: float, hi: float, rate: float, max_lag: float,
