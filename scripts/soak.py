@@ -169,7 +169,9 @@ def prepare(args, work: Path) -> Workload:
         (scripts / f"{name}.ss").write_text(text)
     registry = work / "sensors.db"
     registry.unlink(missing_ok=True)
-    SensorRegistry.create(registry).put([Sensor(s.sensor_id, hz, s.type) for s in fleet])
+    sensors = SensorRegistry.create(registry)
+    sensors.put([Sensor(s.sensor_id, hz, s.type) for s in fleet])
+    sensors.close()
     files = sorted(str(p) for p in scripts.glob("*.ss"))
     compiled = compile_workflows(files, work / "job", str(registry), args.partitions)
     graph = compiled.plan.graph
@@ -357,9 +359,16 @@ class SocketFeed(Feed):
     def source(self) -> str:
         return f"socket://127.0.0.1:{self.port}"
 
-    def accept(self, timeout: float) -> None:
-        self.server.settimeout(timeout)
-        self.connection, _ = self.server.accept()
+    def accept(self, job: "JobProcess", timeout: float) -> None:
+        """Wait for the job's socket source to connect (while the job lives)."""
+        self.server.settimeout(1.0)
+        deadline = time.time() + timeout
+        while self.connection is None:
+            try:
+                self.connection, _ = self.server.accept()
+            except TimeoutError:
+                if not job.alive() or time.time() > deadline:
+                    raise SystemExit("the job did not connect to the socket:\n" + "\n".join(job.tail[-20:]))
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # Spark's socket source reads every line into the driver as it comes; a send that blocks this
         # long means the job has stopped reading.
@@ -424,28 +433,32 @@ class JobProcess:
     def processes(self) -> dict[str, list[psutil.Process]]:
         """The job's processes: driver (its Python, and anything else outside the JVM), jvm, workers
         (the Python processes under the JVM)."""
+        found: dict[str, list[psutil.Process]] = {"driver": [], "jvm": [], "workers": []}
         try:
             driver = psutil.Process(self.process.pid)
-            found = {"driver": [driver], "jvm": [], "workers": []}
-            for child in driver.children(recursive=True):
-                name = child.name()
-                if name == "java":
+            children = driver.children(recursive=True)
+        except psutil.Error:
+            return found
+        found["driver"].append(driver)
+        for child in children:
+            try:  # a child may end while it is looked at
+                if child.name() == "java":
                     found["jvm"].append(child)
                 elif any(parent.name() == "java" for parent in child.parents()):
                     found["workers"].append(child)
                 else:
                     found["driver"].append(child)
-            return found
-        except psutil.Error:
-            return {"driver": [], "jvm": [], "workers": []}
+            except psutil.Error:
+                continue
+        return found
 
     def stop(self, echo) -> int | None:
         """SIGINT to the driver (the run loop stops the query at a batch boundary), then SIGTERM and
         SIGKILL to the job's process group if it lingers."""
-        if not self.alive():
-            return self.process.returncode
-        group = os.getpgid(self.process.pid)
+        group = self.process.pid  # its own session and process group (start_new_session)
         for sent, wait in ((signal.SIGINT, 60), (signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+            if not self.alive():
+                break
             try:
                 if sent == signal.SIGINT:
                     os.kill(self.process.pid, sent)
@@ -459,7 +472,7 @@ class JobProcess:
                 break
             except subprocess.TimeoutExpired:
                 continue
-        try:  # what a clean exit of the driver leaves behind (a JVM, a worker daemon) goes too
+        try:  # what the driver's exit leaves behind (a JVM, a worker daemon) goes too
             os.killpg(group, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
@@ -484,9 +497,10 @@ class Batch:
 
 @dataclass
 class Result:
+    """A window result: when its batch was committed, and its window's end (ms)."""
+
     committed: float
-    closing_ms: int  # window_end
-    written: float | None  # wall time of the chunk holding the closing reading
+    closing_ms: int
 
 
 class SinkWatcher(threading.Thread):
@@ -494,14 +508,13 @@ class SinkWatcher(threading.Thread):
 
     GAUGES = ("readings", "state_bytes", "max_ts", "watermark")
 
-    def __init__(self, database: Path, job: JobProcess, feed: Feed):
+    def __init__(self, database: Path, job: JobProcess):
         super().__init__(daemon=True, name="sink-watcher")
         self.database = database
         self.job = job
-        self.feed = feed
         self.batches: dict[int, Batch] = {}
         self.results: list[Result] = []
-        self.other_results = 0
+        self.other_results = 0  # rows without a window (combine, patterns): no latency measured
         self.last_batch = -1
         self.last_rowid = 0
         self.partitions: dict[int, dict[str, float]] = {}  # the newest gauges of each partition
@@ -563,7 +576,7 @@ class SinkWatcher(threading.Thread):
             if window_end is None:
                 self.other_results += 1
             else:
-                self.results.append(Result(committed, int(window_end), None))
+                self.results.append(Result(committed, int(window_end)))
         self.last_batch = new[-1]
         if rows:
             self.last_rowid = rows[-1][0]
@@ -634,8 +647,10 @@ class Sampler:
 
     @staticmethod
     def _cpu(process: psutil.Process) -> float:
+        """CPU seconds of the process's own threads (not of its children: a worker counted while it
+        ran would be counted again in its parent's once it ends)."""
         times = process.cpu_times()
-        return times.user + times.system + times.children_user + times.children_system
+        return times.user + times.system
 
     def lags(self) -> tuple[float | None, float | None]:
         fed = self.feed.newest_written()
@@ -983,12 +998,12 @@ def run(args, out: Path, workload: Workload, echo) -> Soak:
         feed.prime()
     job = JobProcess(out / "job", feed.source, out / "job.log")
     echo(f"job: {' '.join(job.command)} (log: {out / 'job.log'})")
-    watcher = SinkWatcher(out / "job" / "results.db", job, feed)
+    watcher = SinkWatcher(out / "job" / "results.db", job)
     steps: list[dict] = []
     failure = None
     try:
         if isinstance(feed, SocketFeed):
-            feed.accept(timeout=600)
+            feed.accept(job, timeout=600)
             feed.prime()
         watcher.start()
         deadline = time.time() + 600
@@ -1087,6 +1102,7 @@ def report(args, out: Path, workload: Workload, soak: Soak) -> tuple[list[str], 
         "batches": [asdict(b) for b in watcher.committed()],
         "batch_lags": batch_lags(watcher, feed),
         "chunks": {"count": len(feed.chunks), "lateness_p99_s": percentile([c.lateness for c in feed.chunks], 99)},
+        "window_results": len(watcher.results), "other_results": watcher.other_results,
         "latency_from_write_s": [x[1] for x in lat],
     }
     return lines, document
