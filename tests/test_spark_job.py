@@ -15,12 +15,11 @@ from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
 from sensorscript.reference import evaluate
 from sensorscript.runtime import records
-from sensorscript.runtime.source import parse
 from sensorscript.running import run_local
 from sensorscript.workload import write_readings
 from sensorscript.registry import read_csv
 from tests.conftest import ROOT
-from tests.differential import assert_same, expected_rows, result_rows, write_scripts
+from tests.differential import assert_parsed_as_records, assert_same, expected_rows, result_rows, write_scripts
 from tests.strategies import workflows_and_lines
 
 pytestmark = pytest.mark.spark
@@ -155,19 +154,6 @@ TRICKY_LINES = [
     '{"sensor_id": "S1", "ts": 12, "value": NaN}', '{not json', '{"sensor_id": "", "ts": 1, "value": 1}',
     "S1,99999999999999999999,1", "S1,-5,1",
 ]
-
-
-def assert_parsed_as_records(spark, lines: list[str]) -> None:
-    """Spark's parse of `lines` gives what records.parse_line gives, line by line."""
-    parsed = parse(spark.createDataFrame(pd.DataFrame({"line": lines}))).toPandas()
-    expected = [r for r in map(records.parse_line, lines) if r is not None]
-    assert len(parsed) == len(expected)
-    for (_, row), want in zip(parsed.iterrows(), expected):
-        if isinstance(want, records.Rejected):
-            assert (row["raw"], row["reason"]) == (want.raw, want.reason)
-        else:
-            assert row["reason"] is None or pd.isna(row["reason"]), (row.to_dict(), want)
-            assert (row["sensor_id"], int(row["ts"]), float(row["value"])) == (want.sensor_id, want.ts, want.value)
 
 
 def test_spark_parsing_follows_the_record_rules(spark):
