@@ -117,7 +117,7 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     parts.append(output.heartbeats(task.engine.program, step.heartbeat, job))
     parts.append(output.late(step.results, job, own, step.in_force))
     parts.append(output.counters(step.results, task.engine.program, own, job, readings=int(good.sum()),
-                                 quarantined=quarantined))
+                                 quarantined=quarantined, **({"ahead": step.ahead} if step.ahead else {})))
     parts.append(output.gauges(step.gauges, own))
     yield from output.frames(parts)
 

@@ -103,7 +103,6 @@ GAUGES = {
     "alpha": ("alpha", "share"),
     "coverage": ("coverage", "share"),
     "latency_mean_ms": ("latency", "ms"),
-    "ahead": ("held ahead", "count"),
     "state_bytes": ("state", "bytes"),
 }
 
