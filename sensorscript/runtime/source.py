@@ -70,9 +70,7 @@ def parse(lines: DataFrame) -> DataFrame:
     is_json = F.col("text").startswith("{")
     split = stripped.select(
         "raw", "skip", is_json.alias("is_json"),
-        F.when(is_json & _one_json_value(F.col("text")), F.from_json(
-            F.concat(F.lit('{"r":'), "text", F.lit("}")), "r STRUCT<sensor_id: STRING, ts: STRING, value: STRING>",
-            _JSON_OPTIONS)["r"]).alias("json"),
+        F.when(is_json, _json_object(F.col("text"))).alias("json"),
         F.split("text", ",", -1).alias("csv"))
     json_ok = F.coalesce(
         F.col("json").isNotNull()
@@ -121,13 +119,20 @@ def parse(lines: DataFrame) -> DataFrame:
 _JSON_OPTIONS = {"mode": "PERMISSIVE", "allowNonNumericNumbers": "false", "allowSingleQuotes": "false"}
 
 
-def _one_json_value(text: Column) -> Column:
-    """True when `text` holds one JSON value and nothing after it (whitespace aside).
+def _json_object(text: Column) -> Column:
+    """The fields of the one JSON object in `text`; null when more than blanks follows it.
 
-    Spark's JSON functions stop reading at the end of the first value. So the text is read twice,
-    wrapped: as an array's only element here (anything after the value but a `]` breaks that),
-    and in `parse` as the value of a key (anything after it but a `}` breaks that)."""
-    return F.json_array_length(F.concat(F.lit("["), text, F.lit("]"))) == 1
+    Spark's JSON functions stop reading at the end of the first value. A text whose only `}` is its
+    last character ends with its object, and is read as it is (most lines). Any other is read as a
+    key's value (`{"r": TEXT}`), and only if it is an array's only element (`[TEXT]`): whatever
+    follows the object breaks one of the two (a `}`, or `, "key": 1`, would pass the first and
+    not the second; a `]` the second and not the first)."""
+    fields = "sensor_id: STRING, ts: STRING, value: STRING"
+    ends_at_its_only_brace = F.instr(text, "}") == F.length(text)
+    alone = F.json_array_length(F.concat(F.lit("["), text, F.lit("]"))) == 1
+    wrapped = F.from_json(F.concat(F.lit('{"r":'), text, F.lit("}")), f"r STRUCT<{fields}>", _JSON_OPTIONS)["r"]
+    return (F.when(ends_at_its_only_brace, F.from_json(text, f"STRUCT<{fields}>", _JSON_OPTIONS))
+            .when(alone, wrapped))
 
 
 def is_one_of(column: str, values) -> Column:
