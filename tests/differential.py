@@ -3,7 +3,9 @@
 import math
 from pathlib import Path
 
+from sensorscript.runtime import records
 from sensorscript.runtime.sinks import sqlite_results
+from sensorscript.runtime.source import parse
 
 
 def result_rows(out: Path) -> list[tuple]:
@@ -30,3 +32,19 @@ def write_scripts(folder: Path, scripts: dict[str, str]) -> list[str]:
         (folder / f"{name}.ss").write_text(text)
         files.append(str(folder / f"{name}.ss"))
     return files
+
+
+def assert_parsed_as_records(spark, lines: list[str]) -> None:
+    """Spark's parse of `lines` gives what records.parse_line gives, line by line (a line the rules
+    skip: a row of nulls, which the job counts)."""
+    parsed = parse(spark.createDataFrame([(line,) for line in lines], "line string")).collect()
+    assert len(parsed) == len(lines)
+    for line, row in zip(lines, parsed):
+        want = records.parse_line(line)
+        if want is None:
+            assert tuple(row) == (None,) * 5, (line, row)
+        elif isinstance(want, records.Rejected):
+            assert (row.raw, row.reason) == (want.raw, want.reason), (line, row)
+        else:
+            assert row.reason is None and row.raw is None, (line, row)
+            assert (row.sensor_id, row.ts, row.value) == (want.sensor_id, want.ts, want.value), (line, row)

@@ -197,3 +197,18 @@ def test_a_later_stage_waits_for_its_slowest_sender():
     assert hash_partition("A", 2) != hash_partition("D", 2)
     assert len(expected.rows) == 10  # X for each second
     same_rows(rows, expected.rows)
+
+
+def test_huge_values_spoil_no_other_window():
+    """A window reduces its own slices: a sum that overflows to infinity (1e308 + 1e308), or a reading
+    near the largest double, leaves every other window exact (differences of prefix sums gave
+    inf - inf = NaN and 1e308 + x - 1e308 = 0 for the windows after them)."""
+    scripts = {"h": "S = sum(A, 10, 5);\nM = avg(A, 20, 10);\nX = max(A, 10, 10);"}
+    lines = [f"A,{t},{t / 4}" for t in range(0, 10, 2)] + ["A,12,1e308", "A,13,1e308", "A,22,1e308"]
+    lines += [f"A,{t},{t / 4}" for t in range(30, 60, 2)]
+    rows, late, _ = run_local(scripts, [lines[:7], lines[7:]])
+    assert late == 0
+    same_rows(rows, reference(scripts, [lines]).rows)
+    sums = {r.window_start: r.value for r in rows if r.stream == "h.S"}
+    assert sums[10] == sums[5] == math.inf and sums[20] == 1e308
+    assert sums[30] == sum(t / 4 for t in range(30, 40, 2)) and sums[50] == sum(t / 4 for t in range(50, 60, 2))

@@ -15,12 +15,11 @@ from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
 from sensorscript.reference import evaluate
 from sensorscript.runtime import records
-from sensorscript.runtime.source import parse
 from sensorscript.running import run_local
 from sensorscript.workload import write_readings
 from sensorscript.registry import read_csv
 from tests.conftest import ROOT
-from tests.differential import assert_same, expected_rows, result_rows, write_scripts
+from tests.differential import assert_parsed_as_records, assert_same, expected_rows, result_rows, write_scripts
 from tests.strategies import workflows_and_lines
 
 pytestmark = pytest.mark.spark
@@ -157,19 +156,6 @@ TRICKY_LINES = [
 ]
 
 
-def assert_parsed_as_records(spark, lines: list[str]) -> None:
-    """Spark's parse of `lines` gives what records.parse_line gives, line by line."""
-    parsed = parse(spark.createDataFrame(pd.DataFrame({"line": lines}))).toPandas()
-    expected = [r for r in map(records.parse_line, lines) if r is not None]
-    assert len(parsed) == len(expected)
-    for (_, row), want in zip(parsed.iterrows(), expected):
-        if isinstance(want, records.Rejected):
-            assert (row["raw"], row["reason"]) == (want.raw, want.reason)
-        else:
-            assert row["reason"] is None or pd.isna(row["reason"]), (row.to_dict(), want)
-            assert (row["sensor_id"], int(row["ts"]), float(row["value"])) == (want.sensor_id, want.ts, want.value)
-
-
 def test_spark_parsing_follows_the_record_rules(spark):
     assert_parsed_as_records(spark, TRICKY_LINES)
 
@@ -191,15 +177,25 @@ def test_spark_parsing_follows_the_record_rules_on_random_lines(spark, lines):
     assert_parsed_as_records(spark, lines)
 
 
-def test_the_sensor_filter_takes_exactly_the_referenced_ids(spark):
-    from sensorscript.runtime.source import is_one_of
+def test_stage_0_takes_exactly_the_referenced_ids_and_counts_the_others(spark):
+    """The Packer's lookup is the job's filter to the sensors its workflows read: exactly those ids
+    (not one differing by case, quoting, an escape or a blank) go on; the others are counted."""
+    import numpy as np
+
+    from sensorscript.runtime.packets import assign_partitions
+    from sensorscript.runtime.program import Job
 
     referenced = ["8MD1-AZ", "it's", "back\\slash", "tab\tin", "ünï cödé", "a,b", "' OR 1=1 --", "\\'"]
-    others = ["8MD1-az", "its", "back\\\\slash", "", "'", "\\", "a", "b"]
-    frame = spark.createDataFrame([(i,) for i in referenced + others], "sensor_id string")
-    kept = [r.sensor_id for r in frame.where(is_one_of("sensor_id", referenced)).collect()]
-    assert sorted(kept) == sorted(referenced)
-    assert frame.where(is_one_of("sensor_id", [])).count() == 0
+    others = ["8MD1-az", "its", "back\\\\slash", "", "'", "\\", "a", "b", "8MD1-AZ ", "8MD1-AZ\x00"]
+    job = Job("t", ("w",), {s: (code, 0) for code, s in enumerate(referenced)}, (), (), bucket_keys(1))
+    lines = [(s, 1000 + i, float(i), None, None) for i, s in enumerate(referenced + others)]
+    lines += [(None, None, None, None, None), ("8MD1-AZ", None, None, "empty sensor_id", ",1,1")]  # skipped, quarantined
+    frame = spark.createDataFrame(lines, "sensor_id string, ts long, value double, reason string, raw string")
+    packed = assign_partitions(frame, job).collect()
+    codes = np.concatenate([np.frombuffer(r.code, np.int32) for r in packed if r.code is not None])
+    assert sorted(codes) == list(range(len(referenced)))
+    assert sum(r.unread for r in packed) == len(others) and sum(r.skipped for r in packed) == 1
+    assert [(r.raw, r.reason) for r in packed if r.reason is not None] == [(",1,1", "empty sensor_id")]
 
 
 def test_bucket_keys_land_on_distinct_spark_tasks(spark):

@@ -130,7 +130,8 @@ def add_to_slices(state: SliceState, slices: p.Slices, tuples: Tuples) -> None:
         if name == "count":
             new_partials[name] = np.diff(np.r_[firsts, len(index)]).astype(np.float64)
         else:
-            new_partials[name] = _REDUCE[name].reduceat(value, firsts)
+            with np.errstate(over="ignore"):  # sums past the double range are infinite, as in IEEE arithmetic
+                new_partials[name] = _REDUCE[name].reduceat(value, firsts)
     if not len(state.index):
         state.index, state.partials = new_index, new_partials
         return
@@ -141,7 +142,8 @@ def add_to_slices(state: SliceState, slices: p.Slices, tuples: Tuples) -> None:
         identity = {"sum": 0.0, "count": 0.0, "min": np.inf, "max": -np.inf}[name]
         values = np.full(len(merged), identity)
         values[old_at] = state.partials[name]
-        _REDUCE[name].at(values, new_at, new_partials[name])
+        with np.errstate(over="ignore", invalid="ignore"):
+            _REDUCE[name].at(values, new_at, new_partials[name])
         state.partials[name] = values
     state.index = merged
 
@@ -182,19 +184,25 @@ def _ranges(counts: np.ndarray) -> np.ndarray:
 
 
 def _compose(state: SliceState, func: str, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Aggregate slices [lo, hi) of the sorted slice arrays for every window at once."""
+    """Aggregate slices [lo, hi) of the sorted slice arrays for every window at once.
 
-    def prefix(name: str) -> np.ndarray:
-        return np.concatenate([[0.0], np.cumsum(state.partials[name])])
+    Each window reduces its own slices (reduceat over lo0, hi0, lo1, hi1, ...: the even results
+    are the windows). Differences of prefix sums would be cheaper, but one huge or infinite value
+    would spoil every later window's sum (inf - inf, or 1e308 + x - 1e308 = 0)."""
+    bounds = np.column_stack([lo, hi]).ravel()
+
+    def reduce(name: str, ufunc, identity: float) -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore"):  # sums past the double range are infinite
+            return ufunc.reduceat(np.r_[state.partials[name], identity], bounds)[::2]
 
     if func in ("sum", "count"):
-        c = prefix(func)
-        return c[hi] - c[lo]
+        return reduce(func, np.add, 0.0)
     if func == "avg":
-        s, c = prefix("sum"), prefix("count")
-        return (s[hi] - s[lo]) / (c[hi] - c[lo])
-    reduce = np.maximum if func == "max" else np.minimum
-    return np.array([reduce.reduce(state.partials[func][a:b]) for a, b in zip(lo, hi)], dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            return reduce("sum", np.add, 0.0) / reduce("count", np.add, 0.0)
+    if func == "max":
+        return reduce("max", np.maximum, -np.inf)
+    return reduce("min", np.minimum, np.inf)
 
 
 def forget_slices(state: SliceState, slices: p.Slices, windows: list[p.Window], watermark: int) -> None:

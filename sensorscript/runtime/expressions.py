@@ -66,5 +66,6 @@ def evaluate(expression: tuple, columns: dict[str, np.ndarray], rows: int,
             return ((left != 0) | (right != 0)).astype(np.float64)
         raise ValueError(f"unknown operator {kind!r}")
 
-    values = ev(expression)
+    with np.errstate(over="ignore", invalid="ignore"):  # huge values: infinities and NaN, as in IEEE arithmetic
+        values = ev(expression)
     return np.asarray(values, dtype=np.float64), bad

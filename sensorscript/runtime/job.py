@@ -63,6 +63,8 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
           f"{summary.batches} batch(es) -> {summary.results:,} results"
           + (f" ({summary.matches:,} pattern matches)" if summary.matches else "")
           + f", {summary.quarantined:,} quarantined, {summary.late:,} late, in {summary.seconds:.1f} s"
+          + f"; ignored: {summary.unread:,} readings of sensors no workflow reads, "
+          f"{summary.skipped:,} blank or header lines"
           + (f"; the patterns' limit cut {summary.cut:,} partial matches (raise `limit` or --pattern-limit)"
              if summary.cut else ""))
     print(f"results: {sink}")

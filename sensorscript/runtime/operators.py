@@ -92,7 +92,10 @@ def _first_stage_function(job: Job):
 def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state) -> Iterator[pd.DataFrame]:
     value_state = _load(state, task)
     codes, stamps, values, rejected = [], [], [], []
+    unread = skipped = 0  # readings of sensors no workflow reads, lines the rules skip (stage 0 counted them)
     for frame in frames:
+        unread += int(frame["unread"].sum())
+        skipped += int(frame["skipped"].sum())
         packets = frame["code"].notna().to_numpy()
         for blob, ts_blob, value_blob in zip(frame["code"][packets], frame["ts"][packets],
                                              frame["value"][packets]):
@@ -116,9 +119,10 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     parts += [output.forwards(r, job) for r in step.results]
     parts.append(output.heartbeats(task.engine.program, step.heartbeat, job))
     parts.append(output.late(step.results, job, own, step.in_force))
-    ended = {"ended": 1} if control.any() else {}  # the run loop stops a drained job after this batch
+    # `ended`: this batch carried the end of the input (the run loop stops a drained job after it).
+    seen = {"unread": unread, "skipped": skipped, "ahead": step.ahead, "ended": int(control.any())}
     parts.append(output.counters(step.results, task.engine.program, own, job, readings=int(good.sum()),
-                                 quarantined=quarantined, **ended))
+                                 quarantined=quarantined, **{name: n for name, n in seen.items() if n}))
     parts.append(output.gauges(step.gauges, own))
     yield from output.frames(parts)
 

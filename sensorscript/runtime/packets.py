@@ -1,7 +1,8 @@
 """Stage 0 of the job: readings -> their sensor's code and partition, packed per partition.
 
 What crosses the job's one shuffle of raw readings are packets; the end-of-input control line
-(`--once`, `sscript stop --drain`) becomes one control packet per partition.
+(`--once`, `sscript stop --drain`) becomes one control packet per partition. Readings of sensors
+no workflow reads and lines the rules skip stop here, counted.
 """
 
 from __future__ import annotations
@@ -18,21 +19,16 @@ CONTROL_CODE = -2  # the code of the end-of-input marker in a control packet
 # travels as a row of its own, with `raw` and `reason`. Packets were measured when the first
 # operator was a transformWithStateInPandas, which turns its input into pandas row by row
 # (a million readings as a thousand packets cost it a thousandth of the time); they also keep
-# the shuffle at a few Spark records per batch.
-PACKET_SCHEMA = "pkey int, code binary, ts binary, value binary, raw string, reason string"
+# the shuffle at a few Spark records per batch. `unread` and `skipped` count, per Arrow batch, the
+# readings of sensors no workflow reads and the lines the rules skip (blank, the CSV header): an
+# empty packet to partition 0 carries them.
+PACKET_SCHEMA = "pkey int, code binary, ts binary, value binary, raw string, reason string, unread int, skipped int"
 
 
 def assign_partitions(records, job: Job):
-    """Readings -> their sensor's code and partition, packed per partition (`Packer`).
-
-    Rows here are quarantined or read a referenced sensor (the job filters first, with
-    a hash set); quarantined rows go to partition 0, which writes them out.
-    """
-    from pyspark.sql import functions as F
-
-    # The raw line goes to Python only where it is needed, for a quarantined row.
-    raw = F.when(F.col("reason").isNotNull(), F.col("raw")).alias("raw")
-    return records.select("sensor_id", "ts", "value", "reason", raw).mapInArrow(Packer(job), PACKET_SCHEMA)
+    """Parsed lines (source.parse) -> their sensor's code and partition, packed per partition
+    (`Packer`); quarantined rows go to partition 0, which writes them out."""
+    return records.select("sensor_id", "ts", "value", "reason", "raw").mapInArrow(Packer(job), PACKET_SCHEMA)
 
 
 def control_rows(lines, job: Job):
@@ -44,13 +40,16 @@ def control_rows(lines, job: Job):
         F.lit(bytearray(np.array([CONTROL_CODE], np.int32).tobytes())).alias("code"),
         F.lit(bytearray(np.zeros(1, np.int64).tobytes())).alias("ts"),
         F.lit(bytearray(np.zeros(1, np.float64).tobytes())).alias("value"),
-        F.lit(None).cast("string").alias("raw"), F.lit(None).cast("string").alias("reason"))
+        F.lit(None).cast("string").alias("raw"), F.lit(None).cast("string").alias("reason"),
+        F.lit(0).alias("unread"), F.lit(0).alias("skipped"))
 
 
 class Packer:
     """Stage 0 in Python, vectorised with Arrow: sensor id -> code and partition key, then one
     packet per partition key. The ids are looked up in a hash table (Arrow's `index_in`);
-    a literal map in Spark SQL would be searched key by key."""
+    a literal map in Spark SQL would be searched key by key. That lookup is also the job's filter
+    to the sensors its workflows read: the readings of other sensors are counted and go no
+    further (a filter in Spark SQL before it would lose them uncounted)."""
 
     def __init__(self, job: Job):
         items = sorted(job.sensors.items())
@@ -82,9 +81,12 @@ class Packer:
         known = pa.array(self.ids, pa.string())
         for batch in batches:
             bad = batch.column("reason").is_valid().to_numpy(zero_copy_only=False)
+            named = batch.column("sensor_id").is_valid().to_numpy(zero_copy_only=False)  # not a skipped line
             where = pc.index_in(batch.column("sensor_id"), value_set=known).to_numpy(zero_copy_only=False)
-            # index_in gives null (NaN here) for an id not in the set: only quarantined rows.
-            good = ~bad & ~np.isnan(where)
+            # index_in gives null (NaN here) for an id not in the set.
+            found = ~np.isnan(where)
+            good = ~bad & found
+            unread, skipped = int((~bad & named & ~found).sum()), int((~bad & ~named).sum())
             index = where[good].astype(np.int64)
             code, key = self.codes[index], self.keys[index]
             # Nulls (quarantined rows) filled first: numpy would make the column float64, which
@@ -99,9 +101,14 @@ class Packer:
             bounds = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True]) if len(key) else np.array([0])
             packets = [(int(key[lo]), code[lo:hi].tobytes(), ts[lo:hi].tobytes(), value[lo:hi].tobytes())
                        for lo, hi in zip(bounds[:-1], bounds[1:])]
+            if unread or skipped:  # an empty packet to partition 0 carries the counts
+                packets.append((self.quarantine_key, b"", b"", b""))
             rejected = np.flatnonzero(bad)
             raw = batch.column("raw").take(pa.array(rejected)).to_pylist() if len(rejected) else []
             reason = batch.column("reason").take(pa.array(rejected)).to_pylist() if len(rejected) else []
+            counts = np.zeros((2, len(packets) + len(raw)), np.int32)
+            if unread or skipped:
+                counts[:, len(packets) - 1] = unread, skipped
             yield pa.RecordBatch.from_pydict({
                 "pkey": pa.array([p[0] for p in packets] + [self.quarantine_key] * len(raw), pa.int32()),
                 "code": pa.array([p[1] for p in packets] + [None] * len(raw), pa.binary()),
@@ -109,5 +116,7 @@ class Packer:
                 "value": pa.array([p[3] for p in packets] + [None] * len(raw), pa.binary()),
                 "raw": pa.array([None] * len(packets) + raw, pa.string()),
                 "reason": pa.array([None] * len(packets) + reason, pa.string()),
+                "unread": pa.array(counts[0]),
+                "skipped": pa.array(counts[1]),
             })
 

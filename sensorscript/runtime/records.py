@@ -4,16 +4,20 @@ These rules are the contract between the reference evaluator (`parse_line`) and
 the Spark job, which applies the same rules with Spark SQL functions
 (sensorscript/runtime/source.py); the differential tests hold them to it.
 
+- lines and fields are stripped of spaces, tabs, carriage returns, line feeds (a JSON string
+  may hold one) and byte-order marks U+FEFF (a file written with a BOM, or files so written
+  and concatenated); only those: the same characters Spark strips;
 - blank lines and the CSV header `sensor_id,ts,value` are skipped, not quarantined;
-- a line starting with `{` is JSON: an object with sensor_id, ts and value;
+- a line starting with `{` is JSON: one object with sensor_id, ts and value (other keys are
+  ignored; a key given twice counts by its last value) and nothing after it;
 - otherwise CSV: exactly three comma-separated fields;
-- lines and fields are stripped of spaces, tabs and carriage returns (only those: the
-  same characters Spark strips);
 - sensor_id must be non-empty; ts an integer (epoch milliseconds, optional sign);
 - value a decimal number (`12`, `-0.5`, `1e-3`) or a boolean (`true` = 1.0, `false` = 0.0,
   any case); nan, inf and numbers too large for a double are not values.
 
-The first failing rule, in the order above, gives the quarantine reason.
+The first failing rule, in the order above, gives the quarantine reason. A line is text: bytes
+that are not UTF-8 read as U+FFFD, as Python's `bytes.decode("utf-8", "replace")` (in Spark,
+`make_valid_utf8`).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ TS_PATTERN = r"^[+-]?[0-9]{1,18}$"
 VALUE_PATTERN = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 BOOLEANS = {"true": 1.0, "false": 0.0}
 
-BLANKS = " \t\r"
+BLANKS = " \t\r\n\ufeff"
 
 _TS = re.compile(TS_PATTERN)
 _VALUE = re.compile(VALUE_PATTERN)
@@ -72,7 +76,7 @@ def parse_line(line: str) -> Reading | Rejected | None:
     sensor_id, ts, value = fields
     if not sensor_id:
         return Rejected(raw, REASON_SENSOR)
-    if not _TS.match(ts):
+    if not _TS.fullmatch(ts):
         return Rejected(raw, REASON_TS)
     number = _number(value)
     if number is None:
@@ -83,7 +87,7 @@ def parse_line(line: str) -> Reading | Rejected | None:
 def _number(text: str) -> float | None:
     if text.lower() in BOOLEANS:
         return BOOLEANS[text.lower()]
-    if not _VALUE.match(text):
+    if not _VALUE.fullmatch(text):
         return None
     number = float(text)
     return number if math.isfinite(number) else None
@@ -93,7 +97,7 @@ def _json_fields(text: str) -> list[str] | None:
     """[sensor_id, ts, value] as text (numbers as written), or None if not such an object."""
     try:
         obj = json.loads(text, parse_int=str, parse_float=str, parse_constant=_reject)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's parser goes
         return None
     if not isinstance(obj, dict) or not {"sensor_id", "ts", "value"} <= obj.keys():
         return None

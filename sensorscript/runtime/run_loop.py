@@ -38,6 +38,8 @@ class RunSummary:
     batches: int = 0
     readings: int = 0
     quarantined: int = 0
+    unread: int = 0  # readings of sensors no workflow reads (ignored, counted)
+    skipped: int = 0  # blank lines and CSV headers
     late: int = 0
     results: int = 0
     division_by_zero: int = 0
@@ -131,10 +133,13 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
             pending.add(batch_id, late_rows["sensor_id"].map(lambda s: job.sensors[s][0]).to_numpy(np.int64),
                         late_rows["ts"].to_numpy(np.int64), late_rows["value"].to_numpy(np.float64))
         readings, late = int(metrics.get("readings", 0)), int(metrics.get("late", 0))
+        unread = int(metrics.get("unread", 0))
         dbz = int(sum(v for k, v in metrics.items() if k.startswith("division_by_zero:")))
         summary.batches += 1
         summary.readings += readings
         summary.quarantined += len(quarantine)
+        summary.unread += unread
+        summary.skipped += int(metrics.get("skipped", 0))
         summary.late += late
         summary.results += len(results)
         summary.division_by_zero += dbz
@@ -156,7 +161,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
             ended.set()
         lag = measures[measures["name"] == "lag_ms"]["value"]
         state = measures[measures["name"] == "state_bytes"]["value"]
-        echo(f"batch {batch_id}: {readings:,} readings, {len(quarantine):,} quarantined, {late:,} late, "
+        echo(f"batch {batch_id}: {readings:,} readings, {len(quarantine):,} quarantined, "
+             + (f"{unread:,} readings of sensors no workflow reads ignored, " if unread else "") + f"{late:,} late, "
              f"{len(results):,} results" + (f" ({matches:,} pattern matches)" if matches else "")
              + (f", {dbz} divisions by zero skipped" if dbz else "")
              + (f", {cut:,} partial matches cut by the patterns' limit" if cut else "")

@@ -53,24 +53,24 @@ def _signed(column: Column, chars: str) -> tuple[Column, Column]:
 
 
 def parse(lines: DataFrame) -> DataFrame:
-    """Columns sensor_id, ts, value, reason, raw; `reason` is null for a good reading.
+    """Columns sensor_id, ts, value, reason, raw, one row per line: a reading has `reason` null; a
+    quarantined line its reason and `raw`, the line as text (valid UTF-8: other bytes read as
+    U+FFFD); a line the rules skip (blank, the CSV header) has every column null, so that the
+    job can count it.
 
-    Blank lines and the CSV header are dropped, as in records.parse_line. Most lines
-    are plain CSV numbers, checked here with string functions that work on Spark's
-    bytes; the regular expressions of records.py run only on what those leave in
-    doubt (exponents, booleans, garbage), so a clean input never pays for them.
+    Most lines are plain CSV numbers, checked here with string functions that work on Spark's
+    bytes; the regular expressions of records.py run only on what those leave in doubt
+    (exponents, booleans, garbage), so a clean input never pays for them.
     The steps are separate selects so each intermediate is computed once.
     """
     stripped = (lines
                 .select(F.rtrim("line", F.lit("\r")).alias("raw"))
                 .select("raw", _strip(F.col("raw")).alias("text"))
-                .where((F.col("text") != "") & (F.col("text") != records.HEADER)))
+                .select("raw", "text", ((F.col("text") == "") | (F.col("text") == records.HEADER)).alias("skip")))
+    is_json = F.col("text").startswith("{")
     split = stripped.select(
-        "raw",
-        F.col("text").startswith("{").alias("is_json"),
-        F.when(F.col("text").startswith("{"), F.from_json(
-            "text", "sensor_id STRING, ts STRING, value STRING",
-            {"mode": "PERMISSIVE", "allowNonNumericNumbers": "false"})).alias("json"),
+        "raw", "skip", is_json.alias("is_json"),
+        F.when(is_json, _json_object(F.col("text"))).alias("json"),
         F.split("text", ",", -1).alias("csv"))
     json_ok = F.coalesce(
         F.col("json").isNotNull()
@@ -79,7 +79,7 @@ def parse(lines: DataFrame) -> DataFrame:
         & ~F.col("json.sensor_id").rlike(r"^[\[{]") & ~F.col("json.ts").rlike(r"^[\[{]")
         & ~F.col("json.value").rlike(r"^[\[{]"), F.lit(False))
     fields = split.select(
-        "raw", "is_json",
+        "raw", "skip", "is_json",
         F.when(F.col("is_json"), ~json_ok).otherwise(F.size("csv") != 3).alias("malformed"),
         *[_strip(F.when(F.col("is_json"), F.col(f"json.{field}")).otherwise(F.get("csv", i))).alias(name)
           for i, (field, name) in enumerate((("sensor_id", "sensor_id"), ("ts", "ts_text"),
@@ -94,26 +94,42 @@ def parse(lines: DataFrame) -> DataFrame:
     plain = plain_only & (dots <= 1) & (plain_chars - dots >= 1)
     lowered = F.lower(value_text)
     typed = fields.select(
-        "raw", "is_json", "malformed", "sensor_id", "ts_text",
+        "raw", "skip", "is_json", "malformed", "sensor_id", "ts_text",
         F.when(ts_ok, ts_text.try_cast("long")).alias("ts"),
         F.when(plain, value_text.try_cast("double"))
         .when(lowered == "true", F.lit(1.0)).when(lowered == "false", F.lit(0.0))
         .when(value_text.rlike(records.VALUE_PATTERN), value_text.try_cast("double"))
         .alias("number"))
     finite = F.col("number").isNotNull() & (F.abs("number") < F.lit(float("inf")))
-    reason = (F.when(F.col("malformed") & F.col("is_json"), F.lit(records.REASON_JSON))
+    reason = (F.when(F.col("skip"), F.lit(None))
+              .when(F.col("malformed") & F.col("is_json"), F.lit(records.REASON_JSON))
               .when(F.col("malformed"), F.lit(records.REASON_FIELDS))
               .when(F.col("sensor_id") == "", F.lit(records.REASON_SENSOR))
               .when(F.col("ts").isNull(), F.lit(records.REASON_TS))
               .when(~finite, F.lit(records.REASON_VALUE)))
-    return typed.select("sensor_id", "ts", F.col("number").alias("value"), reason.alias("reason"), "raw")
+    # A skipped line's ts and value are null already (its fields are "", or the header's names).
+    return (typed.select(F.when(~F.col("skip"), F.col("sensor_id")).alias("sensor_id"), "ts",
+                         F.col("number").alias("value"), reason.alias("reason"), "raw")
+            # The raw line goes on only for a quarantined row; Python reads it, so it must be UTF-8.
+            .select("sensor_id", "ts", "value", "reason",
+                    F.when(F.col("reason").isNotNull(), F.make_valid_utf8("raw")).alias("raw")))
 
 
-def is_one_of(column: str, values) -> Column:
-    """`column IN ('a', 'b', ...)` as one SQL expression, which Spark answers with a hash set.
+# Strict JSON, as Python's json module reads it (Spark's default allows single quotes).
+_JSON_OPTIONS = {"mode": "PERMISSIVE", "allowNonNumericNumbers": "false", "allowSingleQuotes": "false"}
 
-    `Column.isin` would make each value a literal through its own call to the JVM: 0.9 s of
-    a query's start for 671 sensors. Values are quoted as Spark SQL string literals.
-    """
-    quoted = ", ".join("'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for v in sorted(values))
-    return F.expr(f"`{column}` IN ({quoted})") if quoted else F.lit(False)
+
+def _json_object(text: Column) -> Column:
+    """The fields of the one JSON object in `text`; null when more than blanks follows it.
+
+    Spark's JSON functions stop reading at the end of the first value. A text whose only `}` is its
+    last character ends with its object, and is read as it is (most lines). Any other is read as a
+    key's value (`{"r": TEXT}`), and only if it is an array's only element (`[TEXT]`): whatever
+    follows the object breaks one of the two (a `}`, or `, "key": 1`, would pass the first and
+    not the second; a `]` the second and not the first)."""
+    fields = "sensor_id: STRING, ts: STRING, value: STRING"
+    ends_at_its_only_brace = F.instr(text, "}") == F.length(text)
+    alone = F.json_array_length(F.concat(F.lit("["), text, F.lit("]"))) == 1
+    wrapped = F.from_json(F.concat(F.lit('{"r":'), text, F.lit("}")), f"r STRUCT<{fields}>", _JSON_OPTIONS)["r"]
+    return (F.when(ends_at_its_only_brace, F.from_json(text, f"STRUCT<{fields}>", _JSON_OPTIONS))
+            .when(alone, wrapped))

@@ -16,7 +16,7 @@ from pathlib import Path
 STATUS = "status.json"
 
 # Counters summed over the job's life (the rest of a batch's counters are in the metrics table).
-_TOTALS = ("readings", "late", "ahead", "quarantined", "results", "forwarded_remote")
+_TOTALS = ("readings", "late", "ahead", "quarantined", "unread", "skipped", "results", "forwarded_remote")
 
 
 @dataclass
@@ -123,7 +123,6 @@ GAUGES = {
     "alpha": ("alpha", "share"),
     "coverage": ("coverage", "share"),
     "latency_mean_ms": ("latency", "ms"),
-    "ahead": ("held ahead", "count"),
     "state_bytes": ("state", "bytes"),
 }
 
@@ -224,6 +223,8 @@ def describe(status: dict) -> str:
     lines.append(f"  readings {totals.get('readings', 0):,.0f}, results {totals.get('results', 0):,.0f}, "
                  f"late {totals.get('late', 0):,.0f}, quarantined {totals.get('quarantined', 0):,.0f}, "
                  f"held ahead of the watermark {totals.get('ahead', 0):,.0f}")
+    lines.append(f"  ignored, counted: {totals.get('unread', 0):,.0f} readings of sensors no workflow reads, "
+                 f"{totals.get('skipped', 0):,.0f} blank or header lines")
     late = sorted(status.get("late_by_stream", {}).items(), key=lambda item: (-item[1], item[0]))
     if late:
         lines.append("  late readings by the result stream they missed: "

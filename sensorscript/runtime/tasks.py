@@ -68,6 +68,7 @@ class Step:
     heartbeat: int  # the watermark this stage-1 task has now applied
     in_force: int = NEG_INF  # the watermark the batch's readings were judged by (late: below it)
     gauges: dict[str, float] = field(default_factory=dict)  # the partition after the batch (metrics)
+    ahead: int = 0  # readings the guard held out of the partition's event time (watermark.Frontier)
 
 
 class FirstStage:
@@ -95,7 +96,7 @@ class FirstStage:
         gauges = state.policy.metrics(in_force)
         if len(latency):
             gauges.update(latency_mean_ms=float(latency.mean()), latency_max_ms=float(latency.max()))
-        return Step(results, results[-1].mark, in_force, gauges)
+        return Step(results, results[-1].mark, in_force, gauges, state.policy.frontier.ahead)
 
 
 class LaterStage:

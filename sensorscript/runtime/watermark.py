@@ -102,8 +102,9 @@ class Policy:
 
     def metrics(self, in_force: int) -> dict[str, float]:
         """Gauges of the partition after a batch judged by watermark `in_force` (everything below it
-        is emitted): that watermark, N, its lag behind N, readings held out, coverage."""
-        out = {"ahead": float(self.frontier.ahead), "coverage": self.coverage}
+        is emitted): that watermark, N, its lag behind N, coverage. (The readings held out,
+        `frontier.ahead`, are a count: the job sums them with its counters.)"""
+        out = {"coverage": self.coverage}
         if self.frontier.largest is not None:
             out["max_ts"] = float(self.frontier.largest)
         if in_force != NONE_YET:

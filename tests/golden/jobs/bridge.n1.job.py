@@ -10,8 +10,6 @@ or on its own: python job.py --input DATA [--once]   (spark-submit job.py ... wo
 on 1 partition(s); most loaded / average load = 1.000.
 """
 
-from pyspark.sql import functions as F
-
 from sensorscript.runtime import program as p
 from sensorscript.runtime import source
 from sensorscript.runtime.job import Job, assign_partitions, control_rows, main, run_partitions
@@ -87,9 +85,9 @@ def build_query(spark, input_path, control_path, max_files_per_trigger=None, job
     lines = source.read_lines(spark, input_path, max_files_per_trigger)
     # 2. Parse and quarantine: a line that cannot be read keeps its reason and goes to quarantine.
     records = source.parse(lines)
-    # 3. Filter to the 4 sensors the workflows read (quarantined rows stay, to be written out).
-    records = records.where(F.col("reason").isNotNull() | source.is_one_of("sensor_id", job.sensors))
-    # 4. Partition key from the plan; the end-of-input control line (--once) reaches every partition.
+    # 3-4. The 4 sensors the workflows read: code and partition key from the plan (readings of
+    #      other sensors, and blank and header lines, are counted and go no further); the end-of-input
+    #      control line (--once) reaches every partition.
     keyed = assign_partitions(records, job)
     if control_path is not None:
         keyed = keyed.unionByName(control_rows(source.read_lines(spark, control_path), job))
