@@ -67,12 +67,12 @@ class Run:
     """`sscript run OUT --input DATA --max-files-per-trigger 1` in a child process of its own
     session (as a terminal runs it: Ctrl-C reaches `sscript` only), its output collected."""
 
-    def __init__(self, out: Path, data: Path):
+    def __init__(self, out: Path, data: Path | str, bounded: bool = True):
         self.out = out
         self.lines: list[str] = []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "sensorscript.cli", "run", str(out), "--input", str(data),
-             "--max-files-per-trigger", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+             *(["--max-files-per-trigger", "1"] if bounded else [])], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
         self.reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout), daemon=True)
         self.reader.start()
@@ -253,3 +253,45 @@ def test_a_checkpoint_of_another_plan_is_not_continued(tmp_path):
     (out / "checkpoint" / "plan").write_text("0" * 40 + "\n")
     with pytest.raises(ValueError, match="compiled again since its checkpoint was written.*--fresh"):
         run(load_job(out).JOB, None, str(tmp_path), out)
+
+
+def test_a_socket_feed_is_spooled_and_drained(replay, tmp_path):
+    """socket://: the job reads the feed through its spool (a file per quarter second, deleted once
+    committed), and `sscript stop --drain` ends it with the reference's results over every line."""
+    import socket as sockets
+
+    data, batches = replay
+    lines = sorted((line for batch in batches for line in batch), key=lambda line: int(line.split(",")[1]))
+    lines = lines[: len(lines) // 4]  # a minute of the fleet, in time order: nothing late
+    out = tmp_path / "out"
+    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2)
+    server = sockets.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        for start in range(0, len(lines), 2000):
+            connection.sendall(("\n".join(lines[start:start + 2000]) + "\n").encode())
+            time.sleep(0.1)
+        time.sleep(TIMEOUT)  # the feed stays open, as a live one does
+        connection.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    read = set(load_job(out).JOB.sensors)
+    wanted = sum(reading(line)[0] in read for line in lines)
+    run = Run(out, f"socket://127.0.0.1:{port}", bounded=False)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while (json.loads((out / "status.json").read_text()).get("totals", {}).get("readings", 0)
+               if (out / "status.json").exists() else 0) < wanted:
+            assert run.process.poll() is None and time.monotonic() < deadline, run.output()
+            time.sleep(0.5)
+        stopped = sscript("stop", str(out), "--drain")
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert run.finish() == 0, run.output()
+    finally:
+        run.cleanup()
+        server.close()
+    expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [lines], 0, compiled.plan)
+    same_rows(result_rows(out), expected)
+    assert not list((out / "checkpoint" / "spool").glob("*.csv"))  # every spooled file committed and deleted

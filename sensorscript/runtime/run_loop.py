@@ -23,6 +23,7 @@ from sensorscript.runtime.engine import POS_INF
 from sensorscript.runtime.packets import END_OF_INPUT
 from sensorscript.runtime.program import SELECTIVITY, Job
 from sensorscript.runtime.session import spark_session
+from sensorscript.runtime.spool import SocketSpool
 from sensorscript.runtime.status import Status
 from sensorscript.runtime.stopping import StopOnSignals, clear_request, read_request
 from sensorscript.runtime.watermark import check_late_policy, parse_late_policy, parse_policy
@@ -172,8 +173,12 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         if correcting and pending.span_ms() > gamma_ms:
             run_correction(status.emitted_until(job))
 
+    # A socket is read by the driver into a spool of small files that Spark's file source reads
+    # (runtime/spool.py: Spark's socket source keeps its backlog in the driver's heap).
+    feed = SocketSpool(source, checkpoint / "spool", echo=echo) if source.startswith("socket://") else None
+
     def start():
-        query = build_query(spark, source, str(control), max_files_per_trigger, job=job)
+        query = build_query(spark, feed.input if feed else source, str(control), max_files_per_trigger, job=job)
         writer = query.writeStream.foreachBatch(write_batch).option("checkpointLocation", str(checkpoint / "state"))
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=f"{trigger_seconds} seconds")
         return writer.queryName(f"sensorscript_{job.name}_{int(time.time() * 1000)}").start()
@@ -192,6 +197,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     outcome = "failed"
     try:
         with StopOnSignals(out, echo):
+            if feed is not None:
+                feed.start()
             query = start()
             outcome = _supervise(query, out, ended, end_input, lambda: summary.last_batch)
             if once and outcome == "finished" and not single_batch:
@@ -205,6 +212,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
             if correcting:  # the input has ended: every late reading can be settled
                 run_correction(POS_INF)
     finally:
+        if feed is not None:
+            feed.stop()
         clear_request(out)
         status.finish(outcome)
     summary.outcome = outcome

@@ -10,20 +10,22 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sensorscript.runtime import records
+from sensorscript.runtime import records, spool
 
 
 def read_lines(spark: SparkSession, source: str, max_files_per_trigger: int | None = None) -> DataFrame:
     """A streaming DataFrame with one column `line` from a folder, a socket or Kafka.
 
-    socket://HOST:PORT reads CSV lines from a TCP socket; kafka://BROKERS/TOPIC reads
+    spool:FOLDER is a socket://HOST:PORT the run loop spools into FOLDER (runtime/spool.py),
+    each file deleted once a batch has committed it; kafka://BROKERS/TOPIC reads
     message values (needs the spark-sql-kafka package on the cluster); anything else is
     a folder of CSV or JSON-lines files (new files are picked up as they appear).
     """
-    if source.startswith("socket://"):
-        host, port = source[len("socket://"):].rsplit(":", 1)
-        frame = spark.readStream.format("socket").option("host", host).option("port", int(port)).load()
+    if source.startswith(spool.PREFIX):  # socket://: the run loop spools it (runtime/spool.py)
+        frame = spark.readStream.option("cleanSource", "delete").text(source[len(spool.PREFIX):])
         return frame.select(F.col("value").alias("line"))
+    if source.startswith("socket://"):
+        raise ValueError(f"{source}: a socket is read through the run loop's spool (runtime/spool.py)")
     if source.startswith("kafka://"):
         servers, topic = source[len("kafka://"):].split("/", 1)
         frame = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers)
