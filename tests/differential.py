@@ -48,3 +48,33 @@ def assert_parsed_as_records(spark, lines: list[str]) -> None:
         else:
             assert row.reason is None and row.raw is None, (line, row)
             assert (row.sensor_id, row.ts, row.value) == (want.sensor_id, want.ts, want.value), (line, row)
+
+
+def disordered_replay(folder: Path, seed: int, files: int = 8) -> list[list[str]]:
+    """240 s of the example fleet (workflows/sensors.csv), 20 % of the readings delayed (exponential,
+    mean 400 ms), cut into `files` files FOLDER/data/part-NNN.csv in arrival order, whose modification
+    times give the replay its order (Spark's file source reads by modification time); returns each
+    file's lines."""
+    import os
+
+    import numpy as np
+
+    from sensorscript.registry import read_csv
+    from sensorscript.workload import write_readings
+
+    root = Path(__file__).resolve().parent.parent
+    write_readings(read_csv(root / "workflows" / "sensors.csv"), folder / "gen", seconds=240, files=1)
+    lines = (folder / "gen" / "readings-000.csv").read_text().splitlines()[1:]  # less the header
+    rng = np.random.default_rng(seed)
+    ts = np.array([int(line.split(",")[1]) for line in lines])
+    arrival = ts + rng.exponential(400, len(ts)) * (rng.random(len(ts)) < 0.2)
+    order = np.argsort(arrival, kind="stable")
+    data = folder / "data"
+    data.mkdir()
+    batches = []
+    for index, part in enumerate(np.array_split(order, files)):
+        batches.append([lines[i] for i in part])
+        path = data / f"part-{index:03d}.csv"
+        path.write_text("\n".join(batches[-1]) + "\n")
+        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
+    return batches

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sensorscript.cli import main
 from tests.conftest import ROOT
+from tests.differential import write_scripts
 from tests.pattern_strategies import pattern_only_workflow, pattern_scripts
 from tests.strategies import scripts
 from tests.test_antlr_runtime import FRAGMENTS
@@ -75,15 +76,6 @@ def command(draw, files: list[str], out: str) -> list[str]:
     return ["graph", *files, "-o", f"{out}/dag.{draw(st.sampled_from(('dot', 'dot', 'dot', 'svg')))}"]
 
 
-def write(folder, texts: dict[str, str]) -> list[str]:
-    paths = []
-    for stem, text in texts.items():
-        path = folder / f"{stem}.ss"
-        path.write_text(text)
-        paths.append(str(path))
-    return paths
-
-
 def assert_ends_cleanly(args: list[str]) -> None:
     result = CliRunner().invoke(main, args)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
@@ -97,14 +89,14 @@ def assert_ends_cleanly(args: list[str]) -> None:
 @settings(max_examples=150, **FUZZ)
 @given(workflows(), st.data())
 def test_random_workflows_through_every_command(folder, texts, data):
-    files = write(folder, texts)
+    files = write_scripts(folder, texts)
     assert_ends_cleanly(data.draw(command(files, str(folder))))
 
 
 @settings(max_examples=150, **FUZZ)
 @given(mutated(), st.data())
 def test_mutated_scripts_through_every_command(folder, texts, data):
-    files = write(folder, texts)
+    files = write_scripts(folder, texts)
     assert_ends_cleanly(data.draw(command(files, str(folder))))
 
 
@@ -112,7 +104,7 @@ def test_mutated_scripts_through_every_command(folder, texts, data):
 @given(st.one_of(workflows(), mutated()), st.integers(1, 4))
 def test_report_of_random_and_mutated_scripts(folder, texts, partitions):
     """Two examples: every report also models the paper's two sweeps and draws its plots (4 s of CPU)."""
-    files = write(folder, texts)
+    files = write_scripts(folder, texts)
     assert_ends_cleanly(["report", *files, "-n", str(partitions), "-o", str(folder / "report"),
                          "--generated", "1,2"])
 

@@ -20,17 +20,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from sensorscript.compiler import compile_workflows
-from sensorscript.registry import read_csv
 from sensorscript.running import load_job
 from sensorscript.runtime.status import _alive
-from sensorscript.workload import write_readings
 from tests.cep_harness import reference_rows, same_rows
 from tests.conftest import EXAMPLES, ROOT
+from tests.differential import disordered_replay
 
 pytestmark = pytest.mark.spark
 
@@ -42,24 +40,10 @@ TIMEOUT = 300  # seconds a run may take to reach a point the test waits for
 
 @pytest.fixture(scope="module")
 def replay(tmp_path_factory) -> tuple[Path, list[list[str]]]:
-    """240 s of the example fleet, 20 % of the readings delayed (exponential, mean 400 ms), cut
-    into eight files in arrival order whose modification times give the replay its order."""
+    """The example fleet's disordered replay, eight files (tests/differential.py)."""
     folder = tmp_path_factory.mktemp("replay")
-    write_readings(read_csv(SENSORS), folder / "gen", seconds=240, files=1)
-    lines = (folder / "gen" / "readings-000.csv").read_text().splitlines()[1:]  # less the header
-    rng = np.random.default_rng(11)
-    ts = np.array([int(line.split(",")[1]) for line in lines])
-    arrival = ts + rng.exponential(400, len(ts)) * (rng.random(len(ts)) < 0.2)
-    order = np.argsort(arrival, kind="stable")
+    batches = disordered_replay(folder, seed=11, files=FILES)
     data = folder / "data"
-    data.mkdir()
-    batches = []
-    for index, part in enumerate(np.array_split(order, FILES)):
-        batch = [lines[i] for i in part]
-        path = data / f"part-{index:03d}.csv"
-        path.write_text("\n".join(batch) + "\n")
-        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
-        batches.append(batch)
     return data, batches
 
 
@@ -140,6 +124,11 @@ def result_rows(out: Path, table: str = "results") -> list[tuple]:
                                          f"events FROM {table}")]
 
 
+def compile_examples(out: Path, late: str):
+    return compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark=f"fixed:{DELAY_MS}",
+                             late=late)
+
+
 def reading(line: str) -> tuple[str, int, float]:
     sensor, ts, value = line.split(",")
     return sensor, int(ts), float(value)
@@ -151,8 +140,7 @@ def test_killed_interrupted_and_drained_with_the_late_store(replay, tmp_path):
     left out), and the late store holds each late reading once."""
     data, batches = replay
     out = tmp_path / "out"
-    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark=f"fixed:{DELAY_MS}",
-                                 late="log")
+    compiled = compile_examples(out, late="log")
     runs = []
     try:
         first = Run(out, data)
@@ -202,8 +190,7 @@ def test_killed_then_drained_with_corrections(replay, tmp_path):
     archive holds every reading once."""
     data, batches = replay
     out = tmp_path / "out"
-    compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark=f"fixed:{DELAY_MS}",
-                      late="correct:2s")
+    compile_examples(out, late="correct:2s")
     runs = []
     try:
         first = Run(out, data)

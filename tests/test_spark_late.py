@@ -15,7 +15,7 @@ from sensorscript.reference import evaluate
 from sensorscript.runtime.status import describe, read_status
 from sensorscript.running import run_local
 from sensorscript.runtime.sinks import sqlite_results
-from tests.differential import assert_same, expected_rows, result_rows
+from tests.differential import assert_same, disordered_replay, expected_rows, result_rows
 from tests.test_watermark import without
 
 pytestmark = pytest.mark.spark
@@ -151,24 +151,12 @@ def test_corrections_of_the_examples_are_exact(spark, tmp_path):
     """Every bundled workflow (shared windows, a cut edge and so a second stage, arithmetic, patterns
     with negation, Kleene closures and partition by sensor) over a disordered replay: with
     `correct`, the newest rows equal the reference over all the data, match columns included."""
-    from sensorscript.registry import read_csv
-    from sensorscript.workload import write_readings
     from tests.cep_harness import reference_rows, same_rows
     from tests.conftest import EXAMPLES, ROOT
 
     sensors = ROOT / "workflows" / "sensors.csv"
-    write_readings(read_csv(sensors), tmp_path / "gen", seconds=240, files=1)
-    lines = (tmp_path / "gen" / "readings-000.csv").read_text().splitlines()[1:]  # less the header
-    rng = np.random.default_rng(7)
-    ts = np.array([int(line.split(",")[1]) for line in lines])
-    arrival = ts + rng.exponential(400, len(ts)) * (rng.random(len(ts)) < 0.2)
-    order = np.argsort(arrival, kind="stable")
+    lines = [line for batch in disordered_replay(tmp_path, seed=7) for line in batch]
     data = tmp_path / "data"
-    data.mkdir()
-    for index, part in enumerate(np.array_split(order, 8)):
-        path = data / f"part-{index:03d}.csv"
-        path.write_text("\n".join(lines[i] for i in part) + "\n")
-        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
     out = tmp_path / "out"
     compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(sensors), 2, watermark="fixed:100",
                                  late="correct:2s")
