@@ -77,6 +77,15 @@ class Run:
             assert time.monotonic() < deadline, f"no batch {batch_id} within {TIMEOUT} s:\n{self.output()}"
             time.sleep(0.2)
 
+    def drain(self) -> str:
+        """`sscript stop OUT --drain` once the job has written the last file's batch; the run's output."""
+        self.wait_for_batch(FILES - 1)
+        stopped = sscript("stop", str(self.out), "--drain")
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert "its input ended after batch" in stopped.stdout
+        assert self.finish() == 0, self.output()
+        return self.output()
+
     def job_pid(self) -> int:
         return json.loads((self.out / "status.json").read_text())["pid"]
 
@@ -161,12 +170,7 @@ def test_killed_interrupted_and_drained_with_the_late_store(replay, tmp_path):
 
         third = Run(out, data)
         runs.append(third)
-        third.wait_for_batch(FILES - 1)
-        stopped = sscript("stop", str(out), "--drain")
-        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        assert "its input ended after batch" in stopped.stdout
-        assert third.finish() == 0, third.output()
-        assert "every window and pending match was emitted" in third.output()
+        assert "every window and pending match was emitted" in third.drain()
     finally:
         for run in runs:
             run.cleanup()
@@ -199,11 +203,7 @@ def test_killed_then_drained_with_corrections(replay, tmp_path):
         first.kill()
         second = Run(out, data)
         runs.append(second)
-        second.wait_for_batch(FILES - 1)
-        stopped = sscript("stop", str(out), "--drain")
-        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        assert second.finish() == 0, second.output()
-        assert "correction:" in second.output()
+        assert "correction:" in second.drain()
     finally:
         for run in runs:
             run.cleanup()
