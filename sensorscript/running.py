@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import zipfile
 from pathlib import Path
 
@@ -92,13 +91,21 @@ def run_quietly(command: list[str], echo, environment: dict[str, str] | None = N
     that Ctrl-C in a terminal reaches only this process, which turns Ctrl-C and SIGTERM into stop
     requests the job reads between batches (runtime/stopping.py), locally or on a cluster; a third
     one terminates it. If this process dies, the job is sent SIGTERM: it stops between batches."""
+    from sensorscript.runtime.stopping import StopOnSignals
+
     if environment is None:  # local Spark binds to the loopback address (and says nothing about the host name)
         environment = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     environment = {**environment, "PYTHONUNBUFFERED": "1"}  # progress lines as they come, not when a pipe's buffer fills
     process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, bufsize=1, start_new_session=job_out is not None,
                                preexec_fn=_stop_with_parent if job_out is not None else None)
-    with _passing_stops_on(process, job_out, echo):
+
+    def terminate() -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+
+    stops = StopOnSignals(job_out, echo, last_resort=terminate) if job_out is not None else contextlib.nullcontext()
+    with stops:
         try:
             for line in process.stdout:
                 line = line.rstrip("\n")
@@ -107,38 +114,6 @@ def run_quietly(command: list[str], echo, environment: dict[str, str] | None = N
         except KeyboardInterrupt:
             process.terminate()
         return process.wait()
-
-
-@contextlib.contextmanager
-def _passing_stops_on(process: subprocess.Popen, job_out: Path | None, echo):
-    """While the job runs: Ctrl-C or SIGTERM here asks it to stop between batches, a second time at
-    once, a third time terminates its process group."""
-    if job_out is None or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    from sensorscript.runtime.stopping import request_stop
-
-    count = 0
-
-    def handle(number, frame) -> None:
-        nonlocal count
-        count += 1
-        if count == 1:
-            request_stop(job_out, "boundary")
-            echo("stopping after the batch being written (Ctrl-C again to stop at once) ...")
-        elif count == 2:
-            request_stop(job_out, "now")
-            echo("stopping at once; the batch cut short is done again by the next run ...")
-        else:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-
-    saved = {number: signal.signal(number, handle) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for number, handler in saved.items():
-            signal.signal(number, handler)
 
 
 def _stop_with_parent() -> None:

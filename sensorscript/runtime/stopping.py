@@ -60,9 +60,10 @@ class StopOnSignals:
     second one for a stop at once, instead of raising KeyboardInterrupt in the middle of a call to
     Spark. Only the main thread can set signal handlers; elsewhere this does nothing."""
 
-    def __init__(self, out: Path, echo=print):
+    def __init__(self, out: Path, echo=print, last_resort=None):
         self.out = Path(out)
         self.echo = echo
+        self.last_resort = last_resort  # called at the third signal (`sscript run`: terminate the job)
         self.count = 0
         self._saved: dict[int, object] = {}
 
@@ -81,6 +82,8 @@ class StopOnSignals:
         if self.count == 1:
             request_stop(self.out, "boundary")
             self.echo("stopping after the batch being written (Ctrl-C again to stop at once) ...")
-        else:
+        elif self.count == 2 or self.last_resort is None:
             request_stop(self.out, "now")
             self.echo("stopping at once; the batch cut short is done again by the next run ...")
+        else:
+            self.last_resort()
