@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from sensorscript.codegen.program import programs, sensor_codes
+from sensorscript.codegen.program import programs
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
 from sensorscript.reference import evaluate
@@ -25,7 +25,7 @@ def run_local(scripts: dict[str, str], batches: list[list[str]], delay_ms: int =
     """The compiled job's stages without Spark: (rows as tuples, late count, plan, pattern counters)."""
     workflows = loaded(scripts).workflows
     plan = make_plan(workflows, None, partitions, **({"limit": limit} if limit else {}))
-    codes = sensor_codes(plan)
+    codes = plan.codes
     names = {code: sensor_id for sensor_id, code in codes.items()}
     run = LocalRun(*programs(plan), watermark=f"fixed:{delay_ms}")
     rows, late, counters = [], 0, {}

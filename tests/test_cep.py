@@ -163,10 +163,9 @@ def test_every_shape_gives_the_same_matches():
 def _local_rows(plan, batches):
     from sensorscript.runtime.tasks import LocalRun
     import numpy as np
-    from sensorscript.codegen.program import sensor_codes
     from sensorscript.runtime.records import parse_line, Reading
 
-    codes = sensor_codes(plan)
+    codes = plan.codes
     run = LocalRun(*programs(plan), watermark="fixed:0")
     out = []
     names = {c: s for s, c in codes.items()}

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sensorscript.codegen.placements import by_sensor_stages
-from sensorscript.codegen.program import programs, sensor_codes
+from sensorscript.codegen.program import programs
 from sensorscript.partition.cost import hash_partition
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
@@ -25,7 +25,7 @@ def run_local(scripts: dict[str, str], batches: list[list[str]], delay_ms: int =
     naive placement hash by sensor id); returns (rows, late, plan)."""
     loaded = load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()})
     plan = make_plan(loaded.workflows, None, partitions)
-    codes = sensor_codes(plan)
+    codes = plan.codes
     if by_sensor:
         first, *later = by_sensor_stages(plan)
         run = LocalRun(first, later[0] if later else (None,) * partitions, f"fixed:{delay_ms}", tuple(later[1:]))

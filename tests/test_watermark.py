@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from sensorscript.codegen.program import programs, sensor_codes
+from sensorscript.codegen.program import programs
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
 from sensorscript.reference import evaluate
@@ -131,7 +131,7 @@ def run_with_policy(scripts: dict[str, str], batches: list[list[str]], watermark
     """The job's stages (LocalRun) under a watermark policy: (rows, late readings, sensor codes)."""
     loaded = load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()})
     plan = make_plan(loaded.workflows, None, partitions)
-    codes = sensor_codes(plan)
+    codes = plan.codes
     ids = {code: sensor_id for sensor_id, code in codes.items()}
     run = LocalRun(*programs(plan), watermark=watermark)
     rows, late = [], []

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from sensorscript.codegen.program import programs, runtime_node, sensor_codes
+from sensorscript.codegen.program import programs, runtime_node
 from sensorscript.graph.nodes import SENSOR, WINDOW
 from sensorscript.parser import ast
 from sensorscript.partition.cost import hash_partition, workflow_partition
@@ -59,7 +59,7 @@ def by_sensor(job: Job, plan: Plan) -> Job:
     """`job` (compiled from `plan`) with the computations placed by hash (`by_sensor_stages`)."""
     stages = by_sensor_stages(plan)
     count = job.partitions
-    codes = sensor_codes(plan)
+    codes = plan.codes
     return dataclasses.replace(
         job, name=f"{job.name}:by-sensor", first_stage=stages[0],
         second_stage=stages[1] if len(stages) > 1 else (None,) * count, later_stages=tuple(stages[2:]),
@@ -72,7 +72,7 @@ def by_sensor_stages(plan: Plan) -> list[tuple[rt.Program | None, ...]]:
     other computation on the partition of its own id's hash, one stage after the latest of
     its inputs."""
     graph, count = plan.graph, plan.partitions.count
-    codes = sensor_codes(plan)
+    codes = plan.codes
     home: dict[str, int] = {}
     stage: dict[str, int] = {}
     for node in graph.nodes():

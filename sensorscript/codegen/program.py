@@ -17,11 +17,6 @@ from sensorscript.partition.plan import Plan
 from sensorscript.runtime import program as rt
 
 
-def sensor_codes(plan: Plan) -> dict[str, int]:
-    """Sensor id -> the small integer the job carries instead of the id (sorted, so stable)."""
-    return {sensor_id: code for code, sensor_id in enumerate(plan.graph.sensors())}
-
-
 def second_stage(plan: Plan) -> set[str]:
     """Nodes (of the placed graph) that read a tuple forwarded from another partition, directly or
     through others. The pieces of one pattern on one partition go to one stage together."""
@@ -49,7 +44,7 @@ def second_stage(plan: Plan) -> set[str]:
 def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | None, ...]]:
     """(stage-1 programs, stage-2 programs or None), one of each per partition."""
     graph, placed, placement = plan.graph, plan.placed or plan.graph, plan.partitions.node_partition
-    codes = sensor_codes(plan)
+    codes = plan.codes
     stage2 = second_stage(plan)
     runtime_id = {piece: pattern_id for pattern_id, pieces in plan.pieces.items() for piece in pieces.values()}
     source_of = {piece: source for pieces in plan.pieces.values() for source, piece in pieces.items()}

@@ -19,6 +19,7 @@ period g with the single offset 0), so the runtime needs one code path.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -34,7 +35,7 @@ MAX_EDGE_CUTS = 100_000
 @dataclass(frozen=True)
 class SlicePlan:
     stream: str  # node id of the sliced stream
-    mode: str  # "gcd" or "edges"
+    mode: str  # "gcd", "edges", or "kept" (an update: the running job's cuts, which every window fits)
     period_ms: int
     offsets_ms: tuple[int, ...]  # cut points within one period, sorted, starting at 0
     windows: tuple[str, ...]  # node ids of the windows composed from these slices
@@ -47,13 +48,35 @@ class SlicePlan:
         return len(self.offsets_ms) * 60_000 / self.period_ms
 
 
-def plan_slices(graph: Graph) -> dict[str, SlicePlan]:
-    """A slice plan for every stream that feeds at least one window, by stream node id."""
+def plan_slices(graph: Graph, previous: dict[str, tuple[int, tuple[int, ...]]] | None = None) -> dict[str, SlicePlan]:
+    """A slice plan for every stream that feeds at least one window, by stream node id.
+
+    `previous` (an update): how the running job slices its streams (period, offsets). A stream it
+    slices keeps its cuts when every window now over it starts and ends on them (mode `kept`): its
+    slices, and the windows composed from them, then carry over into the new plan."""
     windows: dict[str, list[tuple[str, str, int, int]]] = {}
     for node in graph.nodes():
         if node.kind == WINDOW:
             windows.setdefault(node.inputs[0], []).append((node.id, node.func, node.length, node.slide))
-    return {stream: slice_stream(stream, over) for stream, over in sorted(windows.items())}
+    plans = {}
+    for stream, over in sorted(windows.items()):
+        plans[stream] = slice_stream(stream, over)
+        if previous and stream in previous and (plans[stream].period_ms, plans[stream].offsets_ms) != previous[stream]:
+            period, offsets = previous[stream]
+            if all(on_cuts(length, slide, period, offsets) for _, _, length, slide in over):
+                plans[stream] = dataclasses.replace(plans[stream], mode="kept", period_ms=period, offsets_ms=offsets)
+    return plans
+
+
+def on_cuts(length: int, slide: int, period: int, offsets: tuple[int, ...], limit: int = 1_000_000) -> bool:
+    """Whether every window of this length and slide starts and ends on a cut point (cuts at `offsets`
+    within every `period`). The windows' edges repeat with period lcm(slide, period); when that holds
+    more than `limit` of them, the answer is no."""
+    cycle = math.lcm(slide, period)
+    if cycle // slide > limit:
+        return False
+    cuts = set(offsets)
+    return all(start % period in cuts and (start + length) % period in cuts for start in range(0, cycle, slide))
 
 
 def slice_stream(stream: str, windows: list[tuple[str, str, int, int]]) -> SlicePlan:

@@ -50,7 +50,7 @@ def explain(plan: Plan) -> str:
         lines.append("  none")
     lines += ["", "Window slices (each tuple is added to one slice; windows are composed from slices):"]
     for stream, slices in list(plan.slices.items())[:50]:
-        cuts = (f"every {format_ms(slices.period_ms)}" if slices.mode == "gcd"
+        cuts = (f"every {format_ms(slices.period_ms)}" if slices.offsets_ms == (0,)
                 else f"at {', '.join(format_ms(o) for o in slices.offsets_ms)} of every {format_ms(slices.period_ms)}")
         lines.append(f"  {graph.node(stream).label:<14} {len(slices.windows)} window(s), slices {cuts} "
                      f"({slices.mode}; {slices.slices_per_minute:g}/min), partials {', '.join(slices.partials)}")

@@ -21,6 +21,7 @@ tuples across: the plan lists them as crossings, with their rates.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from sensorscript.graph.graph import Graph
@@ -55,6 +56,10 @@ class PartitionPlan:
     loads: tuple[float, ...]  # summed sensor frequency (Hz) per partition
     crossings: tuple[Crossing, ...]
     split_subgraphs: int  # how many connected subgraphs had to be split
+    # An update: nodes of the running plan that this one places on another partition (their state
+    # starts anew there), and why (empty: every node of the running plan stays where it was).
+    moved: tuple[str, ...] = ()
+    moved_because: str = ""
 
     @property
     def sensor_partition(self) -> dict[str, int]:
@@ -107,9 +112,21 @@ def stages(graph: Graph) -> dict[str, int]:
     return stage
 
 
-def partition(graph: Graph, frequencies: dict[str, float], count: int, epsilon: float = 0.1) -> PartitionPlan:
+def partition(graph: Graph, frequencies: dict[str, float], count: int, epsilon: float = 0.1,
+              pinned: dict[str, int] | None = None, rebalance: bool = False, cuts: bool = True) -> PartitionPlan:
+    """`pinned` (an update): the running plan's placement (placed node id -> partition). Its nodes
+    stay where they are and the new ones are placed around them (`_around`; without `cuts`, no
+    computation's tuples may be forwarded to another partition); where that cannot be done, or with
+    `rebalance`, everything is placed anew and the nodes that move are listed."""
     if count < 1:
         raise ValueError("the number of partitions must be at least 1")
+    if pinned:
+        around, why = (None, "rebalanced (--rebalance)") if rebalance else _around(graph, frequencies, count, epsilon, pinned, cuts)
+        if around is not None:
+            return around
+        fresh = partition(graph, frequencies, count, epsilon)
+        moved = tuple(sorted(n for n, p in fresh.node_partition.items() if n in pinned and pinned[n] != p))
+        return dataclasses.replace(fresh, moved=moved, moved_because=why)
     rates = node_rates(graph, frequencies)
     stage = stages(graph)
     weight = {n.id: frequencies[n.sensor_id] if n.kind == SENSOR else 0.0 for n in graph.nodes()}
@@ -145,6 +162,66 @@ def partition(graph: Graph, frequencies: dict[str, float], count: int, epsilon: 
         Crossing(u, v, placement[u], placement[v], rates[u], RAW if graph.node(u).kind == SENSOR else DERIVED)
         for u, v in graph.edges() if placement[u] != placement[v])
     return PartitionPlan(count, epsilon, dict(sorted(placement.items())), tuple(loads), crossings, split)
+
+
+def _around(graph: Graph, frequencies: dict[str, float], count: int, epsilon: float,
+            pinned: dict[str, int], cuts: bool = True) -> tuple[PartitionPlan | None, str]:
+    """Place the nodes that are not pinned around those that are, without moving any.
+
+    The new nodes form pieces (connected through new nodes only), heaviest first. A piece goes where
+    it must (an edge from a pinned node that the job cannot carry across: into a stage-1
+    computation, not from a sensor), else where the pinned nodes it reads send it the most tuples,
+    else to the least-loaded partition. Returns None and the reason when a piece must go to two
+    partitions at once, or a cut would need a second hop."""
+    rates = node_rates(graph, frequencies)
+    stage = stages(graph)
+    weight = {n.id: frequencies[n.sensor_id] if n.kind == SENSOR else 0.0 for n in graph.nodes()}
+    placement = {n.id: pinned[n.id] for n in graph.nodes() if n.id in pinned and pinned[n.id] < count}
+    loads = [0.0] * count
+    for node_id, where in placement.items():
+        loads[where] += weight[node_id]
+    new = [n.id for n in graph.nodes() if n.id not in placement]
+    parent = {n: n for n in new}
+
+    def find(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for u, v in graph.edges():
+        if u in parent and v in parent:
+            parent[find(v)] = find(u)
+    pieces: dict[str, list[str]] = {}
+    for n in new:
+        pieces.setdefault(find(n), []).append(n)
+    for piece in sorted(pieces.values(), key=lambda p: (-sum(weight[n] for n in p), min(p))):
+        members = set(piece)
+        required, votes = set(), [0.0] * count
+        for u, v in graph.edges():
+            if v in members and u in placement:
+                votes[placement[u]] += rates[u]
+                if graph.node(u).kind != SENSOR and (stage[v] != 2 or not cuts):
+                    required.add(placement[u])
+        if len(required) > 1:
+            label = graph.node(min(piece)).label
+            return None, (f"'{label}' reads computations that run on partitions "
+                          f"{', '.join(str(p) for p in sorted(required))}, which only one partition can hold")
+        if required:
+            target = required.pop()
+        elif any(votes):
+            target = max(range(count), key=lambda p: (votes[p], -loads[p], -p))
+        else:
+            target = min(range(count), key=lambda p: (loads[p], p))
+        for n in piece:
+            placement[n] = target
+            loads[target] += weight[n]
+    if _two_hop_edges(graph, placement):
+        return None, "placing the new computations beside the running ones would forward some tuples twice"
+    crossings = tuple(
+        Crossing(u, v, placement[u], placement[v], rates[u], RAW if graph.node(u).kind == SENSOR else DERIVED)
+        for u, v in graph.edges() if placement[u] != placement[v])
+    return PartitionPlan(count, epsilon, dict(sorted(placement.items())), tuple(loads), crossings, 0), ""
 
 
 def _two_hop_edges(graph: Graph, placement: dict[str, int]) -> set[tuple[str, str]]:

@@ -44,6 +44,8 @@ class Plan:
     # Per workflow: the names of the derived streams patterns read (their code -> name), for the
     # events of matches.
     stream_names: dict[str, dict[int, str]] = field(default_factory=dict)
+    # Sensor id -> the small integer the job carries instead of the id.
+    codes: dict[str, int] = field(default_factory=dict)
 
     def partitions_of(self, node_id: str) -> tuple[int, ...]:
         """Where a node runs: one partition, or each partition holding a piece of it."""
@@ -53,18 +55,55 @@ class Plan:
         return (placement[node_id],) if node_id in placement else ()
 
 
+@dataclass(frozen=True)
+class Previous:
+    """What an update (`sscript update`) keeps of the plan a job runs: the codes of its sensors,
+    where each computation runs (placed node id -> partition) and how each stream is sliced
+    (stream node id -> period and cut offsets, ms). Read back from that plan's plan.json."""
+
+    codes: dict[str, int]
+    placement: dict[str, int]
+    slices: dict[str, tuple[int, tuple[int, ...]]]
+
+    @staticmethod
+    def of(plan_json: dict) -> "Previous":
+        return Previous(dict(plan_json["sensor_codes"]), dict(plan_json["partitions"]["placement"]),
+                        {stream: (s["period_ms"], tuple(s["offsets_ms"])) for stream, s in plan_json["slices"].items()})
+
+
 def make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None = None,
               partitions: int = 2, epsilon: float = 0.1, selectivity: dict | None = None,
-              options: Options = Options(), limit: int = DEFAULT_LIMIT) -> Plan:
+              options: Options = Options(), limit: int = DEFAULT_LIMIT, previous: Previous | None = None,
+              rebalance: bool = False, cuts: bool = True) -> Plan:
     """`selectivity`: pass counts of pattern conditions measured by an earlier run (OUT/selectivity.json);
-    `options` and `limit`: the patterns' planning switches and default cap of partial matches."""
+    `options` and `limit`: the patterns' planning switches and default cap of partial matches;
+    `previous`: the plan of the running job this one replaces (an update): its sensors keep their
+    codes, its computations their partitions (unless `rebalance`) and its streams their slices where
+    they can; `cuts`: whether the job may forward computations' tuples to other partitions (an update
+    of a job without a second stage may not)."""
     # The whole plan is long-lived and acyclic: no cyclic-GC passes while it is built.
     with paused_gc():
-        return _make_plan(workflows, registry, partitions, epsilon, selectivity or {}, options, limit)
+        return _make_plan(workflows, registry, partitions, epsilon, selectivity or {}, options, limit, previous,
+                          rebalance, cuts)
+
+
+def sensor_codes(sensors: list[str], previous: Previous | None = None) -> dict[str, int]:
+    """Sensor id -> code: numbered in sorted order; in an update, the sensors the running job reads
+    keep their codes (the state holds them) and new ones are numbered after the highest."""
+    if previous is None:
+        return {sensor_id: code for code, sensor_id in enumerate(sensors)}
+    codes = {s: previous.codes[s] for s in sensors if s in previous.codes}
+    following = max(previous.codes.values(), default=-1) + 1
+    for sensor_id in sensors:
+        if sensor_id not in codes:
+            codes[sensor_id] = following
+            following += 1
+    return dict(sorted(codes.items()))
 
 
 def _make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None, partitions: int,
-               epsilon: float, selectivity: dict, options: Options, limit: int) -> Plan:
+               epsilon: float, selectivity: dict, options: Options, limit: int,
+               previous: Previous | None = None, rebalance: bool = False, cuts: bool = True) -> Plan:
     graph = build_graph(workflows)
     known = registry.frequencies() if registry is not None else {}
     frequencies, warnings = {}, []
@@ -77,20 +116,22 @@ def _make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None, p
                 warnings.append(warning(f"sensor '{sensor_id}' is not in the registry; planning with the "
                                         f"default {DEFAULT_FREQUENCY_HZ:g} Hz"))
     placed, pieces = placement_graph(graph)
-    placement = partition(placed, frequencies, partitions, epsilon)
-    patterns = plan_patterns(graph, workflows, frequencies, pieces, selectivity, options, limit)
-    return Plan(graph, frequencies, plan_slices(graph), placement,
+    codes = sensor_codes(graph.sensors(), previous)
+    placement = partition(placed, frequencies, partitions, epsilon,
+                          pinned=previous.placement if previous is not None else None, rebalance=rebalance, cuts=cuts)
+    patterns = plan_patterns(graph, workflows, frequencies, pieces, selectivity, options, limit, codes)
+    slices = plan_slices(graph, previous.slices if previous is not None else None)
+    return Plan(graph, frequencies, slices, placement,
                 communication_cost(graph, frequencies, placement), tuple(warnings), placed, pieces, patterns,
-                stream_names(graph, patterns))
+                stream_names(graph, patterns), codes)
 
 
 def plan_patterns(graph: Graph, workflows: list[ast.Workflow], frequencies: dict[str, float],
                   pieces: dict[str, dict[str, str]], selectivity: dict, options: Options,
-                  limit: int) -> dict[str, PatternPlan]:
+                  limit: int, codes: dict[str, int]) -> dict[str, PatternPlan]:
     """Every pattern node's operator tree (cep/plan.py), with the variable names each output's
     workflow wrote."""
     statements = {(w.name, s.name): s for w in workflows for s in w.statements}
-    codes = {sensor_id: code for code, sensor_id in enumerate(graph.sensors())}
     rates = node_rates(graph, frequencies)
     outputs: dict[str, list[str]] = {}
     for name, node_id in sorted(graph.outputs.items()):
@@ -196,6 +237,7 @@ def plan_json(plan: Plan) -> dict:
         outputs_of.setdefault(workflow, {})[stream] = node_id
     return {
         "format": PLAN_FORMAT,
+        "sensor_codes": plan.codes,
         "workflows": {name: {"file": Path(path).name, "outputs": outputs_of.get(name, {})}
                       for name, path in sorted(graph.workflows.items())},
         "nodes": nodes,
@@ -215,6 +257,8 @@ def plan_json(plan: Plan) -> dict:
             "balance": round(placement.balance, 6),
             "split_subgraphs": placement.split_subgraphs,
             "sensors": dict(sorted(placement.sensor_partition.items())),
+            # Every placed node (patterns partitioned by sensor as their pieces): what an update keeps.
+            "placement": placement.node_partition,
             "crossings": [{"from": c.source, "to": c.target, "from_partition": c.from_partition,
                            "to_partition": c.to_partition, "rate_per_s": round(c.rate_per_s, 6), "kind": c.kind}
                           for c in placement.crossings],
