@@ -18,9 +18,10 @@ from sensorscript.codegen.naive import NotExpressible, render_naive
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem, warning
 from sensorscript.parser import load
 from sensorscript.partition.explain import explain
-from sensorscript.partition.plan import Plan, make_plan, write_plan
+from sensorscript.partition.plan import Plan, Previous, make_plan, write_plan
 from sensorscript.registry import DEFAULT_DB, SensorRegistry
 from sensorscript.runtime.program import SELECTIVITY
+from sensorscript.runtime.versions import VERSIONS
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,13 @@ def load_operator_files(operators: Sequence[str]) -> None:
 
 
 def _plan(files: Sequence[str], sensors: str | None, partitions: int, epsilon: float,
-          operators: Sequence[str] = (), selectivity: dict | None = None, pattern_limit: int = DEFAULT_LIMIT):
+          operators: Sequence[str] = (), selectivity: dict | None = None, pattern_limit: int = DEFAULT_LIMIT,
+          previous: Previous | None = None, rebalance: bool = False, cuts: bool = True):
     load_operator_files(operators)
     registry = open_registry(sensors)
     loaded = load(files, registry.ids() if registry is not None else None)
-    plan = make_plan(loaded.workflows, registry, partitions, epsilon, selectivity, limit=pattern_limit)
+    plan = make_plan(loaded.workflows, registry, partitions, epsilon, selectivity, limit=pattern_limit,
+                     previous=previous, rebalance=rebalance, cuts=cuts)
     return plan, (*loaded.warnings, *plan.warnings), loaded
 
 
@@ -99,6 +102,14 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
         write_plan(plan, out / "plan.json")
         (out / "plan.txt").write_text(explain(plan))
         (out / "job.py").write_text(render_job(plan, loaded.sources, str(out), watermark, tuple(copied), late))
+        # Version 1 of the plan (sscript update makes the next ones): a new compile starts the history anew.
+        shutil.rmtree(out / VERSIONS, ignore_errors=True)
+        first = out / VERSIONS / "1"
+        first.mkdir(parents=True)
+        for name in ("job.py", "plan.json", "plan.txt"):
+            shutil.copyfile(out / name, first / name)
+        if copied:
+            shutil.copytree(out / "operators", first / "operators")
         if naive:
             (out / "naive_job.py").write_text(
                 render_naive(loaded.workflows, loaded.sources, delay_ms(watermark), partitions))

@@ -14,7 +14,7 @@ import jinja2
 
 from sensorscript.cep.plan import condition_text, describe
 from sensorscript.codegen.buckets import bucket_keys
-from sensorscript.codegen.program import programs, sensor_codes
+from sensorscript.codegen.program import programs
 from sensorscript.graph.nodes import SENSOR
 from sensorscript.parser.printer import format_ms
 from sensorscript.partition.plan import Plan
@@ -117,13 +117,19 @@ class ScriptLines:
 
 
 def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0",
-               operator_files: tuple[str, ...] = (), late: str = "log") -> str:
+               operator_files: tuple[str, ...] = (), late: str = "log", version: rt.Version = rt.Version(),
+               keep_second_stage: bool = False) -> str:
     """job.py for the plan; `operator_files`: files registering pattern operators, relative to OUT;
-    `watermark` and `late`: the job's policies (a run may override them)."""
+    `watermark` and `late`: the job's policies (a run may override them); `version`: which version
+    of the plan this is (sscript update); `keep_second_stage`: an update of a job that has a second
+    stage keeps one on every partition (Spark continues a checkpoint only with the same operators)."""
     graph = plan.graph
-    codes = sensor_codes(plan)
+    codes = plan.codes
     lines = ScriptLines(sources)
     firsts, seconds = programs(plan)
+    if keep_second_stage:
+        seconds = tuple(rt.Program(partition=n, stage=2, nodes=(), slices=()) if program is None else program
+                        for n, program in enumerate(seconds))
     label = {n.id: n.label for n in graph.nodes()}
 
     def node_entry(node: rt.Node, program: rt.Program) -> dict:
@@ -202,6 +208,9 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
                       for w, names in plan.stream_names.items()],
         operator_files=[_literal(f) for f in operator_files], operator_literal=_literal(tuple(operator_files)),
         cep_text=(f"{len(plan.patterns)} pattern(s)" if plan.patterns else "no patterns in these workflows"),
+        version=version.number,
+        version_code=(f"p.Version({version.number}, " + "{" + ", ".join(
+            f"{_literal(k)}: {v}" for k, v in sorted(version.restarted.items())) + "})") if version.number > 1 else "",
     )
 
 

@@ -41,7 +41,8 @@ import pandas as pd
 
 from sensorscript.runtime import archive, output, program as p
 from sensorscript.runtime.engine import NEG_INF, POS_INF
-from sensorscript.runtime.sinks import KEY_COLUMNS, MATCH_COLUMNS, RESULT_COLUMNS, BatchRows, open_sink, read_results
+from sensorscript.runtime.sinks import (KEY_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN, RESULT_COLUMNS, BatchRows, open_sink,
+                                        read_results)
 from sensorscript.runtime.tasks import LocalRun
 
 FOLDER = "corrections"
@@ -160,6 +161,7 @@ def correct(job: p.Job, out: Path, sink_spec: str, spark, until: int) -> Correct
     changed = _changes(rows, read_results(sink_spec, streams, min(lowest.values()), until), lowest, until)
     if len(changed):
         number = pending.runs() + 1
+        changed[PLAN_COLUMN] = job.version.number
         open_sink(sink_spec, matches=job.has_matches).write(-number, BatchRows(changed, pd.DataFrame()))
     found.rows = int(changed["value"].notna().sum()) if len(changed) else 0
     found.retracted = int(changed["value"].isna().sum()) if len(changed) else 0

@@ -48,6 +48,13 @@ class Tuples:
     def __len__(self) -> int:
         return len(self.ts)
 
+    def take(self, mask: np.ndarray) -> "Tuples":
+        """The tuples where `mask` holds, as input to a computation (a pattern's matches stay behind)."""
+        if mask.all():
+            return self
+        pick = (lambda a: None if a is None else a[mask])
+        return Tuples(self.ts[mask], self.value[mask], self.source[mask], pick(self.start), pick(self.end))
+
     @staticmethod
     def concat(parts: list["Tuples"]) -> "Tuples":
         """The multiset union; window bounds are not carried (a union is no window, SPEC §7)."""
@@ -84,6 +91,15 @@ class EngineState:
     # partition's watermark: a pattern whose matches can be earlier than its last event holds its
     # output back until no partial match can produce an earlier one.
     marks: dict[str, int] = field(default_factory=dict)
+    # The plan version this state belongs to and its nodes (an update carries it into the next:
+    # `Engine.migrate`), and the event time each node added by an update starts from.
+    version: int = 1
+    nodes: frozenset = frozenset()
+    since: dict[str, int] = field(default_factory=dict)
+
+    def __setstate__(self, values: dict) -> None:
+        """A state pickled before a field existed (a checkpoint of an older release) gets its default."""
+        self.__dict__.update({"version": 1, "nodes": frozenset(), "since": {}, **values})
 
 
 @dataclass
@@ -253,6 +269,12 @@ def combine_latest(state: CombineState, node: p.Combine, arrivals: list[Tuples],
 
 # ------------------------------------------------------------------ engine
 
+def _from(since: int, streams: dict[str, Tuples], node: p.Node) -> dict[str, Tuples]:
+    """A node's input streams from event time `since` on (a node an update started)."""
+    names = (node.input,) if isinstance(node, p.Window) else node.inputs
+    return {name: streams[name].take(streams[name].ts >= since) for name in names}
+
+
 class Engine:
     """Runs one partition's `Program` over successive batches of readings."""
 
@@ -270,14 +292,60 @@ class Engine:
         self.codes = {n.id: p.derived_code(n.id) for n in program.nodes if not isinstance(n, p.Sensor)}
         self.matchers = {n.id: Matcher(n) for n in program.nodes if isinstance(n, p.Pattern)}
 
-    def new_state(self) -> EngineState:
-        state = EngineState()
+    def new_state(self, version: p.Version = p.Version()) -> EngineState:
+        """A partition's state before its first batch. In a run that switched to this version (an
+        update), every computation here is new and starts at the switch."""
+        state = EngineState(version=version.number, nodes=frozenset(n.id for n in self.program.nodes))
         for node in self.program.nodes:
             if isinstance(node, p.Combine):
                 state.combines[node.id] = CombineState(np.full(len(node.inputs), np.nan))
         for node_id, matcher in self.matchers.items():
             state.patterns[node_id] = matcher.new_state()
+        if version.switch_at is not None:
+            state.since = {n.id: version.switch_at for n in self.program.nodes if not isinstance(n, p.Sensor)}
         return state
+
+    def migrate(self, state: EngineState, version: p.Version) -> None:
+        """Carry the state of an earlier version of the plan into this one (`sscript update`).
+
+        A computation of both versions (the same node: node ids are what a node computes) keeps
+        its state: slices, how far its windows have emitted, a combine's latest values, a pattern's
+        partial matches. One this version no longer runs here is dropped. One that is new here, or
+        that the update restarts (`version.restarted`: moved to a partition, or its stream sliced
+        anew), starts empty at the switch (`version.switch_at`): it reads tuples from that event
+        time on, and a window of it is emitted only if it starts there or later, so none holds
+        part of what came before (SPEC: `clear`)."""
+        current = {n.id: n for n in self.program.nodes}
+        # (A state of an older release does not list its nodes: those it holds state of.)
+        had = state.nodes or {*state.slices, *state.combines, *state.patterns, *state.marks}
+        fresh = {n for n in current if n not in had or version.restarted.get(n, 0) > state.version}
+        for mapping, wanted in ((state.combines, current), (state.patterns, current), (state.marks, current),
+                                (state.since, current)):
+            for key in [k for k in mapping if k not in wanted or k in fresh]:
+                del mapping[key]
+        # A stream's slices go when no window here reads it any more, or when the update cuts it anew.
+        for stream in [k for k in state.slices if k not in self.slices
+                       or version.restarted.get(f"slices:{k}", 0) > state.version]:
+            del state.slices[stream]
+        for node_id in sorted(fresh):
+            node = current[node_id]
+            if isinstance(node, p.Combine):
+                state.combines[node_id] = CombineState(np.full(len(node.inputs), np.nan))
+            elif isinstance(node, p.Pattern):
+                state.patterns[node_id] = self.matchers[node_id].new_state()
+            if not isinstance(node, p.Sensor) and version.switch_at is not None:
+                state.since[node_id] = version.switch_at
+        # A stream whose slices carry over may need a partial its new windows read: unknown (NaN)
+        # in the slices before the switch, which only windows of the old version read.
+        for stream, slices in self.slices.items():
+            kept = state.slices.get(stream)
+            if kept is not None:
+                for name in slices.partials:
+                    kept.partials.setdefault(name, np.full(len(kept.index), np.nan))
+                for name in [n for n in kept.partials if n not in slices.partials]:
+                    del kept.partials[name]
+        state.nodes = frozenset(current)
+        state.version = version.number
 
     def process(self, state: EngineState, code: np.ndarray, ts: np.ndarray, value: np.ndarray,
                 watermark: int, source: np.ndarray | None = None) -> BatchResult:
@@ -321,17 +389,21 @@ class Engine:
                 marks[node.id] = current
             else:
                 mark = min(marks[i] for i in ((node.input,) if isinstance(node, p.Window) else node.inputs))
+                since = state.since.get(node.id)
+                inputs = streams if since is None else _from(since, streams, node)
                 if isinstance(node, p.Union):
-                    tuples = Tuples.concat([streams[i] for i in node.inputs])
+                    tuples = Tuples.concat([inputs[i] for i in node.inputs])
                 elif isinstance(node, p.Window):
                     after = state.marks.get(node.id, NEG_INF)
                     tuples = emit_windows(state.slices.get(node.input, SliceState()), self.slices[node.input],
                                           node, after, mark)
                     state.marks[node.id] = max(after, mark)
+                    if since is not None and len(tuples):  # started by an update: windows from the switch on
+                        tuples = tuples.take(tuples.start >= since)
                 elif isinstance(node, p.Pattern):
-                    tuples, mark = self._match(state, node, streams, marks, counters)
+                    tuples, mark = self._match(state, node, inputs, marks, counters)
                 else:
-                    tuples = combine_latest(state.combines[node.id], node, [streams[i] for i in node.inputs],
+                    tuples = combine_latest(state.combines[node.id], node, [inputs[i] for i in node.inputs],
                                             mark, dbz)
                 if not isinstance(node, p.Union):
                     tuples.source = np.full(len(tuples), self.codes[node.id], np.int32)

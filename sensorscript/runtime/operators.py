@@ -83,7 +83,7 @@ def _first_stage_function(job: Job):
     def first_stage(key, frames, state) -> Iterator[pd.DataFrame]:
         partition = job.bucket_keys.index(int(key[0]))
         task = tasks.get(partition) or tasks.setdefault(
-            partition, FirstStage(job.first_stage[partition], job.watermark))
+            partition, FirstStage(job.first_stage[partition], job.watermark, job.version))
         yield from _first_stage_batch(job, partition, task, frames, state)
 
     return first_stage
@@ -152,7 +152,7 @@ class LaterStageProcessor(_processor_base()):
         if program is None:
             yield from output.frames([passing])
             return
-        task = self.tasks.get(partition) or self.tasks.setdefault(partition, LaterStage(program))
+        task = self.tasks.get(partition) or self.tasks.setdefault(partition, LaterStage(program, job.version))
         state = pickle.loads(self.state.get()[0]) if self.state.exists() else task.new_state()
         forwards = frame[mine & (kind == "forward")]
         received = []

@@ -171,6 +171,18 @@ def sender_id(stage: int, partition: int, partitions: int) -> int:
 
 
 @dataclass(frozen=True)
+class Version:
+    """Which version of the plan a job runs (`sscript update` makes the next) and what its state
+    needs to carry an earlier version's into it: the nodes whose state starts anew at each
+    version (node id -> version), and the event time the run switched at (set by the run that
+    switched; None in a job that started with this version)."""
+
+    number: int = 1
+    restarted: dict[str, int] = field(default_factory=dict)
+    switch_at: int | None = None
+
+
+@dataclass(frozen=True)
 class Job:
     """A compiled job: the plan as data. `sensors` maps sensor id -> (code, home partition)."""
 
@@ -193,6 +205,7 @@ class Job:
     # Names of derived streams (code -> name) in each workflow, for the events of pattern matches.
     stream_names: dict[str, dict[int, str]] = field(default_factory=dict)
     operator_files: tuple[str, ...] = ()  # Python files registering operators, relative to job.py
+    version: Version = Version()
 
     @property
     def partitions(self) -> int:

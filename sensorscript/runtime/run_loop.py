@@ -17,17 +17,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime import correction
+from sensorscript.runtime import correction, versions
 from sensorscript.runtime.archive import FOLDER as ARCHIVE
 from sensorscript.runtime.engine import POS_INF
 from sensorscript.runtime.packets import END_OF_INPUT
 from sensorscript.runtime.program import SELECTIVITY, Job
 from sensorscript.runtime.session import spark_session
 from sensorscript.runtime.spool import SocketSpool
-from sensorscript.runtime.status import Status
+from sensorscript.runtime.status import Status, human_time
 from sensorscript.runtime.stopping import StopOnSignals, clear_request, read_request
 from sensorscript.runtime.watermark import check_late_policy, parse_late_policy, parse_policy
-from sensorscript.runtime.sinks import SIDE_TABLES, BatchRows, open_sink
+from sensorscript.runtime.sinks import PLAN_COLUMN, SIDE_TABLES, BatchRows, open_sink
 
 CHECKPOINT = "checkpoint"  # under OUT: Spark's checkpoint (state/), the control folder (control/)
 ENDED = "ended"  # in the checkpoint: its run ended the input, so the next run starts afresh
@@ -87,10 +87,13 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         raise ValueError("late policy correct compares corrections with the results written: use a sqlite, "
                          "csv or parquet sink")
     after = None if fresh else last_committed(checkpoint)
-    if after is not None and _plan_of(checkpoint) not in (None, plan_fingerprint(job)):
+    held = _plan_of(checkpoint) if after is not None else None
+    switching = held is not None and held[1] != plan_fingerprint(job)
+    if switching and not _earlier_version(out, held, job):
         raise ValueError(f"{out} was compiled again since its checkpoint was written, and the checkpoint's state "
                          f"belongs to the plan it replaced: 'sscript run --fresh' starts afresh")
-    if after is None:  # a run that starts afresh writes its own results
+    if after is None:  # a run that starts afresh writes its own results, with the plan as it is now
+        (versions.folder(out, job.version.number) / versions.APPLIED).unlink(missing_ok=True)
         if (checkpoint / ENDED).exists() and not fresh:
             echo(f"the last run on {out} ended its input: this one starts afresh and writes its results anew")
         elif fresh and (checkpoint / "state").exists():
@@ -104,11 +107,17 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     pending = correction.Pending(out)
     control = checkpoint / "control"
     control.mkdir(parents=True, exist_ok=True)
-    (checkpoint / PLAN).write_text(plan_fingerprint(job) + "\n")
     target = open_sink(sink_spec, matches=job.has_matches)
     spark = spark or spark_session(job, master)
     summary = RunSummary()
     status = Status.start(out, job, sink_spec, target.describe(), fresh=after is None, source=source)
+    if switching:  # the checkpoint holds an earlier version's state: switch now, at the run's start
+        echo(f"the checkpoint holds the state of plan version {held[0]}: switching to version "
+             f"{job.version.number} (sscript update) before the first batch")
+    job = _switched(job, out, status, after, echo if switching else None)
+    if (versions.requested(out) or 0) <= job.version.number:
+        versions.clear_request(out)  # a request this run already follows
+    _hold_plan(checkpoint, job)
     ended = threading.Event()  # a batch carried the end of the input to every partition
 
     def run_correction(until: int) -> None:
@@ -129,6 +138,10 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         metrics = counted.groupby("stream")["value"].sum()
         measures = _measures(job, batch_id, counted, rows[kinds == "gauge"], results)
         late_rows = _late_rows(rows[kinds == "late"], batch_id)
+        results = results.assign(**{PLAN_COLUMN: job.version.number})  # one version computed the whole batch
+        # The status first: an update's switch time comes from it (`_switched`), and a batch done again
+        # after a kill leaves it as it was, so a switch at a restart starts where this one would have.
+        status.batch(batch_id, metrics, measures, len(quarantine), len(results))
         target.write(batch_id, BatchRows(results, quarantine, late_rows, measures))
         if correcting and len(late_rows):
             pending.add(batch_id, late_rows["sensor_id"].map(lambda s: job.sensors[s][0]).to_numpy(np.int64),
@@ -156,7 +169,6 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
                 what, node, condition = key.split(":", 3)[0], *key.split(":", 1)[1].rsplit(":", 1)
                 entry = summary.selectivity.setdefault(node, {}).setdefault(condition, [0, 0])
                 entry[0 if what == "pattern_tested" else 1] += int(count)
-        status.batch(batch_id, metrics, measures, len(quarantine), len(results))
         summary.last_batch = batch_id
         if int(metrics.get("ended", 0)) >= job.partitions:
             ended.set()
@@ -194,13 +206,32 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     single_batch = once and not max_files_per_trigger
     if single_batch:
         end_input()
+    def switch(number: int) -> None:
+        """Go on with plan version `number` (sscript update): the query stopped between batches."""
+        nonlocal job, target
+        newer, _ = versions.load(out, number)
+        newer = with_policies(newer, watermark, late)
+        if correcting:
+            newer = dataclasses.replace(newer, archive=job.archive)
+        if (newer.partitions, newer.bucket_keys) != (job.partitions, job.bucket_keys):
+            raise JobFailed(f"plan version {number} has other partitions than the running job's; "
+                            f"it cannot take over its state")
+        job = _switched(newer, out, status, summary.last_batch, echo, record=True)
+        _hold_plan(checkpoint, job)
+        target = open_sink(sink_spec, matches=job.has_matches)
+
     outcome = "failed"
     try:
         with StopOnSignals(out, echo):
             if feed is not None:
                 feed.start()
-            query = start()
-            outcome = _supervise(query, out, ended, end_input, lambda: summary.last_batch)
+            while True:
+                query = start()
+                outcome = _supervise(query, out, ended, end_input, lambda: summary.last_batch,
+                                     job.version.number)
+                if outcome != "update":
+                    break
+                switch(versions.requested(out) or versions.numbers(out)[-1])
             if once and outcome == "finished" and not single_batch:
                 end_input()
                 query = start()
@@ -223,10 +254,11 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     return summary
 
 
-def _supervise(query, out: Path, ended: threading.Event, end_input, last_written) -> str:
-    """Wait for the query to finish, or for a stop (stopping.py); returns how it ended: `finished`
-    (all the input there was, `--once`), `ended` (its input was ended: every window emitted) or
-    `stopped` (the checkpoint keeps the state for the next run)."""
+def _supervise(query, out: Path, ended: threading.Event, end_input, last_written, version: int = 1) -> str:
+    """Wait for the query to finish, for a stop (stopping.py) or for an update (versions.py);
+    returns how it ended: `finished` (all the input there was, `--once`), `ended` (its input was
+    ended: every window emitted), `stopped` (the checkpoint keeps the state for the next run) or
+    `update` (stopped between batches to go on with a newer version of the plan)."""
     draining = False
     while True:
         if _await(query, 0.5):
@@ -234,6 +266,11 @@ def _supervise(query, out: Path, ended: threading.Event, end_input, last_written
         if ended.is_set():
             _stop_between_batches(query, last_written)
             return "ended"
+        newer = versions.requested(out)
+        if newer is not None and newer > version and (versions.folder(out, newer) / "job.py").exists() \
+                and read_request(out) is None and not draining:
+            _stop_between_batches(query, last_written)
+            return "update"
         mode = read_request(out)  # requests only grow stronger: boundary < drain < now
         if mode == "now":
             query.stop()
@@ -272,6 +309,49 @@ def last_committed(checkpoint: Path) -> int | None:
     return max(commits) if commits else None
 
 
+def _switched(job: Job, out: Path, status: Status, after: int | None, echo=None, record: bool = False) -> Job:
+    """The job with the event time its version took over at (`Version.switch_at`): as the run that
+    switched recorded it, or (`record`, or a switch at the start that none recorded yet) now: just
+    after the newest reading the job has seen, so that every reading a computation the update
+    started reads arrives after the switch. `echo`: say so."""
+    number = job.version.number
+    found = versions.applied(out, number)
+    if found is None and (record or echo is not None):
+        newest = [gauges["max_ts"] for gauges in status.partitions.values() if "max_ts" in gauges]
+        switch_at = int(max(newest)) + 1 if newest else None
+        versions.record_applied(out, number, after, switch_at)
+        found = versions.applied(out, number)
+    if found is None:
+        return job
+    status.switched(number, found["after_batch"], found["switch_at"])
+    if echo is not None:
+        begins = ("from its first reading" if found["switch_at"] is None
+                  else f"from event time {found['switch_at']} ({human_time(found['switch_at'])})")
+        echo(f"plan version {number} runs " + ("from the first batch" if after is None else f"after batch {after}")
+             + f": what both versions compute goes on; what this one adds starts {begins}; "
+             f"versions/{number}/changes.txt says what changed")
+    versions.clear_request(out)
+    return dataclasses.replace(job, version=dataclasses.replace(job.version, switch_at=found["switch_at"]))
+
+
+def _hold_plan(checkpoint: Path, job: Job) -> None:
+    """Note in the checkpoint which plan (version, fingerprint) its state now belongs to."""
+    (checkpoint / PLAN).write_text(f"{job.version.number} {plan_fingerprint(job)}\n")
+
+
+def _earlier_version(out: Path, held: tuple[int, str], job: Job) -> bool:
+    """Whether the checkpoint's plan is an earlier version of the job's, kept in OUT/versions
+    (an update the job has not switched to yet), rather than another compile's."""
+    number, fingerprint = held
+    if number >= job.version.number or not (versions.folder(out, number) / "job.py").exists():
+        return False
+    try:
+        earlier, _ = versions.load(out, number)
+    except Exception:  # noqa: BLE001 (a version that cannot be loaded is not one to continue from)
+        return False
+    return plan_fingerprint(earlier) == fingerprint
+
+
 def plan_fingerprint(job: Job) -> str:
     """What the checkpoint's state depends on: the sensors, partitions and programs (not the
     policies, which a run may change and whose state carries over)."""
@@ -279,9 +359,14 @@ def plan_fingerprint(job: Job) -> str:
     return hashlib.sha1(repr(shape).encode()).hexdigest()
 
 
-def _plan_of(checkpoint: Path) -> str | None:
+def _plan_of(checkpoint: Path) -> tuple[int, str] | None:
+    """(version, fingerprint) of the plan whose state the checkpoint holds (a bare fingerprint:
+    version 1, as written before updates existed)."""
     path = checkpoint / PLAN
-    return path.read_text().strip() if path.exists() else None
+    if not path.exists():
+        return None
+    words = path.read_text().split()
+    return (int(words[0]), words[1]) if len(words) == 2 else (1, words[0]) if words else None
 
 
 def start_afresh(out: Path, sink_spec: str) -> None:

@@ -33,6 +33,9 @@ MATCH_COLUMNS = ("start_ts", "end_ts", "events")  # pattern matches add these (S
 # What identifies a result row across versions: a correction replaces all rows of a key at once
 # (with the next version), or retracts them with a tombstone (value empty).
 KEY_COLUMNS = ("stream", "ts", "window_start", "window_end", "start_ts", "end_ts")
+# Which version of the plan wrote a row (`sscript update` makes the next; 1 before any update):
+# the run sets it on the rows of each batch, all of which one version computed.
+PLAN_COLUMN = "plan_version"
 QUARANTINE_COLUMNS = ("raw", "reason")
 SIDE_TABLES = ("quarantine", "late", "metrics")  # tables in SQLite, folders beside a file sink
 LATE_COLUMNS = ("sensor_id", "ts", "value", "watermark", "streams", "batch_id")
@@ -69,7 +72,7 @@ def open_sink(spec: str, matches: bool = False) -> Sink:
     (always in SQLite, where they are empty for other streams)."""
     check_sink(spec)
     kind, _, path = spec.partition(":")
-    columns = RESULT_COLUMNS + (MATCH_COLUMNS if matches else ())
+    columns = RESULT_COLUMNS + (MATCH_COLUMNS if matches else ()) + (PLAN_COLUMN,)
     if kind == "sqlite":
         return SQLiteSink(Path(path))
     if kind == "csv":
@@ -119,7 +122,7 @@ class SQLiteSink(Sink):
             db.executescript("""
                 CREATE TABLE IF NOT EXISTS results (stream TEXT NOT NULL, ts INTEGER NOT NULL,
                     window_start INTEGER, window_end INTEGER, value REAL, version INTEGER NOT NULL,
-                    start_ts INTEGER, end_ts INTEGER, events TEXT);
+                    start_ts INTEGER, end_ts INTEGER, events TEXT, plan_version INTEGER);
                 CREATE TABLE IF NOT EXISTS quarantine (raw TEXT NOT NULL, reason TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS late (sensor_id TEXT NOT NULL, ts INTEGER NOT NULL, value REAL,
                     watermark INTEGER NOT NULL, streams TEXT NOT NULL, batch_id INTEGER NOT NULL);
@@ -137,8 +140,9 @@ class SQLiteSink(Sink):
                         AND n.start_ts IS r.start_ts AND n.end_ts IS r.end_ts);
             """)
             present = {row[1] for row in db.execute("PRAGMA table_info(results)")}
-            for column, kind in (("start_ts", "INTEGER"), ("end_ts", "INTEGER"), ("events", "TEXT")):
-                if column not in present:  # a results table written before patterns ran
+            for column, kind in (("start_ts", "INTEGER"), ("end_ts", "INTEGER"), ("events", "TEXT"),
+                                 (PLAN_COLUMN, "INTEGER")):
+                if column not in present:  # a results table written before patterns ran, or before updates
                     db.execute(f"ALTER TABLE results ADD COLUMN {column} {kind}")
 
     def _connect(self) -> sqlite3.Connection:
@@ -148,7 +152,7 @@ class SQLiteSink(Sink):
         with self._connect() as db:  # one transaction: the rows and the batch id, or nothing
             if db.execute("SELECT 1 FROM sscript_batches WHERE batch_id = ?", (batch_id,)).fetchone():
                 return
-            for table, columns, frame in (("results", RESULT_COLUMNS + MATCH_COLUMNS, rows.results),
+            for table, columns, frame in (("results", RESULT_COLUMNS + MATCH_COLUMNS + (PLAN_COLUMN,), rows.results),
                                           *rows.side_tables()):
                 db.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                                _records(frame, columns))
@@ -230,7 +234,8 @@ class ParquetSink(_FileSink):
             return
         results = rows.results
         if len(results):
-            types = {"window_start": "Int64", "window_end": "Int64", "ts": "int64", "version": "int32"}
+            types = {"window_start": "Int64", "window_end": "Int64", "ts": "int64", "version": "int32",
+                     PLAN_COLUMN: "Int32"}
             if "events" in self.columns:
                 types.update({"start_ts": "Int64", "end_ts": "Int64", "events": "string"})
             results.reindex(columns=list(self.columns)).astype(types).to_parquet(
@@ -258,7 +263,7 @@ class ConsoleSink(Sink):
 
 
 _INTEGERS = ("ts", "window_start", "window_end", "version", "start_ts", "end_ts", "watermark", "batch_id",
-             "partition")
+             "partition", PLAN_COLUMN)
 
 
 def _records(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple]:

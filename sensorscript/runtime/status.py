@@ -44,6 +44,11 @@ class Status:
     host: str = ""
     source: str = ""
     stopped: float | None = None
+    # The version of the plan the job runs (sscript update), after which batch it took over and the
+    # event time what it added starts at.
+    plan_version: int = 1
+    plan_after_batch: int | None = None
+    plan_switch_at: int | None = None
 
     @staticmethod
     def start(out: Path, job, sink_spec: str, sink: str, fresh: bool, source: str = "") -> "Status":
@@ -52,7 +57,7 @@ class Status:
         path = Path(out) / STATUS
         now = time.time()
         status = Status(str(path), job.name, list(job.workflows), job.watermark, job.late, sink_spec, sink, now,
-                        pid=os.getpid(), host=socket.gethostname(), source=source)
+                        pid=os.getpid(), host=socket.gethostname(), source=source, plan_version=job.version.number)
         if not fresh and path.exists():
             try:
                 earlier = json.loads(path.read_text())
@@ -93,6 +98,11 @@ class Status:
         for partition, name, value in zip(gauges["partition"], gauges["name"], gauges["value"]):
             if name in GAUGES:
                 self.partitions.setdefault(str(int(partition)), {})[name] = float(value)
+        self._save()
+
+    def switched(self, number: int, after_batch: int | None, switch_at: int | None) -> None:
+        """The job runs version `number` of its plan (runtime/versions.py)."""
+        self.plan_version, self.plan_after_batch, self.plan_switch_at = number, after_batch, switch_at
         self._save()
 
     def corrected(self, found) -> None:
@@ -214,6 +224,7 @@ def describe(status: dict) -> str:
     totals = status.get("totals", {})
     lines = [f"job {status['job']}: workflows {', '.join(status['workflows'])}",
              f"  {describe_state(status)}",
+             f"  {describe_version(status)}",
              f"  watermark {status['watermark']}, late readings: {status['late_policy']}; results in {status['sink']}"]
     if status.get("last_batch") is None:
         lines.append("  no batch yet")
@@ -239,6 +250,18 @@ def describe(status: dict) -> str:
         shown = [f"{label} {_shown(gauges[name], kind)}" for name, (label, kind) in GAUGES.items() if name in gauges]
         lines.append(f"  partition {partition}: " + ", ".join(shown))
     return "\n".join(lines)
+
+
+def describe_version(status: dict) -> str:
+    """Which version of the plan runs, and since when (sscript update)."""
+    number = status.get("plan_version", 1)
+    if number == 1:
+        return "plan version 1 (as compiled; sscript update makes the next)"
+    after = status.get("plan_after_batch")
+    switch_at = status.get("plan_switch_at")
+    return (f"plan version {number} (OUT/versions/{number}), "
+            + ("from the first batch" if after is None else f"after batch {after}")
+            + ("" if switch_at is None else f"; what it added starts at {human_time(switch_at)}"))
 
 
 def describe_results(rows, limit: int) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sensorscript.runtime.engine import NEG_INF, POS_INF, BatchResult, Engine, EngineState, Tuples
-from sensorscript.runtime.program import Program, Sensor, sender_id
+from sensorscript.runtime.program import Program, Sensor, Version, sender_id
 from sensorscript.runtime.watermark import Policy, parse_policy
 
 _EMPTY_I = np.empty(0, np.int64)
@@ -72,18 +72,21 @@ class Step:
 
 
 class FirstStage:
-    def __init__(self, program: Program, watermark: str):
+    def __init__(self, program: Program, watermark: str, version: Version = Version()):
         self.engine = Engine(program)
         self.watermark = watermark
+        self.version = version
 
     def new_state(self) -> FirstStageState:
-        return FirstStageState(self.engine.new_state(), parse_policy(self.watermark))
+        return FirstStageState(self.engine.new_state(self.version), parse_policy(self.watermark))
 
     def step(self, state: FirstStageState, code: np.ndarray, ts: np.ndarray, value: np.ndarray,
              end_of_input: bool) -> Step:
         """One batch of this partition's readings, in arrival order."""
         if getattr(state.policy, "spec", None) != self.watermark:  # a run that overrides the job's policy
             state.policy = parse_policy(self.watermark).resume(state.policy)
+        if state.engine.version != self.version.number:  # the first batch after an update
+            self.engine.migrate(state.engine, self.version)
         arrived = time.time()
         in_force = max(state.engine.watermark, state.policy.current())
         results = [self.engine.process(state.engine, code, ts, value, in_force)]
@@ -102,17 +105,21 @@ class FirstStage:
 class LaterStage:
     """Stage 2 (and, under the naive placement hash by sensor id, stages 3, 4, ...) of a partition."""
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, version: Version = Version()):
         self.engine = Engine(program)
         self.senders = program.senders
+        self.version = version
 
     def new_state(self) -> LaterStageState:
-        return LaterStageState(self.engine.new_state())
+        return LaterStageState(self.engine.new_state(self.version))
 
     def step(self, state: LaterStageState, forwarded: list[tuple[int, Tuples]],
              heartbeats: dict[int, int]) -> BatchResult:
         """`forwarded`: (input code, tuples) received this batch; `heartbeats`: sender id -> watermark.
         The stage's own heartbeat onwards is the result's `mark`."""
+        if state.engine.version != self.version.number:  # the first batch after an update
+            self.engine.migrate(state.engine, self.version)
+            state.heartbeats = {s: w for s, w in state.heartbeats.items() if s in self.senders}
         for sender, watermark in heartbeats.items():
             state.heartbeats[sender] = max(state.heartbeats.get(sender, NEG_INF), watermark)
         watermark = min((state.heartbeats.get(s, NEG_INF) for s in self.senders), default=NEG_INF)
@@ -132,14 +139,29 @@ class LocalRun:
     """
 
     def __init__(self, firsts: tuple[Program, ...], seconds: tuple[Program | None, ...], watermark: str,
-                 later: tuple[tuple[Program | None, ...], ...] = ()):
-        self.firsts = [FirstStage(p, watermark) for p in firsts]
-        self.later = [[LaterStage(p) if p is not None else None for p in stage] for stage in (seconds, *later)]
+                 later: tuple[tuple[Program | None, ...], ...] = (), version: Version = Version()):
+        self.watermark = watermark
+        self._tasks(firsts, seconds, later, version)
         self.first_states = [t.new_state() for t in self.firsts]
         self.later_states = [[t.new_state() if t is not None else None for t in stage] for stage in self.later]
+
+    def _tasks(self, firsts, seconds, later, version: Version) -> None:
+        self.firsts = [FirstStage(p, self.watermark, version) for p in firsts]
+        self.later = [[LaterStage(p, version) if p is not None else None for p in stage] for stage in (seconds, *later)]
         # A reading goes to every partition whose stage 1 reads its sensor (several, under hash by workflow).
         self.codes = [np.array([n.code for n in p.nodes if isinstance(n, Sensor)], np.int64) for p in firsts]
         self.partitions = len(firsts)
+
+    def switch(self, firsts: tuple[Program, ...], seconds: tuple[Program | None, ...], version: Version) -> None:
+        """Run another version of the plan from the next batch on, keeping the states (an update at
+        a batch boundary, as the Spark job switches); a stage that had no program gets a new state."""
+        self._tasks(firsts, seconds, (), version)
+        states = []
+        for k, stage in enumerate(self.later):
+            old = self.later_states[k] if k < len(self.later_states) else [None] * len(stage)
+            states.append([None if t is None else old[i] if old[i] is not None else t.new_state()
+                           for i, t in enumerate(stage)])
+        self.later_states = states
 
     def batch(self, code: np.ndarray, ts: np.ndarray, value: np.ndarray,
               end_of_input: bool = False) -> list[tuple[Program, BatchResult]]:

@@ -1,0 +1,78 @@
+"""The versions of a job's plan in its folder: what `sscript update` hands a running job.
+
+    OUT/versions/1/        job.py, plan.json, plan.txt (and operators/) as compiled
+    OUT/versions/2/        ... as the first update made them, with changes.txt
+    OUT/versions/2/applied.json   written by the run that switched to version 2: after which
+                                  batch, and the event time its new computations start at
+    OUT/update-request.json       the newest version, for a running job to switch to
+
+OUT/job.py, plan.json and plan.txt are always the newest version's, so `sscript run OUT` runs it:
+a run whose checkpoint holds an earlier version's state switches when it starts. A running job
+reads the request between batches, stops its query once the batch being written is committed,
+and starts it again on the same checkpoint with the new version (run_loop.py); the state of each
+partition is carried into it when its first batch arrives (`Engine.migrate`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import time
+from pathlib import Path
+
+VERSIONS = "versions"
+REQUEST = "update-request.json"
+APPLIED = "applied.json"
+FILES = ("job.py", "plan.json", "plan.txt")  # a version's plan; OUT holds a copy of the newest
+
+
+def folder(out: Path, number: int) -> Path:
+    return Path(out) / VERSIONS / str(number)
+
+
+def numbers(out: Path) -> list[int]:
+    """The versions kept in OUT, oldest first."""
+    root = Path(out) / VERSIONS
+    return sorted(int(p.name) for p in root.iterdir() if p.name.isdigit()) if root.is_dir() else []
+
+
+def load(out: Path, number: int):
+    """Version `number`'s job.py, run as a module: (JOB, build_query)."""
+    found = runpy.run_path(str(folder(out, number) / "job.py"), run_name=f"sensorscript_job_v{number}")
+    return found["JOB"], found["build_query"]
+
+
+def request(out: Path, number: int) -> None:
+    """Ask a running job to switch to version `number` at its next batch boundary."""
+    _write_json(Path(out) / REQUEST, {"version": number, "requested": time.time()})
+
+
+def requested(out: Path) -> int | None:
+    try:
+        return int(json.loads((Path(out) / REQUEST).read_text())["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def clear_request(out: Path) -> None:
+    (Path(out) / REQUEST).unlink(missing_ok=True)
+
+
+def applied(out: Path, number: int) -> dict | None:
+    """How the run that switched to version `number` did it: {"after_batch", "switch_at", "at"}."""
+    try:
+        return json.loads((folder(out, number) / APPLIED).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def record_applied(out: Path, number: int, after_batch: int | None, switch_at: int | None) -> None:
+    _write_json(folder(out, number) / APPLIED, {"after_batch": after_batch, "switch_at": switch_at,
+                                                "at": time.time()})
+
+
+def _write_json(path: Path, value: dict) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(value) + "\n")
+    os.replace(temporary, path)  # a reader never sees half a file
