@@ -260,6 +260,45 @@ def stop(out, drain, now, timeout) -> None:
 
 @main.command()
 @click.argument("out", type=click.Path(file_okay=False))
+@_files
+@_sensors
+@_operators
+@click.option("--mode", type=click.Choice(["clear"]), default="clear", show_default=True,
+              help="What a computation the update adds or changes starts with: clear (its windows start empty at "
+                   "the switch).")
+@click.option("--force", is_flag=True, help="Apply an update that restarts computations both versions have "
+                                            "(their windows start empty); without it such an update is refused.")
+@click.option("--rebalance", is_flag=True, help="Place every computation anew (the partitions' balance drifted): "
+                                                "those that move restart, and are listed.")
+@click.option("--pattern-limit", default=10_000, show_default=True, type=click.IntRange(1, 1_000_000_000),
+              metavar="N", help="Partial matches a pattern keeps per key and operator.")
+@click.option("--timeout", default=120, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
+              help="How long to wait for a running job to switch.")
+def update(out, files, sensors, operators, mode, force, rebalance, pattern_limit, timeout) -> None:
+    """Change the workflows of the job in OUT to FILES, keeping the state of what the old and new
+    versions compute alike. A running job switches between two batches; the version goes to
+    OUT/versions/N/ (with changes.txt) and becomes OUT/job.py."""
+    from sensorscript import running
+    from sensorscript.update import update_workflows
+
+    try:
+        updated = update_workflows(files, out, sensors, force, rebalance, operators, pattern_limit)
+    except SensorScriptError as exc:
+        _fail(exc)
+        return
+    if updated.warnings:
+        click.echo(render_all(updated.warnings, updated.sources), err=True)
+    plan = updated.plan
+    click.echo(f"plan version {updated.version} of {out}: {len(plan.graph.workflows)} workflow(s), "
+               f"{len(plan.graph)} nodes, balance {plan.partitions.balance:.3f}, "
+               f"{plan.cost.ours:,.0f} tuples/min cross the network (lower bound {plan.cost.lower_bound:,.0f})")
+    for line in updated.changes.describe():
+        click.echo(f"  {line}")
+    running.await_version(Path(out), updated.version, timeout, echo=click.echo)
+
+
+@main.command()
+@click.argument("out", type=click.Path(file_okay=False))
 def correct(out) -> None:
     """Correct the results of the job in OUT now (late policy correct): recompute what its pending late
     readings touched from the archive, and write the rows that changed with a higher version."""

@@ -158,6 +158,35 @@ def stop(out: Path, mode: str, timeout: float, echo=print) -> str:
                                                  f"stops it at once)")])
 
 
+def await_version(out: Path, number: int, timeout: float, echo=print) -> None:
+    """After `sscript update`: wait until the job running in OUT runs version `number` of its plan
+    and say so; a job that is not running takes it when it next runs."""
+    import time
+
+    from sensorscript.runtime.status import describe_state, describe_version, run_state
+
+    out = Path(out)
+    status = job_status(out) if (out / "status.json").exists() else None
+    if status is None or run_state(status) != "running":
+        echo(f"no job is running in {out}: 'sscript run {out} --input DATA' continues from its checkpoint with "
+             f"plan version {number}")
+        return
+    echo(f"the job in {out} switches to plan version {number} after the batch it is writing ...")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = job_status(out)
+        if status.get("plan_version") == number:
+            echo(f"the job in {out} runs {describe_version(status)}")
+            return
+        if run_state(status) != "running":
+            echo(f"the job in {out} is no longer running ({describe_state(status)}); its next run switches "
+                 f"to plan version {number}")
+            return
+        time.sleep(0.25)
+    echo(f"the job in {out} has not switched within {timeout:g} s; it will at its next batch boundary "
+         f"('sscript status {out}' shows the version it runs)")
+
+
 def package_zip(out: Path) -> Path:
     """The sensorscript package as a zip for spark-submit --py-files (the executors import the runtime)."""
     target = Path(out) / "sensorscript.zip"

@@ -1,0 +1,233 @@
+"""`sscript update`: a new set of workflows for the job in OUT, compiled against the plan it runs.
+
+The new plan keeps what it can of the running one (`partition.plan.Previous`): sensors keep their
+codes, computations their partitions, streams their slices. What both versions compute (the same
+node of the shared graph, on the same partition and stage) keeps its state; what the new version
+no longer computes stops; what it adds starts empty at the switch (mode `clear`). An update that
+would restart a computation both versions have (moved to another partition, its stream sliced
+anew) says so and needs `--force`; one the running job cannot take at all (a second stage it does
+not have, other partitions) is refused. The new version goes to OUT/versions/N/ and becomes
+OUT/job.py; a running job switches to it at its next batch boundary (runtime/versions.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from sensorscript.cep.plan import DEFAULT_LIMIT
+from sensorscript.codegen.job import render_job
+from sensorscript.codegen.program import programs
+from sensorscript.compiler import _plan, measured_pass_rates
+from sensorscript.errors import Diagnostic, SensorScriptError, warning
+from sensorscript.partition.explain import explain
+from sensorscript.partition.plan import Plan, Previous, write_plan
+from sensorscript.runtime import program as rt
+from sensorscript.runtime import versions
+from sensorscript.runtime.program import SELECTIVITY
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What an update does to the running job's computations (node ids) and output streams."""
+
+    kept: tuple[str, ...]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    restarted: dict[str, str]  # node id -> why its state starts anew (moved, sliced anew)
+    outputs_added: tuple[str, ...]
+    outputs_removed: tuple[str, ...]
+    outputs_changed: tuple[str, ...]  # the same name, another computation
+    labels: dict[str, str] = field(default_factory=dict)  # node id -> what a person calls it
+
+    def describe(self) -> list[str]:
+        def named(ids) -> str:
+            shown = sorted(self.labels.get(n, n) for n in ids)[:12]
+            return ", ".join(shown) + (f" and {len(ids) - 12} more" if len(ids) > 12 else "")
+
+        lines = [f"computations kept with their state: {len(self.kept)}",
+                 f"computations added (start empty at the switch): {len(self.added)}"
+                 + (f": {named(self.added)}" if self.added else ""),
+                 f"computations removed: {len(self.removed)}" + (f": {named(self.removed)}" if self.removed else "")]
+        if self.restarted:
+            lines.append(f"computations of both versions whose state starts anew: {len(self.restarted)}")
+            lines += [f"  {self.labels.get(n, n)}: {why}" for n, why in sorted(self.restarted.items())]
+        for what, names in (("added", self.outputs_added), ("removed", self.outputs_removed),
+                            ("now computed differently", self.outputs_changed)):
+            if names:
+                lines.append(f"output streams {what}: {', '.join(names)}")
+        return lines
+
+
+@dataclass(frozen=True)
+class Updated:
+    version: int
+    plan: Plan
+    changes: Changes
+    out: Path
+    warnings: tuple[Diagnostic, ...]
+    sources: dict[str, str]
+
+
+def update_workflows(files: Sequence[str], out: str | Path, sensors: str | None = None, force: bool = False,
+                     rebalance: bool = False, operators: Sequence[str] = (),
+                     pattern_limit: int = DEFAULT_LIMIT) -> Updated:
+    """Compile FILES as the next version of the job in OUT and hand it to the job (see the module)."""
+    out = Path(out)
+    if not (out / "job.py").exists() or not (out / "plan.json").exists():
+        raise SensorScriptError([Diagnostic("error", f"{out}: no compiled job there to update (sscript compile "
+                                                     f"FILES -o {out} compiles one)")])
+    current = adopt(out)
+    running_plan = json.loads((versions.folder(out, current) / "plan.json").read_text())
+    running, _ = versions.load(out, current)
+    selectivity, unreadable = measured_pass_rates(out / SELECTIVITY)
+    plan, found, loaded = _plan(files, sensors, running.partitions, running_plan["partitions"]["epsilon"], operators,
+                                selectivity, pattern_limit, previous=Previous.of(running_plan), rebalance=rebalance,
+                                cuts=running.has_second_stage)
+    firsts, seconds = programs(plan)
+    if any(p is not None for p in seconds) and not running.has_second_stage:
+        raise SensorScriptError([Diagnostic("error", "these workflows need a second stage (computations fed by "
+                                                     "other partitions), which the running job does not have, and "
+                                                     "Spark cannot add one to a query's checkpoint: compile them "
+                                                     "into a new folder, or keep the sensors they join on one "
+                                                     "partition")])
+    changes = compare(running, firsts, seconds, plan, running_plan["nodes"])
+    number = current + 1
+    notes = list(found)
+    lost = {n: why for n, why in changes.restarted.items()}
+    if lost and not force and not rebalance:
+        raise SensorScriptError([Diagnostic("error", "this update restarts computations both versions have, and "
+                                                     "their windows would start empty: "
+                                                     + "; ".join(f"{changes.labels.get(n, n)} ({why})"
+                                                                 for n, why in sorted(lost.items()))
+                                                     + ". sscript update --force applies it anyway")])
+    bound = 1 + plan.partitions.epsilon
+    if plan.partitions.balance > bound + 1e-9:
+        notes.append(warning(f"the partitions' balance has drifted to {plan.partitions.balance:.3f} (bound "
+                             f"{bound:.3f}): sscript update --rebalance places every computation anew, which "
+                             f"restarts the windows of those that move (it lists them)"))
+    restarted = {key: v for key, v in running.version.restarted.items()
+                 if key.split(":", 1)[-1] in {n.id for p in (*firsts, *seconds) if p is not None for n in p.nodes}}
+    restarted.update({key: number for key in _restart_keys(changes, firsts, seconds)})
+    version = rt.Version(number, dict(sorted(restarted.items())))
+    write_version(out, number, plan, loaded.sources, running, version, operators, changes,
+                  keep_second_stage=running.has_second_stage)
+    versions.request(out, number)
+    return Updated(number, plan, changes, out, (*unreadable, *notes), loaded.sources)
+
+
+def adopt(out: Path) -> int:
+    """The newest version in OUT/versions; a job compiled before versions were kept becomes version 1."""
+    numbers = versions.numbers(out)
+    if numbers:
+        return numbers[-1]
+    first = versions.folder(out, 1)
+    first.mkdir(parents=True)
+    for name in versions.FILES:
+        shutil.copyfile(out / name, first / name)
+    if (out / "operators").is_dir():
+        shutil.copytree(out / "operators", first / "operators")
+    return 1
+
+
+def where(firsts, seconds) -> dict[str, set[tuple[int, int]]]:
+    """Node id -> the (partition, stage) pairs that compute it (a pattern partitioned by sensor: several)."""
+    found: dict[str, set[tuple[int, int]]] = {}
+    for program in (*firsts, *seconds):
+        if program is None:
+            continue
+        for node in program.nodes:
+            if isinstance(node, rt.Sensor) and program.stage > 1:
+                continue  # a forwarded stream's entry into stage 2: no state of its own
+            found.setdefault(node.id, set()).add((program.partition, program.stage))
+    return found
+
+
+def compare(running: rt.Job, firsts, seconds, plan: Plan, running_nodes: list[dict] = ()) -> Changes:
+    """What the new programs keep, add, remove and restart of the running job's (`running_nodes`: its
+    plan.json's nodes, for the names of those it removes)."""
+    before = where(running.first_stage, running.second_stage)
+    after = where(firsts, seconds)
+    labels = {node["id"]: node["label"] + (f" ({node['defined_in'][0].split(' ', 1)[1]})" if node["defined_in"] else "")
+              for node in running_nodes}
+    labels.update({n.id: f"{n.label} ({n.origins[0].workflow}.{n.origins[0].stream})" if n.origins else n.label
+                   for n in plan.graph.nodes()})
+    restarted: dict[str, str] = {}
+    for node_id in sorted(set(before) & set(after)):
+        if before[node_id] != after[node_id]:
+            went = ", ".join(f"partition {p}" + (f" stage {s}" if s > 1 else "") for p, s in sorted(after[node_id]))
+            restarted[node_id] = f"moves to {went}"
+    old_slices = _slices(running.first_stage, running.second_stage)
+    new_slices = _slices(firsts, seconds)
+    for key, cut in new_slices.items():
+        if key in old_slices and old_slices[key] != cut:
+            partition, stream = key
+            for program in (*firsts, *seconds):
+                if program is not None and program.partition == partition:
+                    for node in program.nodes:
+                        if isinstance(node, rt.Window) and node.input == stream and node.id in before \
+                                and node.id not in restarted:
+                            restarted[node.id] = "its stream is sliced anew for the new windows beside it"
+    old_outputs = {name: node for p in (*running.first_stage, *running.second_stage) if p is not None
+                   for node, names in p.outputs.items() for name in names}
+    new_outputs = dict(plan.graph.outputs)
+    return Changes(
+        kept=tuple(sorted(n for n in set(before) & set(after) if n not in restarted)),
+        added=tuple(sorted(set(after) - set(before))),
+        removed=tuple(sorted(set(before) - set(after))),
+        restarted=restarted,
+        outputs_added=tuple(sorted(set(new_outputs) - set(old_outputs))),
+        outputs_removed=tuple(sorted(set(old_outputs) - set(new_outputs))),
+        outputs_changed=tuple(sorted(n for n in set(old_outputs) & set(new_outputs)
+                                     if old_outputs[n] != new_outputs[n])),
+        labels=labels)
+
+
+def _slices(firsts, seconds) -> dict[tuple[int, str], tuple[int, tuple[int, ...]]]:
+    return {(p.partition, s.stream): (s.period, s.offsets) for p in (*firsts, *seconds) if p is not None
+            for s in p.slices}
+
+
+def _restart_keys(changes: Changes, firsts, seconds) -> list[str]:
+    """The keys of `Version.restarted` this update sets: restarted windows (a node id) and the
+    slices of the streams they read (`slices:` + stream id), which are cut anew."""
+    keys = []
+    windows = {n.id: n for p in (*firsts, *seconds) if p is not None for n in p.nodes if isinstance(n, rt.Window)}
+    for node_id, why in changes.restarted.items():
+        if why.startswith("moves"):
+            continue  # a node on another partition starts there anyway
+        keys.append(node_id)
+        if node_id in windows:
+            keys.append(f"slices:{windows[node_id].input}")
+    return sorted(set(keys))
+
+
+def write_version(out: Path, number: int, plan: Plan, sources: dict[str, str], running: rt.Job,
+                  version: rt.Version, operators: Sequence[str], changes: Changes, keep_second_stage: bool) -> None:
+    """OUT/versions/N (written aside, then renamed: a version is whole or absent), then OUT's copy."""
+    target = versions.folder(out, number)
+    staging = target.with_name(f".{number}.{os.getpid()}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    copied = []
+    for path in operators:
+        (staging / "operators").mkdir(exist_ok=True)
+        shutil.copyfile(path, staging / "operators" / Path(path).name)
+        copied.append(f"operators/{Path(path).name}")
+    write_plan(plan, staging / "plan.json")
+    (staging / "plan.txt").write_text(explain(plan))
+    (staging / "job.py").write_text(render_job(plan, sources, str(out), running.watermark, tuple(copied),
+                                               running.late, version, keep_second_stage))
+    (staging / "changes.txt").write_text(f"plan version {number}, from version {number - 1}\n"
+                                         + "\n".join(changes.describe()) + "\n")
+    os.replace(staging, target)
+    for name in versions.FILES:
+        temporary = out / f".{name}.{os.getpid()}.tmp"
+        shutil.copyfile(target / name, temporary)
+        os.replace(temporary, out / name)
+    if copied:
+        shutil.copytree(target / "operators", out / "operators", dirs_exist_ok=True)

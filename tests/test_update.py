@@ -1,0 +1,194 @@
+"""`sscript update`: a job's workflows changed while it runs, the state of what both versions share kept.
+
+The engine's side is checked without Spark (LocalRun switches programs between two batches, as the
+Spark job does at a batch boundary) against the reference evaluator run over the timeline of
+versions: before the switch the old workflows, after it the new ones, what the update added
+starting at the switch (mode clear). The Spark side (tests/test_update_spark.py) runs the same
+through `sscript run`, `sscript update` and a kill.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sensorscript.compiler import compile_workflows
+from sensorscript.errors import SensorScriptError
+from sensorscript.parser import load
+from sensorscript.reference import evaluate
+from sensorscript.runtime import versions
+from sensorscript.runtime.engine import NEG_INF
+from sensorscript.runtime.program import Version
+from sensorscript.runtime.records import parse_line
+from sensorscript.runtime.tasks import LocalRun
+from sensorscript.update import update_workflows
+
+ROOT = Path(__file__).resolve().parent.parent
+SENSORS = str(ROOT / "workflows" / "sensors.csv")
+
+# The old job: two engineers' views of the deck (bridge.ss, bridge_limits.ss share MD1Z and MD4Z).
+# The update retires bridge_limits and adds a third view that shares MD1Z, adds a 20-minute max
+# of point 4 beside its 10-minute mean (the same slices), changes a threshold and joins a new sensor.
+EXTRA = """
+MD1Z  = avg("8MD1-AZ", 10min, 5min);
+PEAK4 = max("8MD4-AZ", 20min, 5min);
+HIGH  = PEAK4 > 13 or MD1Z > 12;
+LEVEL = avg("8WL3", 10min, 5min);
+"""
+
+
+def readings(minutes: int = 120, every_ms: int = 10_000, seed: int = 3) -> list[str]:
+    """In-order readings of the deck sensors and the water level, every 10 s each, as CSV lines."""
+    rng = np.random.default_rng(seed)
+    sensors = ["8MD1-AZ", "8MD2-A", "8MD3-A", "8MD4-AZ", "8WL3"]
+    start = 1_767_225_600_000
+    lines = []
+    for ts in range(start, start + minutes * 60_000, every_ms):
+        for s in sensors:
+            lines.append(f"{s},{ts},{12 + 2 * math.sin(ts / 600_000) + rng.normal(0, 0.5):.4f}")
+    return lines
+
+
+def batches_of(lines: list[str], count: int) -> list[list[str]]:
+    size = math.ceil(len(lines) / count)
+    return [lines[i:i + size] for i in range(0, len(lines), size)]
+
+
+@pytest.fixture()
+def scripts(tmp_path):
+    for name in ("bridge.ss", "bridge_limits.ss"):
+        (tmp_path / name).write_text((ROOT / "workflows" / name).read_text())
+    (tmp_path / "extra.ss").write_text(EXTRA)
+    return tmp_path
+
+
+def started_at(out: Path, number: int, switch_at: int) -> dict[str, int]:
+    """"WORKFLOW.NAME" -> switch time of every statement whose computation version `number` added."""
+    plan = json.loads((versions.folder(out, number) / "plan.json").read_text())
+    before = {n["id"] for n in json.loads((versions.folder(out, number - 1) / "plan.json").read_text())["nodes"]}
+    return {origin.split(" ", 1)[1]: switch_at for node in plan["nodes"] if node["id"] not in before
+            for origin in node["defined_in"]}
+
+
+def run_timeline(old_job, new_job, batches: list[list[str]], switch_after: int):
+    """The job's rows per output stream: LocalRun with the old programs, then (after batch
+    `switch_after`) the new ones, then the end of the input. Returns (rows, switch_at, watermarks at
+    the switch per partition)."""
+    run = LocalRun(old_job.first_stage, old_job.second_stage, old_job.watermark, version=old_job.version)
+    rows, job, switch_at, marks = [], old_job, None, None
+    for index, batch in enumerate(batches):
+        parsed = [parse_line(line) for line in batch]
+        known = [r for r in parsed if r.sensor_id in job.sensors]
+        code = np.array([job.sensors[r.sensor_id][0] for r in known], np.int64)
+        ts = np.array([r.ts for r in known], np.int64)
+        value = np.array([r.value for r in known], np.float64)
+        for program, result in run.batch(code, ts, value, end_of_input=index == len(batches) - 1):
+            for node_id, tuples in result.outputs.items():
+                for name in program.outputs[node_id]:
+                    rows += [(name, int(t), None if tuples.start is None else int(s),
+                              None if tuples.end is None else int(e), float(v))
+                             for t, s, e, v in zip(tuples.ts, *(tuples.start, tuples.end) if tuples.start is not None
+                                                   else ([None] * len(tuples),) * 2, tuples.value)]
+        if index == switch_after:
+            newest = max(int(s.policy.frontier.largest) for s in run.first_states)
+            switch_at = newest + 1
+            marks = [s.engine.watermark for s in run.first_states]
+            job = new_job
+            run.switch(new_job.first_stage, new_job.second_stage,
+                       Version(new_job.version.number, new_job.version.restarted, switch_at))
+    return sorted(rows, key=lambda r: (r[0], r[1], r[2] if r[2] is not None else -1)), switch_at, marks
+
+
+def reference_rows(files: list[str], batches, since=None) -> list[tuple]:
+    workflows = load(files).workflows
+    return sorted(((r.stream, r.ts, r.window_start, r.window_end, r.value)
+                   for r in evaluate(workflows, batches, since=since).rows),
+                  key=lambda r: (r[0], r[1], r[2] if r[2] is not None else -1))
+
+
+def assert_rows(actual: list[tuple], expected: list[tuple]) -> None:
+    assert [r[:4] for r in actual] == [r[:4] for r in expected]
+    for a, e in zip(actual, expected):
+        assert math.isclose(a[4], e[4], rel_tol=1e-9, abs_tol=1e-9), (a, e)
+
+
+def test_an_update_keeps_what_both_versions_compute_and_starts_what_it_adds(scripts):
+    out = scripts / "out"
+    old_files = [str(scripts / "bridge.ss"), str(scripts / "bridge_limits.ss")]
+    new_files = [str(scripts / "bridge.ss"), str(scripts / "extra.ss")]
+    compile_workflows(old_files, out, SENSORS)
+    updated = update_workflows(new_files, out, SENSORS)
+    assert updated.version == 2 and versions.requested(out) == 2
+    assert not updated.changes.restarted
+    assert updated.changes.outputs_removed == ("bridge_limits.EXCEEDED", "bridge_limits.TWIST")
+    assert updated.changes.outputs_added == ("extra.HIGH", "extra.LEVEL")
+    old_job, _ = versions.load(out, 1)
+    new_job, _ = versions.load(out, 2)
+    # The sensors both read keep their codes and partitions; the new one is numbered after them.
+    for sensor, (code, partition) in old_job.sensors.items():
+        assert new_job.sensors[sensor] == (code, partition)
+    assert new_job.sensors["8WL3"][0] == max(c for c, _ in old_job.sensors.values()) + 1
+
+    batches = batches_of(readings(), 12)
+    rows, switch_at, marks = run_timeline(old_job, new_job, batches, switch_after=5)
+    by_stream = {}
+    for row in rows:
+        by_stream.setdefault(row[0], []).append(row)
+
+    # Kept: bridge.* goes on as if nothing happened, over all the input.
+    whole = reference_rows(old_files, batches)
+    for stream in ("bridge.out_MZ", "bridge.out_AZ"):
+        assert_rows(by_stream[stream], [r for r in whole if r[0] == stream])
+    # Removed: bridge_limits.* wrote what it emitted before the switch (below its partition's watermark).
+    partition_of = {name: p.partition for p in old_job.first_stage for names in p.outputs.values() for name in names}
+    for stream in updated.changes.outputs_removed:
+        mark = marks[partition_of[stream]]
+        assert mark > NEG_INF
+        assert_rows(by_stream[stream], [r for r in whole if r[0] == stream and r[1] < mark])
+    # Added: extra.* from the switch on; MD1Z, which bridge computes too, with its whole history.
+    since = started_at(out, 2, switch_at)
+    assert set(since) == {"extra.PEAK4", "extra.HIGH", "extra.LEVEL"}
+    new = reference_rows(new_files, batches, since=since)
+    for stream in ("extra.HIGH", "extra.LEVEL"):
+        expected = [r for r in new if r[0] == stream]
+        assert expected and all(r[1] >= switch_at for r in expected)
+        assert_rows(by_stream[stream], expected)
+
+
+def test_an_update_that_restarts_shared_windows_needs_force(scripts):
+    out = scripts / "out"
+    compile_workflows([str(scripts / "bridge.ss")], out, SENSORS)
+    # A 2-minute window beside bridge.MD4Z's 10-minute one needs finer slices of 8MD4-AZ.
+    (scripts / "finer.ss").write_text('PEAK4 = max("8MD4-AZ", 2min, 1min);\n')
+    files = [str(scripts / "bridge.ss"), str(scripts / "finer.ss")]
+    with pytest.raises(SensorScriptError, match="MD4Z.*sliced anew.*--force"):
+        update_workflows(files, out, SENSORS)
+    assert versions.numbers(out) == [1] and versions.requested(out) is None
+    updated = update_workflows(files, out, SENSORS, force=True)
+    assert set(updated.changes.restarted) == {n for n in updated.changes.restarted}
+    job, _ = versions.load(out, 2)
+    assert any(key.startswith("slices:") and v == 2 for key, v in job.version.restarted.items())
+
+    old_job, _ = versions.load(out, 1)
+    batches = batches_of(readings(), 12)
+    rows, switch_at, _ = run_timeline(old_job, job, batches, switch_after=5)
+    # The restarted window emits only windows that start at the switch or later; the reference says which.
+    since = {"bridge.MD4Z": switch_at, **started_at(out, 2, switch_at)}
+    expected = reference_rows(files, batches, since=since)
+    outputs = {"finer.PEAK4"}
+    assert_rows([r for r in rows if r[0] in outputs], [r for r in expected if r[0] in outputs])
+
+
+def test_an_update_that_does_not_compile_leaves_the_job_alone(scripts):
+    out = scripts / "out"
+    compile_workflows([str(scripts / "bridge.ss")], out, SENSORS)
+    before = (out / "job.py").read_text()
+    (scripts / "broken.ss").write_text("X = avg(\"8MD1-AZ\", 10min;\n")
+    with pytest.raises(SensorScriptError):
+        update_workflows([str(scripts / "bridge.ss"), str(scripts / "broken.ss")], out, SENSORS)
+    assert (out / "job.py").read_text() == before
+    assert versions.numbers(out) == [1] and versions.requested(out) is None

@@ -1,0 +1,139 @@
+"""`sscript update` on a running Spark job (real Spark, in child processes through the CLI, as a user
+runs them): the job switches between two micro-batches and its rows equal the reference evaluator's
+over the timeline of versions (tests/test_update.py checks the engine's side without Spark); a job
+killed during an update and started again ends with the same rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from sensorscript.compiler import compile_workflows
+from sensorscript.runtime import versions
+from tests.test_restart import TIMEOUT, Run, sscript
+from tests.test_update import (EXTRA, ROOT, SENSORS, assert_rows, batches_of, readings, reference_rows,
+                               started_at)
+
+pytestmark = pytest.mark.spark
+
+FILES = 12
+
+
+@pytest.fixture()
+def setup(tmp_path):
+    for name in ("bridge.ss", "bridge_limits.ss"):
+        (tmp_path / name).write_text((ROOT / "workflows" / name).read_text())
+    (tmp_path / "extra.ss").write_text(EXTRA)
+    batches = batches_of(readings(), FILES)
+    data = tmp_path / "data"
+    data.mkdir()
+    for index, batch in enumerate(batches):  # Spark's file source takes files by modification time
+        path = data / f"part-{index:03d}.csv"
+        path.write_text("\n".join(batch) + "\n")
+        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
+    out = tmp_path / "out"
+    old = [str(tmp_path / "bridge.ss"), str(tmp_path / "bridge_limits.ss")]
+    new = [str(tmp_path / "bridge.ss"), str(tmp_path / "extra.ss")]
+    compile_workflows(old, out, SENSORS)
+    return out, data, batches, old, new
+
+
+def wait_for(out: Path, what, run: Run) -> dict:
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        status = json.loads((out / "status.json").read_text()) if (out / "status.json").exists() else {}
+        if what(status):
+            return status
+        assert run.process.poll() is None, run.output()
+        assert time.monotonic() < deadline, run.output()
+        time.sleep(0.2)
+
+
+def drain(out: Path, run: Run, lines: int) -> None:
+    """`sscript stop --drain` once the job has read all `lines` (a restart may take two files in a batch)."""
+    wait_for(out, lambda s: sum(s.get("totals", {}).get(k, 0) for k in ("readings", "unread")) >= lines, run)
+    stopped = sscript("stop", str(out), "--drain")
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert run.finish() == 0, run.output()
+
+
+def rows(out: Path) -> tuple[dict[str, list[tuple]], dict[str, set[int]]]:
+    db = sqlite3.connect(out / "results.db")
+    found, plans = {}, {}
+    for stream, ts, start, end, value, plan in db.execute(
+            "SELECT stream, ts, window_start, window_end, value, plan_version FROM results"):
+        found.setdefault(stream, []).append((stream, ts, start, end, value))
+        plans.setdefault(stream, set()).add(plan)
+    watermarks = dict(db.execute("SELECT partition, value FROM metrics WHERE name = 'watermark' AND batch_id = ?",
+                                 (versions.applied(out, 2)["after_batch"],)).fetchall())
+    db.close()
+    return {s: sorted(r, key=lambda r: (r[1], r[2] if r[2] is not None else -1)) for s, r in found.items()}, \
+        plans | {"_watermarks": watermarks}
+
+
+def check(out: Path, batches, old: list[str], new: list[str]) -> None:
+    """Kept streams over the whole input, removed ones up to the switch, added ones from it on."""
+    found, plans = rows(out)
+    applied = versions.applied(out, 2)
+    whole = reference_rows(old, batches)
+    for stream in ("bridge.out_MZ", "bridge.out_AZ"):
+        assert_rows(found[stream], [r for r in whole if r[0] == stream])
+        assert plans[stream] <= {1, 2}
+    old_job, _ = versions.load(out, 1)
+    partition_of = {n: p.partition for p in old_job.first_stage for names in p.outputs.values() for n in names}
+    for stream in ("bridge_limits.EXCEEDED", "bridge_limits.TWIST"):
+        mark = plans["_watermarks"][partition_of[stream]]
+        assert_rows(found.get(stream, []), [r for r in whole if r[0] == stream and r[1] < mark])
+        assert plans.get(stream, {1}) == {1}
+    since = started_at(out, 2, applied["switch_at"])
+    expected = reference_rows(new, batches, since=since)
+    for stream in ("extra.HIGH", "extra.LEVEL"):
+        want = [r for r in expected if r[0] == stream]
+        assert want, stream
+        assert_rows(found[stream], want)
+        assert plans[stream] == {2}
+
+
+def test_a_running_job_takes_an_update_between_two_batches(setup):
+    out, data, batches, old, new = setup
+    run = Run(out, data)
+    try:
+        wait_for(out, lambda s: (s.get("last_batch") or -1) >= 4, run)
+        updated = sscript("update", str(out), *new, "--sensors", SENSORS)
+        assert updated.returncode == 0, updated.stdout + updated.stderr
+        assert "computations added (start empty at the switch): 4: 8WL3, HIGH (extra.HIGH), LEVEL (extra.LEVEL), PEAK4 (extra.PEAK4)" in updated.stdout
+        assert "computations removed: 2: EXCEEDED (bridge_limits.EXCEEDED), TWIST (bridge_limits.TWIST)" in updated.stdout
+        assert "runs plan version 2 (OUT/versions/2), after batch" in updated.stdout
+        status = sscript("status", str(out))
+        assert "plan version 2" in status.stdout
+        drain(out, run, sum(map(len, batches)))
+    finally:
+        run.cleanup()
+    assert "plan version 2 runs after batch" in run.output()
+    check(out, batches, old, new)
+
+
+def test_a_job_killed_during_an_update_ends_with_the_same_rows(setup):
+    out, data, batches, old, new = setup
+    from sensorscript.update import update_workflows
+
+    first = Run(out, data)
+    try:
+        wait_for(out, lambda s: (s.get("last_batch") or -1) >= 4, first)
+        update_workflows(new, out, SENSORS)  # the request is out: the job is killed before or while it switches
+        time.sleep(0.3)
+        first.kill()
+    finally:
+        first.cleanup()
+    second = Run(out, data)
+    try:
+        drain(out, second, sum(map(len, batches)))
+    finally:
+        second.cleanup()
+    assert versions.applied(out, 2) is not None
+    check(out, batches, old, new)
