@@ -8,12 +8,28 @@ import sys
 from sensorscript.runtime.program import Job
 
 
+# A job runs for months: its JVMs take their whole heap when they start (-Xms = -Xmx, the pages
+# touched at once) instead of growing it under load and handing it back, so their memory is flat
+# from the start. Measured by scripts/soak.py (docs/BENCHMARKS.md): with Spark's defaults the
+# driver JVM's heap, committed by G1 as it saw fit, moved between 550 and 900 MiB of the 1 GiB
+# allowed during 8 minutes at 40,000 readings/s, and with it the JVM's RSS.
+HEAP_OPTIONS = "-Xms{memory} -XX:+AlwaysPreTouch"
+
+
+def jvm_options(memory: str = "1g") -> str:
+    """The JVM options of a driver or executor whose heap is `memory` (Spark's spark.*.memory)."""
+    return HEAP_OPTIONS.format(memory=memory)
+
+
 def spark_session(job: Job, master: str | None, ui: bool = False, app_name: str | None = None):
-    """A Spark session fitted to the job: shuffle partitions = plan partitions, RocksDB state, quiet."""
+    """A Spark session fitted to the job: shuffle partitions = plan partitions, RocksDB state, quiet,
+    the JVMs' heaps taken whole at the start."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.appName(app_name or f"sensorscript:{job.name}")
+               .config("spark.driver.extraJavaOptions", jvm_options())
+               .config("spark.executor.extraJavaOptions", jvm_options())
                .config("spark.sql.shuffle.partitions", str(job.partitions))
                .config("spark.sql.streaming.stateStore.providerClass",
                        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
