@@ -160,6 +160,8 @@ CASES = [
     # options
     ("report {t}/ok.ss -o {t}/r --generated 1,many", "'--generated': '1,many' is not a list of workflow counts"),
     ("compile {t}/ok.ss -o {t}/o --pattern-limit 99999999999", "'--pattern-limit': 99999999999 is not in the range"),
+    ("status {t}/out --tz Mars/Base", "'--tz': 'Mars/Base' is not a time zone; name one of the IANA database"),
+    ("results {t}/out --tz +05:00", "'--tz': '+05:00' is not a time zone"),
     # running: checked before Spark starts
     ("run {t}/out --input {t}/nowhere", "nowhere: no such input folder"),
     ("run {t}/out --input {t}/notes.txt", "notes.txt: a file; --input takes a folder of CSV or JSON-lines files"),
