@@ -318,6 +318,32 @@ def status(out, tz) -> None:
 
 
 @main.command()
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--port", default=8050, show_default=True, type=click.IntRange(1, 65535), help="The port to serve on.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address to serve on (127.0.0.1: this machine only; 0.0.0.0: every network interface).")
+@_tz
+def dashboard(out, port, host, tz) -> None:
+    """Serve a live page of the job in OUT: its results per workflow, alarms, health and plan,
+    refreshed every few seconds, while the job runs or after it ended (Ctrl-C stops it)."""
+    from sensorscript.dashboard import Dashboard, check_out
+
+    try:
+        check_out(Path(out))
+        page = Dashboard(Path(out), tz, port, host)
+    except SensorScriptError as exc:
+        _fail(exc)
+        return
+    click.echo(f"the dashboard of {out}: {page.url}  (Ctrl-C stops it)")
+    try:
+        page.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("\nstopped", err=True)
+    finally:
+        page.server.server_close()
+
+
+@main.command()
 @_files
 @_sensors
 @_partitions
