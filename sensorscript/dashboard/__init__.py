@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import socket
 from datetime import tzinfo
 from pathlib import Path
 
@@ -26,13 +27,9 @@ class Dashboard:
         from sensorscript.dashboard.app import create_app
 
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+        _check_port(host, port)
         self.app = create_app(Path(out), tz)
-        try:
-            self.server = make_server(host, port, self.app.server, threaded=True)
-        except OSError as exc:
-            problem = ("is in use (another dashboard, or another program); choose another with --port N"
-                       if exc.errno == errno.EADDRINUSE else f"cannot be listened on: {exc.strerror or exc}")
-            raise SensorScriptError([Diagnostic("error", f"port {port} on {host} {problem}")]) from None
+        self.server = make_server(host, port, self.app.server, threaded=True)
         self.url = f"http://{host}:{self.server.server_port}/"
 
     def serve_forever(self) -> None:
@@ -41,6 +38,22 @@ class Dashboard:
     def shutdown(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def _check_port(host: str, port: int) -> None:
+    """Bind as the server will (werkzeug prints its own words and exits when it cannot)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            message = (f"port {port} on {host} is in use (another dashboard, or another program); choose another "
+                       f"with --port N")
+        else:  # an unknown host, an address not of this machine, a port only root may take
+            message = f"cannot serve on {host}:{port}: {exc.strerror or exc}"
+        raise SensorScriptError([Diagnostic("error", message)]) from None
 
 
 def check_out(out: Path) -> None:

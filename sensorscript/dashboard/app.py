@@ -112,7 +112,7 @@ def _result_plots(snapshot: Snapshot, streams: dict[str, dict[str, str]], tz: tz
                 caption, plot = "no results yet", html.Div()
             else:
                 last = rows.loc[rows["ts"].idxmax()]
-                caption = f"{len(rows):,} results, the last {last['value']:.6g} at {human_time(last['ts'], tz)}"
+                caption = f"{len(rows):,} result{'s' if len(rows) != 1 else ''}, the last {last['value']:.6g} at {human_time(last['ts'], tz)}"
                 plot = dcc.Graph(figure=figures.stream_figure(stream, kind, rows, tz, color),
                                  config={"displaylogo": False, "responsive": True}, style={"height": "230px"})
             cards.append(html.Div(className="stream", id=f"stream-{stream}", style={"minWidth": "0"}, children=[
