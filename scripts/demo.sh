@@ -17,3 +17,4 @@ fi
 echo "plan: $OUT/plan.txt   job: $OUT/job.py   results: $OUT/results.db (tables results, quarantine, late, metrics)"
 echo "where the job stands: .venv/bin/sscript status $OUT"
 echo "report: out/report/report.html (and report.md)"
+echo "the dashboard (results, alarms, health, plan in the browser): .venv/bin/sscript dashboard $OUT  # then open http://127.0.0.1:8050/"

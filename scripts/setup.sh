@@ -16,3 +16,10 @@ fi
 if ! command -v java >/dev/null 2>&1; then
     echo "sensorscript: Java 17 is needed to run Spark jobs (apt-get install openjdk-17-jre-headless)" >&2
 fi
+# The dashboard's browser tests drive Debian's chromium; install it where we may (root with apt-get),
+# else they skip and say why.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq chromium >/dev/null 2>&1 \
+        || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } || true
+fi

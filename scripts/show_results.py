@@ -1,7 +1,7 @@
 """Print a short summary of a SQLite results database: rows per output stream, the alarms (pattern
-matches, newest first, with the events they bound), the quarantine. Times in UTC.
+matches, newest first, with the events they bound), the quarantine. Times in UTC, or --tz ZONE.
 
-    .venv/bin/python scripts/show_results.py OUT/results.db [--alarms 12]
+    .venv/bin/python scripts/show_results.py OUT/results.db [--alarms 12] [--tz Europe/Zurich]
 """
 
 from __future__ import annotations
@@ -9,20 +9,24 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
-from datetime import datetime, timezone
 
-
-def when(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+from sensorscript.times import human_time, time_zone
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("database")
     parser.add_argument("--alarms", type=int, default=12, help="how many of the newest matches to list")
+    parser.add_argument("--tz", default="UTC", help="the time zone of the times shown (an IANA name)")
     args = parser.parse_args()
+    try:
+        tz = time_zone(args.tz)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+    def when(ms: int | None) -> str:
+        return "-" if ms is None else human_time(ms, tz)
+
     db = sqlite3.connect(args.database)
     columns = {row[1] for row in db.execute("PRAGMA table_info(results)")}
     print(f"{'output stream':<32} {'rows':>6}  {'first window or time':<27} {'last value':>12}")

@@ -310,35 +310,76 @@ def correct(out) -> None:
         _fail(exc)
 
 
+def _check_tz(ctx, param, value):
+    from sensorscript.times import time_zone
+
+    try:
+        return time_zone(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+_tz = click.option("--tz", default="UTC", show_default=True, metavar="ZONE", callback=_check_tz,
+                   help="The time zone times are shown in: UTC or an IANA name such as Europe/Zurich.")
+
+
 @main.command()
 @click.argument("out", type=click.Path(file_okay=False))
 @click.option("--stream", "streams", multiple=True, metavar="WORKFLOW.NAME", help="Only this stream (repeatable).")
 @click.option("--all-versions", is_flag=True, help="Every version of every row, not only the newest.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0),
               help="Rows per stream (the newest; 0: all).")
-def results(out, streams, all_versions, limit) -> None:
+@_tz
+def results(out, streams, all_versions, limit, tz) -> None:
     """The results of the job in OUT, newest version of each row (corrections of late data
     replace earlier versions), with times people read."""
     from sensorscript import running
 
     try:
-        click.echo(running.show_results(Path(out), list(streams) or None, all_versions, limit))
+        click.echo(running.show_results(Path(out), list(streams) or None, all_versions, limit, tz))
     except SensorScriptError as exc:
         _fail(exc)
 
 
 @main.command()
 @click.argument("out", type=click.Path(file_okay=False))
-def status(out) -> None:
+@_tz
+def status(out, tz) -> None:
     """Where the job in OUT stands: its policies, totals, and per partition the watermark, its lag,
     coverage, latency and state size (from OUT/status.json, kept after every batch)."""
     from sensorscript import running
     from sensorscript.runtime.status import describe
 
     try:
-        click.echo(describe(running.job_status(Path(out))))
+        click.echo(describe(running.job_status(Path(out)), tz))
     except SensorScriptError as exc:
         _fail(exc)
+
+
+@main.command()
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--port", default=8050, show_default=True, type=click.IntRange(1, 65535), help="The port to serve on.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address to serve on (127.0.0.1: this machine only; 0.0.0.0: every network interface).")
+@_tz
+def dashboard(out, port, host, tz) -> None:
+    """Serve a live page of the job in OUT: its results per workflow, alarms, health and plan,
+    refreshed every few seconds, while the job runs or after it ended (Ctrl-C stops it)."""
+    from sensorscript.dashboard import Dashboard, check_out
+
+    try:
+        check_out(Path(out))
+        page = Dashboard(Path(out), tz, port, host)
+    except SensorScriptError as exc:
+        _fail(exc)
+        return
+    click.echo(f"the dashboard of {out}: {page.url}  (Ctrl-C stops it)")
+    try:
+        page.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("\nstopped", err=True)
+    finally:
+        page.server.server_close()
 
 
 @main.command()

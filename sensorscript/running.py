@@ -247,11 +247,13 @@ def correct_now(out: Path):
     return Correction(**json.loads(report[-1]))
 
 
-def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit: int) -> str:
-    """`sscript results OUT`: the newest version of each result row (or every version)."""
+def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit: int, tz=None) -> str:
+    """`sscript results OUT`: the newest version of each result row (or every version), times in
+    `tz` (UTC when None)."""
     from sensorscript.runtime.correction import newest
     from sensorscript.runtime.sinks import read_results
     from sensorscript.runtime.status import describe_results
+    from sensorscript.times import UTC
 
     out = Path(out)
     compiled_job(out)  # a clear error for a folder that holds no job
@@ -263,7 +265,7 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
     if not all_versions:
         rows = newest(rows)
         rows = rows[rows["value"].notna()]
-    return describe_results(rows, limit)
+    return describe_results(rows, limit, tz or UTC)
 
 
 def job_status(out: Path) -> dict:

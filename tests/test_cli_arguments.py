@@ -160,6 +160,14 @@ CASES = [
     # options
     ("report {t}/ok.ss -o {t}/r --generated 1,many", "'--generated': '1,many' is not a list of workflow counts"),
     ("compile {t}/ok.ss -o {t}/o --pattern-limit 99999999999", "'--pattern-limit': 99999999999 is not in the range"),
+    ("status {t}/out --tz Mars/Base", "'--tz': 'Mars/Base' is not a time zone; name one of the IANA database"),
+    ("results {t}/out --tz +05:00", "'--tz': '+05:00' is not a time zone"),
+    # the dashboard: checked before anything is served
+    ("dashboard {t}/missing", "{t}/missing: no such folder; give the folder a job was compiled into"),
+    ("dashboard {t}/never", "never/job.py: no compiled job here; run 'sscript compile"),
+    ("dashboard {t}/a_file", "Directory '{t}/a_file' is a file"),
+    ("dashboard {t}/out --port 0", "'--port': 0 is not in the range 1<=x<=65535"),
+    ("dashboard {t}/out --tz Mars/Base", "'--tz': 'Mars/Base' is not a time zone"),
     # running: checked before Spark starts
     ("run {t}/out --input {t}/nowhere", "nowhere: no such input folder"),
     ("run {t}/out --input {t}/notes.txt", "notes.txt: a file; --input takes a folder of CSV or JSON-lines files"),
@@ -192,6 +200,17 @@ def test_bad_arguments_get_one_sentence(place, command, sentence):
     assert len(errors) == 1, result.output
     assert sentence.format(**names) in errors[0]
     assert time.perf_counter() - started < 30  # a closed port fails at once, not after spark-submit's retries
+
+
+def test_a_dashboard_on_a_port_in_use_is_one_sentence(place):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = invoke(["dashboard", str(place / "out"), "--port", str(port)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.startswith(f"error: port {port} on 127.0.0.1 is in use (another dashboard, or another "
+                                    f"program); choose another with --port N"), result.output
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")

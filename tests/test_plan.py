@@ -9,7 +9,8 @@ from sensorscript.graph.build import build_graph
 from sensorscript.graph.slicing import slice_index, slice_stream, slice_start
 from sensorscript.parser import load
 from sensorscript.partition.greedy import _two_hop_edges, partition
-from sensorscript.partition.plan import make_plan, plan_json
+from sensorscript.graph.draw import to_dot
+from sensorscript.partition.plan import graph_of_plan_json, make_plan, plan_json
 from sensorscript.registry import Sensor, SensorRegistry
 from sensorscript.workload import bridge_workload
 from tests.conftest import EXAMPLES, ROOT
@@ -39,6 +40,13 @@ def test_plan_json_is_deterministic():
 
 
 # ---------------------------------------------------------------------------------- sharing
+
+def test_the_graph_read_back_from_plan_json_draws_as_the_scripts_do():
+    """The dashboard draws the DAG of a compiled job from its plan.json (sscript graph, from scripts)."""
+    plan = example_plan()
+    document = json.loads(json.dumps(plan_json(plan)))
+    assert to_dot(graph_of_plan_json(document)) == to_dot(plan.graph)
+
 
 def test_identical_statements_in_two_workflows_are_one_node():
     graph = build_graph(workflows({

@@ -16,7 +16,7 @@ from sensorscript.cep.plan import DEFAULT_LIMIT, Options, PatternPlan, plan_patt
 from sensorscript.graph.build import build_graph
 from sensorscript.memory import paused_gc
 from sensorscript.graph.graph import Graph
-from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW, Node
+from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW, Node, Origin, with_inputs
 from sensorscript.graph.slicing import SlicePlan, plan_slices
 from sensorscript.parser import ast
 from sensorscript.partition.cost import CommunicationCost, communication_cost
@@ -225,7 +225,7 @@ def plan_json(plan: Plan) -> dict:
             "inputs": list(node.inputs),
             "partition": _partition_entry(plan, node.id),
             "rate_per_s": round(rates[node.id], 6),
-            "defined_in": [f"{Path(o.file).name}:{o.line} {o.workflow}.{o.stream}" for o in node.origins],
+            "defined_in": [_defined_in(o) for o in node.origins],
             **describe_node(node),
         }
         if node.kind == SENSOR:
@@ -270,6 +270,39 @@ def plan_json(plan: Plan) -> dict:
             "naive_workflow_hash": round(plan.cost.naive_workflow_hash, 3),
         },
     }
+
+
+def _defined_in(origin: Origin) -> str:
+    return f"{Path(origin.file).name}:{origin.line} {origin.workflow}.{origin.stream}"
+
+
+def _origin(defined_in: str) -> Origin:
+    """The inverse of _defined_in."""
+    place, name = defined_in.split(" ", 1)
+    file, line = place.rsplit(":", 1)
+    workflow, stream = name.rsplit(".", 1)
+    return Origin(workflow, stream, file, int(line))
+
+
+def graph_of_plan_json(document: dict) -> Graph:
+    """The shared graph again from a plan.json, as far as drawing it needs (kinds, window parameters,
+    inputs, who wrote each node): the dashboard draws a compiled job's DAG without its scripts. What a
+    union, combine or pattern computes is left out; nodes keep their ids."""
+    graph = Graph()
+    for entry in document["nodes"]:  # inputs before consumers, as plan_json lists them
+        kind, inputs = entry["kind"], tuple(entry["inputs"])
+        if kind == SENSOR:
+            key = (SENSOR, entry["sensor_id"])
+        elif kind == WINDOW:
+            key = (WINDOW, entry["function"], inputs[0], entry["length_ms"], entry["slide_ms"])
+        else:
+            key = (kind, entry["id"])
+        origins = tuple(_origin(text) for text in entry["defined_in"])
+        graph.add(with_inputs(Node(kind, key, inputs, origins), inputs, entry["id"]))
+    graph.workflows = {name: workflow["file"] for name, workflow in document["workflows"].items()}
+    graph.outputs = {f"{name}.{stream}": node_id for name, workflow in document["workflows"].items()
+                     for stream, node_id in workflow["outputs"].items()}
+    return graph
 
 
 def _partition_entry(plan: Plan, node_id: str):

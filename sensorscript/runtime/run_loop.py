@@ -24,7 +24,8 @@ from sensorscript.runtime.packets import END_OF_INPUT
 from sensorscript.runtime.program import SELECTIVITY, Job
 from sensorscript.runtime.session import spark_session
 from sensorscript.runtime.spool import SocketSpool
-from sensorscript.runtime.status import Status, human_time
+from sensorscript.runtime.status import Status
+from sensorscript.times import human_time
 from sensorscript.runtime.stopping import StopOnSignals, clear_request, read_request
 from sensorscript.runtime.watermark import check_late_policy, parse_late_policy, parse_policy
 from sensorscript.runtime.sinks import PLAN_COLUMN, SIDE_TABLES, BatchRows, open_sink

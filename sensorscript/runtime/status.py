@@ -10,8 +10,10 @@ import os
 import socket
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import tzinfo
 from pathlib import Path
+
+from sensorscript.times import UTC, human_time
 
 STATUS = "status.json"
 
@@ -174,16 +176,16 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def describe_state(status: dict) -> str:
-    """The run's state in one sentence, with what to do next."""
+def describe_state(status: dict, tz: tzinfo = UTC) -> str:
+    """The run's state in one sentence, with what to do next (times in `tz`)."""
     state = run_state(status)
     out = Path(status["path"]).parent
     after = f"after batch {status['last_batch']}" if status.get("last_batch") is not None else "before its first batch"
     resume = f"sscript run {out} --input {status.get('source') or 'DATA'}"
-    when = human_time((status.get("stopped") or status["updated"] or status["started"]) * 1000)
+    when = human_time((status.get("stopped") or status["updated"] or status["started"]) * 1000, tz)
     if state == "running":
         return (f"running (process {status.get('pid')} on {status.get('host')}) since "
-                f"{human_time(status['started'] * 1000)}; sscript stop {out} [--drain] stops it")
+                f"{human_time(status['started'] * 1000, tz)}; sscript stop {out} [--drain] stops it")
     if state == "killed":
         return (f"not running: the process that ran it ({status.get('pid')}) is gone, {after}; "
                 f"'{resume}' continues from its checkpoint")
@@ -201,15 +203,10 @@ def read_status(out: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def human_time(ms: float, tz: timezone = timezone.utc) -> str:
-    """Epoch milliseconds as a date and time people read (UTC unless told)."""
-    moment = datetime.fromtimestamp(ms / 1000.0, tz)
-    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + (" UTC" if tz is timezone.utc else moment.strftime(" %z"))
-
-
-def _shown(value: float, kind: str) -> str:
+def gauge_text(value: float, kind: str, tz: tzinfo = UTC) -> str:
+    """A gauge's value as GAUGES says to print it."""
     if kind == "time":
-        return human_time(value)
+        return human_time(value, tz)
     if kind == "ms":
         return f"{value / 1000:,.1f} s" if abs(value) >= 1000 else f"{value:,.0f} ms"
     if kind == "share":
@@ -219,18 +216,18 @@ def _shown(value: float, kind: str) -> str:
     return f"{value:,.0f}"
 
 
-def describe(status: dict) -> str:
-    """`sscript status`: the job in a few lines, in the user's terms."""
+def describe(status: dict, tz: tzinfo = UTC) -> str:
+    """`sscript status`: the job in a few lines, in the user's terms (times in `tz`)."""
     totals = status.get("totals", {})
     lines = [f"job {status['job']}: workflows {', '.join(status['workflows'])}",
-             f"  {describe_state(status)}",
-             f"  {describe_version(status)}",
+             f"  {describe_state(status, tz)}",
+             f"  {describe_version(status, tz)}",
              f"  watermark {status['watermark']}, late readings: {status['late_policy']}; results in {status['sink']}"]
     if status.get("last_batch") is None:
         lines.append("  no batch yet")
         return "\n".join(lines)
     lines.append(f"  {status['batches']:,} batches, the last (#{status['last_batch']}) at "
-                 f"{human_time(status['updated'] * 1000)}")
+                 f"{human_time(status['updated'] * 1000, tz)}")
     lines.append(f"  readings {totals.get('readings', 0):,.0f}, results {totals.get('results', 0):,.0f}, "
                  f"late {totals.get('late', 0):,.0f}, quarantined {totals.get('quarantined', 0):,.0f}, "
                  f"held ahead of the watermark {totals.get('ahead', 0):,.0f}")
@@ -245,15 +242,15 @@ def describe(status: dict) -> str:
     if corrections.get("runs"):
         lines.append(f"  corrections of late data: {corrections['runs']:,.0f} runs, {corrections['rows']:,.0f} rows "
                      f"corrected, {corrections['retracted']:,.0f} retracted, the last at "
-                     f"{human_time(corrections['last'] * 1000)}")
+                     f"{human_time(corrections['last'] * 1000, tz)}")
     for partition, gauges in sorted(status.get("partitions", {}).items(), key=lambda item: int(item[0])):
-        shown = [f"{label} {_shown(gauges[name], kind)}" for name, (label, kind) in GAUGES.items() if name in gauges]
+        shown = [f"{label} {gauge_text(gauges[name], kind, tz)}" for name, (label, kind) in GAUGES.items() if name in gauges]
         lines.append(f"  partition {partition}: " + ", ".join(shown))
     return "\n".join(lines)
 
 
-def describe_version(status: dict) -> str:
-    """Which version of the plan runs, and since when (sscript update)."""
+def describe_version(status: dict, tz: tzinfo = UTC) -> str:
+    """Which version of the plan runs, and since when (sscript update; times in `tz`)."""
     number = status.get("plan_version", 1)
     if number == 1:
         return "plan version 1 (as compiled; sscript update makes the next)"
@@ -261,11 +258,11 @@ def describe_version(status: dict) -> str:
     switch_at = status.get("plan_switch_at")
     return (f"plan version {number} (OUT/versions/{number}), "
             + ("from the first batch" if after is None else f"after batch {after}")
-            + ("" if switch_at is None else f"; what it added starts at {human_time(switch_at)}"))
+            + ("" if switch_at is None else f"; what it added starts at {human_time(switch_at, tz)}"))
 
 
-def describe_results(rows, limit: int) -> str:
-    """Result rows per stream (the newest `limit` of each), with times people read."""
+def describe_results(rows, limit: int, tz: tzinfo = UTC) -> str:
+    """Result rows per stream (the newest `limit` of each), with times people read (in `tz`)."""
     if not len(rows):
         return "no results"
     lines = []
@@ -277,9 +274,9 @@ def describe_results(rows, limit: int) -> str:
         for row in shown.itertuples(index=False):
             window = ""
             if row.window_start == row.window_start and row.window_start is not None:  # not NaN
-                window = f"  window {human_time(row.window_start)} .. {human_time(row.window_end)}"
+                window = f"  window {human_time(row.window_start, tz)} .. {human_time(row.window_end, tz)}"
             value = "retracted" if row.value != row.value or row.value is None else f"{row.value:.6g}"
             version = f"  version {int(row.version)}" if int(row.version) > 1 else ""
             match = f"  events {row.events}" if isinstance(getattr(row, "events", None), str) else ""
-            lines.append(f"  {human_time(row.ts)}  {value}{window}{version}{match}")
+            lines.append(f"  {human_time(row.ts, tz)}  {value}{window}{version}{match}")
     return "\n".join(lines)

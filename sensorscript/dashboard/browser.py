@@ -1,0 +1,45 @@
+"""Headless chromium for the dashboard's tests and scripts/screenshot_dashboard.py: Debian's
+chromium driven by Playwright (the dev extras), never a browser Playwright would download."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+
+CHROMIUM_ARGUMENTS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                      "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium_path() -> str | None:
+    """Debian's chromium, or None."""
+    found = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+    return found
+
+
+def why_no_browser() -> str | None:
+    """None when a browser can be driven here, else why not (a test's reason to skip)."""
+    if chromium_path() is None:
+        return "no chromium here (Debian's chromium package; scripts/setup.sh installs it as root)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -e '.[dev]')"
+    return None
+
+
+@contextlib.contextmanager
+def chromium(width: int = 1400, height: int = 1000):
+    """A fresh page of headless chromium; yields (page, console errors seen so far)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGUMENTS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            errors: list[str] = []
+            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            yield page, errors
+        finally:
+            browser.close()

@@ -1,0 +1,39 @@
+"""Times people read. Stored times stay epoch milliseconds (SPEC §1, §7); wherever a person reads
+one (`sscript status`, `sscript results`, the dashboard, the demo's summary) it is a date and
+time in UTC, or in the IANA time zone the user names with `--tz`."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+UTC = timezone.utc
+
+
+def time_zone(name: str | None) -> tzinfo:
+    """UTC for None or "UTC", else the IANA zone of that name (Europe/Zurich); ValueError, worded
+    for the user, for a name that is none."""
+    if name is None or name.upper() in ("UTC", "Z"):
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"'{name}' is not a time zone; name one of the IANA database, e.g. UTC, Europe/Zurich "
+                         f"or America/New_York") from None
+
+
+def zone_name(tz: tzinfo) -> str:
+    """How a page or a heading names the zone: UTC or its IANA name."""
+    return "UTC" if tz is UTC else str(tz)
+
+
+def human_time(ms: float, tz: tzinfo = UTC) -> str:
+    """Epoch milliseconds as "2026-01-01 00:10:00.000 UTC" (or with the zone's abbreviation)."""
+    if not math.isfinite(ms):
+        return "+infinity" if ms > 0 else "-infinity"
+    try:
+        moment = datetime.fromtimestamp(ms / 1000.0, tz)
+    except (OverflowError, OSError, ValueError):  # past year 9999: a watermark at the end of input
+        return "+infinity" if ms > 0 else "-infinity"
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + (" UTC" if tz is UTC else moment.strftime(" %Z"))
