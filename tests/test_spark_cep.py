@@ -96,7 +96,8 @@ def test_match_columns_in_csv_and_parquet_sinks(spark, tmp_path):
             if (tmp_path / kind).mkdir(parents=True) is None else None
         frame = pd.read_csv(target) if kind == "csv" else pd.read_parquet(target)
         assert list(frame.columns) == ["stream", "ts", "window_start", "window_end", "value", "version",
-                                       "start_ts", "end_ts", "events"]
+                                       "start_ts", "end_ts", "events", "plan_version"]
+        assert set(frame["plan_version"]) == {1}
         matches = frame[frame["stream"] == "w.P"].sort_values("ts")
         assert matches["value"].tolist() == [2.0, 3.0, 2.0] and matches["start_ts"].tolist() == [1, 1, 10]
         assert json.loads(matches["events"].iloc[0])[1] == {"var": "b", "ts": 5, "value": 3.0, "sensor": "B"}

@@ -240,7 +240,8 @@ def test_file_sinks(spark, tmp_path, kind):
     evaluation = evaluate(load([str(f) for f in files]).workflows, [lines])
     if kind == "csv":
         frame = pd.read_csv(target)
-        assert list(frame.columns) == ["stream", "ts", "window_start", "window_end", "value", "version"]
+        assert list(frame.columns) == ["stream", "ts", "window_start", "window_end", "value", "version",
+                                       "plan_version"]
     else:
         frame = pd.read_parquet(target)
     got = sorted((r.stream, int(r.ts), int(r.window_start), int(r.window_end), float(r.value))
