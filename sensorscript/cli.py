@@ -263,9 +263,10 @@ def stop(out, drain, now, timeout) -> None:
 @_files
 @_sensors
 @_operators
-@click.option("--mode", type=click.Choice(["clear"]), default="clear", show_default=True,
-              help="What a computation the update adds or changes starts with: clear (its windows start empty at "
-                   "the switch).")
+@click.option("--mode", type=click.Choice(["clear", "dual"]), default="clear", show_default=True,
+              help="An output stream the update computes differently: clear (the new computation's windows start "
+                   "empty at the switch) or dual (the old one keeps running beside it, and writes the stream "
+                   "until the new one's windows have filled).")
 @click.option("--force", is_flag=True, help="Apply an update that restarts computations both versions have "
                                             "(their windows start empty); without it such an update is refused.")
 @click.option("--rebalance", is_flag=True, help="Place every computation anew (the partitions' balance drifted): "
@@ -282,7 +283,7 @@ def update(out, files, sensors, operators, mode, force, rebalance, pattern_limit
     from sensorscript.update import update_workflows
 
     try:
-        updated = update_workflows(files, out, sensors, force, rebalance, operators, pattern_limit)
+        updated = update_workflows(files, out, sensors, force, rebalance, operators, pattern_limit, mode)
     except SensorScriptError as exc:
         _fail(exc)
         return

@@ -12,6 +12,7 @@ OUT/job.py; a running job switches to it at its next batch boundary (runtime/ver
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -24,6 +25,8 @@ from sensorscript.codegen.job import render_job
 from sensorscript.codegen.program import programs
 from sensorscript.compiler import _plan, measured_pass_rates
 from sensorscript.errors import Diagnostic, SensorScriptError, warning
+from sensorscript.graph.nodes import PATTERN, WINDOW
+from sensorscript.parser.printer import format_ms
 from sensorscript.partition.explain import explain
 from sensorscript.partition.plan import Plan, Previous, write_plan
 from sensorscript.runtime import program as rt
@@ -43,6 +46,10 @@ class Changes:
     outputs_removed: tuple[str, ...]
     outputs_changed: tuple[str, ...]  # the same name, another computation
     labels: dict[str, str] = field(default_factory=dict)  # node id -> what a person calls it
+    # Mode dual: the output streams handed over (name -> the handover), and those that could not
+    # be (name -> why): those start empty at the switch, as in mode clear.
+    handed_over: tuple = ()
+    not_handed_over: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> list[str]:
         def named(ids) -> str:
@@ -60,6 +67,11 @@ class Changes:
                             ("now computed differently", self.outputs_changed)):
             if names:
                 lines.append(f"output streams {what}: {', '.join(names)}")
+        for name, handover in self.handed_over:
+            lines.append(f"  {name}: the old computation's rows until {format_ms(handover.fill)} after the switch "
+                         f"(the new one's windows have filled by then), the new one's after (mode dual)")
+        for name, why in sorted(self.not_handed_over.items()):
+            lines.append(f"  {name}: starts empty at the switch ({why})")
         return lines
 
 
@@ -75,8 +87,11 @@ class Updated:
 
 def update_workflows(files: Sequence[str], out: str | Path, sensors: str | None = None, force: bool = False,
                      rebalance: bool = False, operators: Sequence[str] = (),
-                     pattern_limit: int = DEFAULT_LIMIT) -> Updated:
-    """Compile FILES as the next version of the job in OUT and hand it to the job (see the module)."""
+                     pattern_limit: int = DEFAULT_LIMIT, mode: str = "clear") -> Updated:
+    """Compile FILES as the next version of the job in OUT and hand it to the job (see the module).
+    `mode`: `clear` (what the update adds or changes starts empty at the switch) or `dual` (an
+    output stream computed differently is written by the old computation, kept running, until the
+    new one's windows have filled: `handovers`)."""
     out = Path(out)
     if not (out / "job.py").exists() or not (out / "plan.json").exists():
         raise SensorScriptError([Diagnostic("error", f"{out}: no compiled job there to update (sscript compile "
@@ -114,8 +129,14 @@ def update_workflows(files: Sequence[str], out: str | Path, sensors: str | None 
                  if key.split(":", 1)[-1] in {n.id for p in (*firsts, *seconds) if p is not None for n in p.nodes}}
     restarted.update({key: number for key in _restart_keys(changes, firsts, seconds)})
     version = rt.Version(number, dict(sorted(restarted.items())))
+    adjust = None
+    if mode == "dual" and changes.outputs_changed:
+        handed, kept_clear = handovers(running, firsts, seconds, plan, changes)
+        changes = dataclasses.replace(changes, handed_over=tuple((n, h) for n, h, _, _ in sorted(handed, key=lambda x: x[0])),
+                                      not_handed_over=kept_clear)
+        adjust = handed
     write_version(out, number, plan, loaded.sources, running, version, operators, changes,
-                  keep_second_stage=running.has_second_stage)
+                  keep_second_stage=running.has_second_stage, adjust=adjust, running_nodes=running_plan["nodes"])
     versions.request(out, number)
     return Updated(number, plan, changes, out, (*unreadable, *notes), loaded.sources)
 
@@ -206,8 +227,87 @@ def _restart_keys(changes: Changes, firsts, seconds) -> list[str]:
     return sorted(set(keys))
 
 
+def fill_times(plan: Plan, changes: Changes) -> dict[str, int]:
+    """Node id -> how long after the switch a node the update added has filled: the largest sum of
+    window lengths (a pattern's `within`) on a path from a node it added to it, itself included."""
+    added = set(changes.added) | set(changes.restarted)
+    fill: dict[str, int] = {}
+    for node in plan.graph.nodes():
+        if node.id not in added:
+            continue
+        own = node.length if node.kind == WINDOW else node.key[1][2] if node.kind == PATTERN else 0
+        fill[node.id] = own + max((fill[i] for i in node.inputs if i in fill), default=0)
+    return fill
+
+
+def handovers(running: rt.Job, firsts, seconds, plan: Plan, changes: Changes):
+    """Mode dual: for each output stream the update computes differently, keep the old computation
+    (and what only it needs) running on its partition beside the new one. Returns the handovers as
+    (name, Handover, old programs' retiring nodes by partition) and, for the streams that cannot be
+    handed over, why (they start empty at the switch)."""
+    old_outputs = {name: (program, node) for program in running.first_stage
+                   for node, names in program.outputs.items() for name in names}
+    new_ids = {n.id for p in (*firsts, *seconds) if p is not None for n in p.nodes}
+    fill = fill_times(plan, changes)
+    handed, refused = [], {}
+    for name in changes.outputs_changed:
+        if name not in old_outputs:
+            refused[name] = "the old computation runs in a second stage"
+            continue
+        program, old = old_outputs[name]
+        new = plan.graph.outputs[name]
+        if new not in fill:
+            refused[name] = "the new computation has no window to fill"
+            continue
+        here = {n.id for n in firsts[program.partition].nodes}
+        nodes = {n.id: n for n in program.nodes}
+        needed, todo = set(), [old]
+        while todo:  # the old computation and what it reads that the new version no longer has here
+            node_id = todo.pop()
+            if node_id in needed or node_id in here:
+                continue
+            if node_id in new_ids or isinstance(nodes[node_id], rt.Sensor):
+                break  # computed elsewhere now (moved), or a sensor read elsewhere
+            needed.add(node_id)
+            node = nodes[node_id]
+            todo.extend((node.input,) if isinstance(node, rt.Window) else node.inputs)
+        else:
+            handed.append((name, rt.Handover(name, old, new, fill[new], running.version.number), program.partition,
+                           tuple(n for n in program.nodes if n.id in needed)))
+            continue
+        refused[name] = "what the old computation reads now runs on another partition"
+    return handed, refused
+
+
+def _with_handovers(firsts, seconds, running: rt.Job, handed) -> tuple[tuple, tuple]:
+    """The new programs with the old computations of `handed` kept where they ran, and every
+    program writing a handed-over stream told when to switch."""
+    firsts, seconds = list(firsts), list(seconds)
+    for name, handover, partition, nodes in handed:
+        program = firsts[partition]
+        ids = {n.id for n in program.nodes}
+        extra = tuple(n for n in nodes if n.id not in ids)
+        old_slices = {s.stream: s for s in running.first_stage[partition].slices}
+        slices = {s.stream: s for s in program.slices}
+        for node in extra:
+            if isinstance(node, rt.Window):
+                kept = slices.get(node.input, old_slices[node.input])
+                partials = tuple(sorted(set(kept.partials) | set(old_slices[node.input].partials)))
+                slices[node.input] = dataclasses.replace(kept, partials=partials)
+        firsts[partition] = dataclasses.replace(
+            program, nodes=(*program.nodes, *extra), slices=tuple(slices[k] for k in sorted(slices)),
+            outputs={**program.outputs, handover.old: (*program.outputs.get(handover.old, ()), name)},
+            retiring=tuple(sorted({*program.retiring, *(n.id for n in extra)})))
+        for stages in (firsts, seconds):
+            for index, other in enumerate(stages):
+                if other is not None and (handover.new in other.outputs or handover.old in other.outputs):
+                    stages[index] = dataclasses.replace(other, handovers=(*other.handovers, handover))
+    return tuple(firsts), tuple(seconds)
+
+
 def write_version(out: Path, number: int, plan: Plan, sources: dict[str, str], running: rt.Job,
-                  version: rt.Version, operators: Sequence[str], changes: Changes, keep_second_stage: bool) -> None:
+                  version: rt.Version, operators: Sequence[str], changes: Changes, keep_second_stage: bool,
+                  adjust=None, running_nodes: list[dict] = ()) -> None:
     """OUT/versions/N (written aside, then renamed: a version is whole or absent), then OUT's copy."""
     target = versions.folder(out, number)
     staging = target.with_name(f".{number}.{os.getpid()}.tmp")
@@ -220,8 +320,10 @@ def write_version(out: Path, number: int, plan: Plan, sources: dict[str, str], r
         copied.append(f"operators/{Path(path).name}")
     write_plan(plan, staging / "plan.json")
     (staging / "plan.txt").write_text(explain(plan))
-    (staging / "job.py").write_text(render_job(plan, sources, str(out), running.watermark, tuple(copied),
-                                               running.late, version, keep_second_stage))
+    retired = {node["id"]: node["defined_in"] for node in running_nodes}
+    (staging / "job.py").write_text(render_job(
+        plan, sources, str(out), running.watermark, tuple(copied), running.late, version, keep_second_stage,
+        adjust=None if not adjust else (lambda f, s: _with_handovers(f, s, running, adjust)), retired=retired))
     (staging / "changes.txt").write_text(f"plan version {number}, from version {number - 1}\n"
                                          + "\n".join(changes.describe()) + "\n")
     os.replace(staging, target)

@@ -74,7 +74,7 @@ def started_at(out: Path, number: int, switch_at: int) -> dict[str, int]:
             for origin in node["defined_in"]}
 
 
-def run_timeline(old_job, new_job, batches: list[list[str]], switch_after: int):
+def run_timeline(old_job, new_job, batches: list[list[str]], switch_after: int):  # noqa: C901
     """The job's rows per output stream: LocalRun with the old programs, then (after batch
     `switch_after`) the new ones, then the end of the input. Returns (rows, switch_at, watermarks at
     the switch per partition)."""
@@ -87,8 +87,10 @@ def run_timeline(old_job, new_job, batches: list[list[str]], switch_after: int):
         ts = np.array([r.ts for r in known], np.int64)
         value = np.array([r.value for r in known], np.float64)
         for program, result in run.batch(code, ts, value, end_of_input=index == len(batches) - 1):
-            for node_id, tuples in result.outputs.items():
+            for node_id, all_tuples in result.outputs.items():
                 for name in program.outputs[node_id]:
+                    written = program.written(node_id, name, all_tuples.ts, switch_at)  # mode dual
+                    tuples = all_tuples if written is None else all_tuples.take(written)
                     rows += [(name, int(t), None if tuples.start is None else int(s),
                               None if tuples.end is None else int(e), float(v))
                              for t, s, e, v in zip(tuples.ts, *(tuples.start, tuples.end) if tuples.start is not None
@@ -192,3 +194,50 @@ def test_an_update_that_does_not_compile_leaves_the_job_alone(scripts):
         update_workflows([str(scripts / "bridge.ss"), str(scripts / "broken.ss")], out, SENSORS)
     assert (out / "job.py").read_text() == before
     assert versions.numbers(out) == [1] and versions.requested(out) is None
+
+
+LIMITS_V2 = """
+MD1Z     = avg("8MD1-AZ", 20min, 5min);      // was the 10-minute mean: now over 20 minutes
+MD4Z     = avg("8MD4-AZ", 600_000, 300_000);
+EXCEEDED = MD1Z > 12.5 or MD4Z > 12.5;
+TWIST    = MD1Z - MD4Z;
+"""
+
+
+@pytest.mark.parametrize("mode", ["clear", "dual"])
+def test_a_changed_window_in_both_modes(scripts, mode):
+    """bridge_limits' MD1Z becomes a 20-minute mean: EXCEEDED and TWIST are computed differently.
+    clear: the new ones from the switch on (their first windows start there); dual: the old ones
+    go on until the new 20-minute windows have filled, then the new ones, with no gap."""
+    out = scripts / "out"
+    old_files = [str(scripts / "bridge.ss"), str(scripts / "bridge_limits.ss")]
+    (scripts / "v2").mkdir()
+    (scripts / "v2" / "bridge_limits.ss").write_text(LIMITS_V2)
+    new_files = [str(scripts / "bridge.ss"), str(scripts / "v2" / "bridge_limits.ss")]
+    compile_workflows(old_files, out, SENSORS)
+    updated = update_workflows(new_files, out, SENSORS, mode=mode)
+    assert updated.changes.outputs_changed == ("bridge_limits.EXCEEDED", "bridge_limits.TWIST")
+    old_job, _ = versions.load(out, 1)
+    new_job, _ = versions.load(out, 2)
+    batches = batches_of(readings(), 12)
+    rows, switch_at, _ = run_timeline(old_job, new_job, batches, switch_after=5)
+    since = started_at(out, 2, switch_at)
+    assert set(since) == {"bridge_limits.MD1Z", "bridge_limits.EXCEEDED", "bridge_limits.TWIST"}
+    before = reference_rows(old_files, batches)
+    after = reference_rows(new_files, batches, since=since)
+    for stream in updated.changes.outputs_changed:
+        got = [r for r in rows if r[0] == stream]
+        if mode == "clear":
+            # The old computation is gone at the switch: what it emitted before, then the new one's.
+            assert_rows([r for r in got if r[1] >= switch_at], [r for r in after if r[0] == stream])
+        else:
+            handover = dict(updated.changes.handed_over)[stream]
+            cut = switch_at + handover.fill
+            assert handover.fill == 20 * 60_000
+            expected = ([r for r in before if r[0] == stream and r[1] < cut]
+                        + [r for r in after if r[0] == stream and r[1] >= cut])
+            assert_rows(got, expected)
+            # No gap: the old rows reach the handover and the new ones begin right after it.
+            assert any(r[1] < cut for r in got) and any(r[1] >= cut for r in got)
+    job_text = (out / "job.py").read_text()
+    assert ("p.Handover(" in job_text) == (mode == "dual")

@@ -16,8 +16,8 @@ import pytest
 from sensorscript.compiler import compile_workflows
 from sensorscript.runtime import versions
 from tests.test_restart import TIMEOUT, Run, sscript
-from tests.test_update import (EXTRA, ROOT, SENSORS, assert_rows, batches_of, readings, reference_rows,
-                               started_at)
+from tests.test_update import (EXTRA, LIMITS_V2, ROOT, SENSORS, assert_rows, batches_of, readings,
+                               reference_rows, started_at)
 
 pytestmark = pytest.mark.spark
 
@@ -137,3 +137,37 @@ def test_a_job_killed_during_an_update_ends_with_the_same_rows(setup):
         second.cleanup()
     assert versions.applied(out, 2) is not None
     check(out, batches, old, new)
+
+
+def test_mode_dual_hands_a_changed_stream_over_once_the_new_windows_have_filled(setup):
+    """bridge_limits' MD1Z becomes a 20-minute mean: EXCEEDED and TWIST are written by the old
+    computations until 20 minutes after the switch (plan_version 1), by the new ones after (2)."""
+    out, data, batches, old, _ = setup
+    (out.parent / "v2").mkdir()
+    (out.parent / "v2" / "bridge_limits.ss").write_text(LIMITS_V2)
+    new = [old[0], str(out.parent / "v2" / "bridge_limits.ss")]
+    run = Run(out, data)
+    try:
+        wait_for(out, lambda s: (s.get("last_batch") or -1) >= 4, run)
+        updated = sscript("update", str(out), *new, "--sensors", SENSORS, "--mode", "dual")
+        assert updated.returncode == 0, updated.stdout + updated.stderr
+        assert "bridge_limits.TWIST: the old computation's rows until 20min after the switch" in updated.stdout
+        drain(out, run, sum(map(len, batches)))
+    finally:
+        run.cleanup()
+    found, plans = rows(out)
+    switch_at = versions.applied(out, 2)["switch_at"]
+    cut = switch_at + 20 * 60_000
+    before = reference_rows(old, batches)
+    after = reference_rows(new, batches, since=started_at(out, 2, switch_at))
+    for stream in ("bridge.out_MZ", "bridge.out_AZ"):
+        assert_rows(found[stream], [r for r in before if r[0] == stream])
+    db = sqlite3.connect(out / "results.db")
+    for stream in ("bridge_limits.EXCEEDED", "bridge_limits.TWIST"):
+        expected = [r for r in before if r[0] == stream and r[1] < cut] + [r for r in after if r[0] == stream
+                                                                           and r[1] >= cut]
+        assert_rows(found[stream], expected)
+        versions_by_time = db.execute("SELECT ts < ?, plan_version FROM results WHERE stream = ? GROUP BY 1, 2",
+                                      (cut, stream)).fetchall()
+        assert sorted(versions_by_time) == [(0, 2), (1, 1)], versions_by_time
+    db.close()

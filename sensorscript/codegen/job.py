@@ -118,11 +118,13 @@ class ScriptLines:
 
 def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0",
                operator_files: tuple[str, ...] = (), late: str = "log", version: rt.Version = rt.Version(),
-               keep_second_stage: bool = False) -> str:
+               keep_second_stage: bool = False, adjust=None, retired: dict[str, list[str]] | None = None) -> str:
     """job.py for the plan; `operator_files`: files registering pattern operators, relative to OUT;
     `watermark` and `late`: the job's policies (a run may override them); `version`: which version
     of the plan this is (sscript update); `keep_second_stage`: an update of a job that has a second
-    stage keeps one on every partition (Spark continues a checkpoint only with the same operators)."""
+    stage keeps one on every partition (Spark continues a checkpoint only with the same operators);
+    `adjust(firsts, seconds)`: the programs as an update in mode dual keeps the previous version's
+    computations beside them; `retired`: node id -> the script lines of such a computation."""
     graph = plan.graph
     codes = plan.codes
     lines = ScriptLines(sources)
@@ -130,12 +132,16 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
     if keep_second_stage:
         seconds = tuple(rt.Program(partition=n, stage=2, nodes=(), slices=()) if program is None else program
                         for n, program in enumerate(seconds))
+    if adjust is not None:
+        firsts, seconds = adjust(firsts, seconds)
     label = {n.id: n.label for n in graph.nodes()}
 
     def node_entry(node: rt.Node, program: rt.Program) -> dict:
         comments = []
         if isinstance(node, rt.Sensor) and program.stage == 2:
             comments.append(f"{node.sensor_id}: forwarded from another partition's first stage")
+        elif node.id not in graph:  # the previous version's, kept until its output stream is handed over
+            comments += [f"{line}  (previous version, until handed over)" for line in (retired or {}).get(node.id, [])]
         elif not isinstance(node, rt.Sensor):
             origins = graph.node(node.id).origins
             for o in origins:
@@ -156,7 +162,7 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
             "nodes": [node_entry(n, program) for n in program.nodes],
             "slices": [{"code": f"p.Slices({_literal(s.stream)}, {s.period}, {_literal(s.offsets)}, "
                                 f"{_literal(s.partials)})",
-                        "comment": f"{label[s.stream]}: "
+                        "comment": f"{label.get(s.stream, s.stream)}: "
                                    + (f"slices of {format_ms(s.period)}" if len(s.offsets) == 1 else
                                       f"slices cut at {', '.join(format_ms(o) for o in s.offsets)} of every "
                                       f"{format_ms(s.period)}")
@@ -167,6 +173,10 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
                           "comment": f"{label[f.node]} to partition {f.dest}'s second stage"}
                          for f in program.forwards],
             "senders": _literal(program.senders) if program.senders else "",
+            "handovers": [f"p.Handover({_literal(h.name)}, {_literal(h.old)}, {_literal(h.new)}, {h.fill}, "
+                          f"{h.old_version})"
+                          for h in program.handovers],
+            "retiring": _literal(program.retiring) if program.retiring else "",
         }
 
     entries, first_vars, second_vars = [], [], []

@@ -48,12 +48,14 @@ class Tuples:
     def __len__(self) -> int:
         return len(self.ts)
 
-    def take(self, mask: np.ndarray) -> "Tuples":
-        """The tuples where `mask` holds, as input to a computation (a pattern's matches stay behind)."""
+    def take(self, mask: np.ndarray, matches: bool = False) -> "Tuples":
+        """The tuples where `mask` holds: as input to a computation (a pattern's matches stay
+        behind), or with `matches` as rows to write (a pattern's matches taken too)."""
         if mask.all():
             return self
         pick = (lambda a: None if a is None else a[mask])
-        return Tuples(self.ts[mask], self.value[mask], self.source[mask], pick(self.start), pick(self.end))
+        match = self.match.take(mask) if matches and self.match is not None else None
+        return Tuples(self.ts[mask], self.value[mask], self.source[mask], pick(self.start), pick(self.end), match)
 
     @staticmethod
     def concat(parts: list["Tuples"]) -> "Tuples":
@@ -278,10 +280,14 @@ def _from(since: int, streams: dict[str, Tuples], node: p.Node) -> dict[str, Tup
 class Engine:
     """Runs one partition's `Program` over successive batches of readings."""
 
-    def __init__(self, program: p.Program):
+    def __init__(self, program: p.Program, switch_at: int | None = None):
+        """`switch_at`: the event time the run switched to this version of the plan (an update)."""
         from sensorscript.runtime.cep.matcher import Matcher
 
         self.program = program
+        # Mode dual: the previous version's computations that run beside this one's until handed over.
+        self.retiring = frozenset(program.retiring)
+        self.retire_at = program.retired_at(switch_at)
         self.sensors = {n.code: n.id for n in program.nodes if isinstance(n, p.Sensor)}
         self.slices = {s.stream: s for s in program.slices}
         self.windows_by_stream: dict[str, list[p.Window]] = {}
@@ -391,7 +397,12 @@ class Engine:
                 mark = min(marks[i] for i in ((node.input,) if isinstance(node, p.Window) else node.inputs))
                 since = state.since.get(node.id)
                 inputs = streams if since is None else _from(since, streams, node)
-                if isinstance(node, p.Union):
+                # Handed over once the last batch emitted everything before the handover (its watermark).
+                if node.id in self.retiring and (self.retire_at is None or state.watermark >= self.retire_at):
+                    for held in (state.combines, state.patterns, state.marks):  # no longer run
+                        held.pop(node.id, None)
+                    tuples = Tuples.empty()
+                elif isinstance(node, p.Union):
                     tuples = Tuples.concat([inputs[i] for i in node.inputs])
                 elif isinstance(node, p.Window):
                     after = state.marks.get(node.id, NEG_INF)

@@ -58,8 +58,12 @@ def frames(parts: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
 def results(result: BatchResult, program: Program, dest: int, job: Job) -> pd.DataFrame:
     parts = []
     patterns = {n.id: n for n in program.nodes if isinstance(n, Pattern)}
-    for node_id, tuples in result.outputs.items():
-        for name in program.outputs[node_id] if len(tuples) else ():
+    for node_id, all_tuples in result.outputs.items():
+        for name in program.outputs[node_id] if len(all_tuples) else ():
+            written = program.written(node_id, name, all_tuples.ts, job.version.switch_at)  # mode dual
+            tuples = all_tuples if written is None else all_tuples.take(written, matches=True)
+            if not len(tuples):
+                continue
             frame = pd.DataFrame({
                 "kind": "result", "stream": name, "ts": tuples.ts,
                 "window_start": tuples.start if tuples.start is not None else None,

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Sensor:
@@ -145,6 +147,27 @@ class Forward:
 
 
 @dataclass(frozen=True)
+class Handover:
+    """An update in mode `dual`: output stream `name` is written from `old` (the previous version's
+    computation, kept running beside the new one) for its rows before the switch plus `fill` ms,
+    and from `new` for the rows after: by then every window of the new one holds only readings
+    it has seen since the switch, so none is partial."""
+
+    name: str
+    old: str
+    new: str
+    fill: int
+    old_version: int  # the version of the plan the old computation belongs to (what its rows say)
+
+    def written(self, node_id: str, ts: np.ndarray, switch_at: int | None) -> np.ndarray:
+        """Which rows of `node_id` under this output name are written."""
+        if switch_at is None:  # a run that started with this version: the new computation only
+            return np.full(len(ts), node_id == self.new)
+        cut = switch_at + self.fill
+        return ts < cut if node_id == self.old else ts >= cut
+
+
+@dataclass(frozen=True)
 class Program:
     """Everything one stage of one partition computes.
 
@@ -163,6 +186,24 @@ class Program:
     outputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     forwards: tuple[Forward, ...] = ()
     senders: tuple[int, ...] = ()
+    # An update in mode dual: the output streams handed over from the previous version's
+    # computations to this one's, and those of the previous version's computations kept running
+    # only for that (dropped once every handover here is done).
+    handovers: tuple[Handover, ...] = ()
+    retiring: tuple[str, ...] = ()
+
+    def written(self, node_id: str, name: str, ts: np.ndarray, switch_at: int | None) -> np.ndarray | None:
+        """Which of a node's rows are written under output `name` (None: all of them)."""
+        for handover in self.handovers:
+            if handover.name == name and node_id in (handover.old, handover.new):
+                return handover.written(node_id, ts, switch_at)
+        return None
+
+    def retired_at(self, switch_at: int | None) -> int | None:
+        """The event time from which the retiring computations are no longer needed (None: never ran)."""
+        if not self.retiring or switch_at is None:
+            return None
+        return switch_at + max(h.fill for h in self.handovers)
 
 
 def sender_id(stage: int, partition: int, partitions: int) -> int:
@@ -217,6 +258,22 @@ class Job:
         return any(isinstance(node, Pattern) and node.id in program.outputs
                    for program in (*self.first_stage, *self.second_stage) if program is not None
                    for node in program.nodes)
+
+    @cached_property
+    def handovers(self) -> tuple[Handover, ...]:
+        """Mode dual: every output stream the previous version's computation writes until its handover."""
+        found = {h for program in (*self.first_stage, *self.second_stage) if program is not None
+                 for h in program.handovers}
+        return tuple(sorted(found, key=lambda h: h.name))
+
+    def plan_versions(self, stream: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        """The version of the plan that computed each result row (results' `plan_version`): this one's,
+        but the previous version's for a handed-over stream's rows before its handover."""
+        found = np.full(len(ts), self.version.number, np.int64)
+        if self.version.switch_at is not None:
+            for h in self.handovers:
+                found[(stream == h.name) & (ts < self.version.switch_at + h.fill)] = h.old_version
+        return found
 
     @property
     def has_second_stage(self) -> bool:

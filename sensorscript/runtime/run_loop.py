@@ -139,7 +139,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         metrics = counted.groupby("stream")["value"].sum()
         measures = _measures(job, batch_id, counted, rows[kinds == "gauge"], results)
         late_rows = _late_rows(rows[kinds == "late"], batch_id)
-        results = results.assign(**{PLAN_COLUMN: job.version.number})  # one version computed the whole batch
+        results = results.assign(**{PLAN_COLUMN: job.plan_versions(results["stream"].to_numpy(),
+                                                                    results["ts"].to_numpy(np.int64))})
         # The status first: an update's switch time comes from it (`_switched`), and a batch done again
         # after a kill leaves it as it was, so a switch at a restart starts where this one would have.
         status.batch(batch_id, metrics, measures, len(quarantine), len(results))

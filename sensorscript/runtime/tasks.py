@@ -73,7 +73,7 @@ class Step:
 
 class FirstStage:
     def __init__(self, program: Program, watermark: str, version: Version = Version()):
-        self.engine = Engine(program)
+        self.engine = Engine(program, version.switch_at)
         self.watermark = watermark
         self.version = version
 
@@ -106,7 +106,7 @@ class LaterStage:
     """Stage 2 (and, under the naive placement hash by sensor id, stages 3, 4, ...) of a partition."""
 
     def __init__(self, program: Program, version: Version = Version()):
-        self.engine = Engine(program)
+        self.engine = Engine(program, version.switch_at)
         self.senders = program.senders
         self.version = version
 

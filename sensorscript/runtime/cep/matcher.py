@@ -77,6 +77,12 @@ class Matches:
     def __len__(self) -> int:
         return len(self.ts)
 
+    def take(self, mask: np.ndarray) -> "Matches":
+        """The matches where `mask` holds (their events stay where the parts keep them)."""
+        parts = [(element, offsets[mask], lengths[mask], ts, value, sensor)
+                 for element, offsets, lengths, ts, value, sensor in self.parts]
+        return Matches(self.ts[mask], self.value[mask], self.start[mask], self.end[mask], parts)
+
     @property
     def events(self) -> list[tuple]:
         if not hasattr(self, "_events"):
