@@ -25,6 +25,18 @@ def _fail(exc: SensorScriptError) -> None:
     sys.exit(1)
 
 
+def _compiled(compile_call):
+    """What `sscript compile` or `update` compiled; its errors end the command (exit 1), its
+    warnings are shown."""
+    try:
+        compiled = compile_call()
+    except SensorScriptError as exc:
+        _fail(exc)
+    if compiled.warnings:
+        click.echo(render_all(compiled.warnings, compiled.sources), err=True)
+    return compiled
+
+
 def _unwritable(path: Path, what: str, exc: OSError) -> SensorScriptError:
     return SensorScriptError([Diagnostic("error", f"{exc.filename or path}: cannot write {what} there: "
                                                   f"{file_problem(exc)}")])
@@ -176,14 +188,8 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
     """Compile workflow FILES into one job: OUT/job.py, OUT/plan.json and OUT/plan.txt."""
     from sensorscript.compiler import compile_workflows
 
-    try:
-        compiled = compile_workflows(files, out, sensors, partitions, epsilon, watermark, naive=naive,
-                                     operators=operators, pattern_limit=pattern_limit, late=late)
-    except SensorScriptError as exc:
-        _fail(exc)
-        return
-    if compiled.warnings:
-        click.echo(render_all(compiled.warnings, compiled.sources), err=True)
+    compiled = _compiled(lambda: compile_workflows(files, out, sensors, partitions, epsilon, watermark, naive=naive,
+                                                   operators=operators, pattern_limit=pattern_limit, late=late))
     plan = compiled.plan
     cost = plan.cost
     click.echo(f"compiled {len(plan.graph.workflows)} workflow(s) into {compiled.out}/: "
@@ -282,13 +288,8 @@ def update(out, files, sensors, operators, mode, force, rebalance, pattern_limit
     from sensorscript import running
     from sensorscript.update import update_workflows
 
-    try:
-        updated = update_workflows(files, out, sensors, force, rebalance, operators, pattern_limit, mode)
-    except SensorScriptError as exc:
-        _fail(exc)
-        return
-    if updated.warnings:
-        click.echo(render_all(updated.warnings, updated.sources), err=True)
+    updated = _compiled(lambda: update_workflows(files, out, sensors, force, rebalance, operators, pattern_limit,
+                                                 mode))
     plan = updated.plan
     click.echo(f"plan version {updated.version} of {out}: {len(plan.graph.workflows)} workflow(s), "
                f"{len(plan.graph)} nodes, balance {plan.partitions.balance:.3f}, "

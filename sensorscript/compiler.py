@@ -94,14 +94,8 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
     plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators, selectivity, pattern_limit)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        copied = []
-        for path in operators:
-            (out / "operators").mkdir(exist_ok=True)
-            shutil.copyfile(path, out / "operators" / Path(path).name)
-            copied.append(f"operators/{Path(path).name}")
-        write_plan(plan, out / "plan.json")
-        (out / "plan.txt").write_text(explain(plan))
-        (out / "job.py").write_text(render_job(plan, loaded.sources, str(out), watermark, tuple(copied), late))
+        copied = write_plan_files(out, plan, operators,
+                                  lambda copied: render_job(plan, loaded.sources, str(out), watermark, copied, late))
         # Version 1 of the plan (sscript update makes the next ones): a new compile starts the history anew.
         shutil.rmtree(out / VERSIONS, ignore_errors=True)
         first = out / VERSIONS / "1"
@@ -117,6 +111,20 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
         raise SensorScriptError([Diagnostic("error", f"{exc.filename or out}: cannot write the compiled job "
                                                      f"there: {file_problem(exc)}")]) from None
     return Compiled(plan, out, (*unreadable, *warnings), loaded.sources)
+
+
+def write_plan_files(folder: Path, plan: Plan, operators: Sequence[str], job_text) -> tuple[str, ...]:
+    """A plan's files in `folder`: the operator files copied to operators/, plan.json, plan.txt, and
+    job.py as `job_text(copied operator files)` renders it. Returns the copied files' paths."""
+    copied = []
+    for path in operators:
+        (folder / "operators").mkdir(exist_ok=True)
+        shutil.copyfile(path, folder / "operators" / Path(path).name)
+        copied.append(f"operators/{Path(path).name}")
+    write_plan(plan, folder / "plan.json")
+    (folder / "plan.txt").write_text(explain(plan))
+    (folder / "job.py").write_text(job_text(tuple(copied)))
+    return tuple(copied)
 
 
 def measured_pass_rates(path: Path) -> tuple[dict | None, tuple[Diagnostic, ...]]:

@@ -23,12 +23,11 @@ from typing import Sequence
 from sensorscript.cep.plan import DEFAULT_LIMIT
 from sensorscript.codegen.job import render_job
 from sensorscript.codegen.program import programs
-from sensorscript.compiler import _plan, measured_pass_rates
+from sensorscript.compiler import _plan, measured_pass_rates, write_plan_files
 from sensorscript.errors import Diagnostic, SensorScriptError, warning
 from sensorscript.graph.nodes import PATTERN, WINDOW
 from sensorscript.parser.printer import format_ms
-from sensorscript.partition.explain import explain
-from sensorscript.partition.plan import Plan, Previous, write_plan
+from sensorscript.partition.plan import Plan, Previous
 from sensorscript.runtime import program as rt
 from sensorscript.runtime import versions
 from sensorscript.runtime.program import SELECTIVITY
@@ -313,16 +312,9 @@ def write_version(out: Path, number: int, plan: Plan, sources: dict[str, str], r
     staging = target.with_name(f".{number}.{os.getpid()}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    copied = []
-    for path in operators:
-        (staging / "operators").mkdir(exist_ok=True)
-        shutil.copyfile(path, staging / "operators" / Path(path).name)
-        copied.append(f"operators/{Path(path).name}")
-    write_plan(plan, staging / "plan.json")
-    (staging / "plan.txt").write_text(explain(plan))
     retired = {node["id"]: node["defined_in"] for node in running_nodes}
-    (staging / "job.py").write_text(render_job(
-        plan, sources, str(out), running.watermark, tuple(copied), running.late, version, keep_second_stage,
+    copied = write_plan_files(staging, plan, operators, lambda copied: render_job(
+        plan, sources, str(out), running.watermark, copied, running.late, version, keep_second_stage,
         adjust=None if not adjust else (lambda f, s: _with_handovers(f, s, running, adjust)), retired=retired))
     (staging / "changes.txt").write_text(f"plan version {number}, from version {number - 1}\n"
                                          + "\n".join(changes.describe()) + "\n")
