@@ -204,25 +204,33 @@ TWIST    = MD1Z - MD4Z;
 """
 
 
+# The same workflow with a tighter threshold: EXCEEDED is another computation, TWIST the same.
+LIMITS_TIGHTER = (ROOT / "workflows" / "bridge_limits.ss").read_text().replace("12.5", "12.0")
+
+
 @pytest.mark.parametrize("mode", ["clear", "dual"])
-def test_a_changed_window_in_both_modes(scripts, mode):
-    """bridge_limits' MD1Z becomes a 20-minute mean: EXCEEDED and TWIST are computed differently.
-    clear: the new ones from the switch on (their first windows start there); dual: the old ones
-    go on until the new 20-minute windows have filled, then the new ones, with no gap."""
+@pytest.mark.parametrize("change", ["window", "threshold"])
+def test_a_changed_window_or_threshold_in_both_modes(scripts, mode, change):
+    """window: bridge_limits' MD1Z becomes a 20-minute mean, so EXCEEDED and TWIST are computed
+    differently; threshold: EXCEEDED compares with 12.0 instead of 12.5. clear: the new
+    computations from the switch on (their first windows start there); dual: the old ones go on
+    until the new windows have filled (20 minutes; at once for a threshold over kept windows),
+    then the new ones, with no gap."""
     out = scripts / "out"
     old_files = [str(scripts / "bridge.ss"), str(scripts / "bridge_limits.ss")]
     (scripts / "v2").mkdir()
-    (scripts / "v2" / "bridge_limits.ss").write_text(LIMITS_V2)
+    (scripts / "v2" / "bridge_limits.ss").write_text(LIMITS_V2 if change == "window" else LIMITS_TIGHTER)
     new_files = [str(scripts / "bridge.ss"), str(scripts / "v2" / "bridge_limits.ss")]
     compile_workflows(old_files, out, SENSORS)
     updated = update_workflows(new_files, out, SENSORS, mode=mode)
-    assert updated.changes.outputs_changed == ("bridge_limits.EXCEEDED", "bridge_limits.TWIST")
+    changed = ("bridge_limits.EXCEEDED", "bridge_limits.TWIST") if change == "window" else ("bridge_limits.EXCEEDED",)
+    assert updated.changes.outputs_changed == changed
     old_job, _ = versions.load(out, 1)
     new_job, _ = versions.load(out, 2)
     batches = batches_of(readings(), 12)
     rows, switch_at, _ = run_timeline(old_job, new_job, batches, switch_after=5)
     since = started_at(out, 2, switch_at)
-    assert set(since) == {"bridge_limits.MD1Z", "bridge_limits.EXCEEDED", "bridge_limits.TWIST"}
+    assert set(since) == ({"bridge_limits.MD1Z", *changed} if change == "window" else set(changed))
     before = reference_rows(old_files, batches)
     after = reference_rows(new_files, batches, since=since)
     for stream in updated.changes.outputs_changed:
@@ -233,7 +241,7 @@ def test_a_changed_window_in_both_modes(scripts, mode):
         else:
             handover = dict(updated.changes.handed_over)[stream]
             cut = switch_at + handover.fill
-            assert handover.fill == 20 * 60_000
+            assert handover.fill == (20 * 60_000 if change == "window" else 0)
             expected = ([r for r in before if r[0] == stream and r[1] < cut]
                         + [r for r in after if r[0] == stream and r[1] >= cut])
             assert_rows(got, expected)
@@ -241,3 +249,31 @@ def test_a_changed_window_in_both_modes(scripts, mode):
             assert any(r[1] < cut for r in got) and any(r[1] >= cut for r in got)
     job_text = (out / "job.py").read_text()
     assert ("p.Handover(" in job_text) == (mode == "dual")
+
+
+def test_new_sensors_are_placed_around_the_running_ones_and_a_drift_is_reported(scripts):
+    """Six new 50 Hz workflows of sensors of their own: the running sensors stay where they are; the
+    new ones go to the least-loaded partitions; the balance is reported, and --rebalance places
+    everything anew and lists what moves (and restarts)."""
+    out = scripts / "out"
+    compile_workflows([str(scripts / "bridge.ss")], out, SENSORS, partitions=2)
+    heavy = [scripts / f"heavy{i}.ss" for i in range(3)]
+    for i, path in enumerate(heavy):
+        path.write_text(f'A{i} = max("NEW{i}", 10s, 10s);\n')
+    registry = scripts / "sensors.csv"
+    registry.write_text((ROOT / "workflows" / "sensors.csv").read_text()
+                        + "".join(f"NEW{i},200,acceleration\n" for i in range(3)))
+    files = [str(scripts / "bridge.ss"), *map(str, heavy)]
+    before = json.loads((out / "plan.json").read_text())["partitions"]["sensors"]
+    updated = update_workflows(files, out, str(registry))
+    after = json.loads((out / "plan.json").read_text())["partitions"]["sensors"]
+    assert {s: after[s] for s in before} == before  # the running sensors stay
+    loads = updated.plan.partitions.loads
+    assert updated.plan.partitions.balance == max(loads) / (sum(loads) / len(loads))
+    assert updated.plan.partitions.balance > 1.1  # 3 x 200 Hz beside bridge's 80 Hz, placed around it
+    assert any("balance has drifted" in w.message and "--rebalance" in w.message for w in updated.warnings)
+    assert not updated.changes.restarted
+    rebalanced = update_workflows(files, out, str(registry), rebalance=True)
+    assert rebalanced.plan.partitions.balance < updated.plan.partitions.balance
+    moved = {n for n in rebalanced.plan.partitions.moved if not n.startswith("sensor:")}
+    assert moved and moved <= set(rebalanced.changes.restarted)
