@@ -16,7 +16,7 @@ from dash import Dash, Input, Output, State, dcc, html
 
 from sensorscript.dashboard import figures
 from sensorscript.dashboard.reading import JobOutput, Snapshot
-from sensorscript.runtime.status import GAUGES, describe_state, gauge_text
+from sensorscript.runtime.status import GAUGES, describe_state, describe_version, gauge_text
 from sensorscript.times import human_time, zone_name
 
 REFRESH_MS = 3_000
@@ -72,6 +72,7 @@ def _header(snapshot: Snapshot, tz: tzinfo) -> list:
     state = describe_state(status, tz) if status else "not run yet: the page fills once the job writes its first batch"
     lines = [html.H1(f"SensorScript job {name}", style={"marginBottom": "4px"}),
              html.Div(state, id="state"),
+             *([html.Div(describe_version(status, tz), id="plan-version")] if status else []),
              html.Div(f"times in {zone_name(tz)}; refreshed every few seconds, last at "
                       f"{human_time(snapshot.read_at * 1000, tz)}", style={"color": "#5b6675", "fontSize": "13px"})]
     if snapshot.problem:
