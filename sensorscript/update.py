@@ -131,8 +131,8 @@ def update_workflows(files: Sequence[str], out: str | Path, sensors: str | None 
     adjust = None
     if mode == "dual" and changes.outputs_changed:
         handed, kept_clear = handovers(running, firsts, seconds, plan, changes)
-        changes = dataclasses.replace(changes, handed_over=tuple((n, h) for n, h, _, _ in sorted(handed, key=lambda x: x[0])),
-                                      not_handed_over=kept_clear)
+        pairs = tuple((name, handover) for name, handover, _, _ in sorted(handed, key=lambda h: h[0]))
+        changes = dataclasses.replace(changes, handed_over=pairs, not_handed_over=kept_clear)
         adjust = handed
     write_version(out, number, plan, loaded.sources, running, version, operators, changes,
                   keep_second_stage=running.has_second_stage, adjust=adjust, running_nodes=running_plan["nodes"])

@@ -121,7 +121,8 @@ def partition(graph: Graph, frequencies: dict[str, float], count: int, epsilon: 
     if count < 1:
         raise ValueError("the number of partitions must be at least 1")
     if pinned:
-        around, why = (None, "rebalanced (--rebalance)") if rebalance else _around(graph, frequencies, count, epsilon, pinned, cuts)
+        around, why = ((None, "rebalanced (--rebalance)") if rebalance
+                       else _around(graph, frequencies, count, epsilon, pinned, cuts))
         if around is not None:
             return around
         fresh = partition(graph, frequencies, count, epsilon)

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime import archive, output, program as p
+from sensorscript.runtime import archive, output, versions, program as p
 from sensorscript.runtime.engine import NEG_INF, POS_INF
 from sensorscript.runtime.sinks import (KEY_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN, RESULT_COLUMNS, BatchRows, open_sink,
                                         read_results)
@@ -140,7 +140,7 @@ def correct(job: p.Job, out: Path, sink_spec: str, spark, until: int) -> Correct
     found = Correction(late=len(late))
     if not len(late):
         return found
-    graph = JobGraph(job)
+    graph = JobGraph(job, versions.started(out))
     fed = job.streams_fed
     codes = sorted({int(c) for c in late["code"]})
     streams = sorted({name for c in codes for name in fed.get(c, ())})
@@ -178,8 +178,10 @@ def correct(job: p.Job, out: Path, sink_spec: str, spark, until: int) -> Correct
 class JobGraph:
     """The job's computations across stages and partitions, by node id (ids are the same everywhere)."""
 
-    def __init__(self, job: p.Job):
+    def __init__(self, job: p.Job, started: dict[str, int] | None = None):
+        """`started`: node id -> the event time an update started it at (runtime/versions.py)."""
         self.job = job
+        self.started = started or {}
         self.programs = [q for q in (*job.first_stage, *job.second_stage, *(r for s in job.later_stages for r in s))
                          if q is not None]
         self.nodes: dict[str, p.Node] = {}
@@ -224,7 +226,12 @@ class JobGraph:
         firsts = [q for q in everything if q.stage == 1]
         seconds = tuple(next((q for q in everything if q.stage == 2 and q.partition == k), None)
                         for k in range(len(firsts)))
-        run = LocalRun(tuple(firsts), seconds, "fixed:0")
+        # As the job runs them: what an update added reads from its switch on, and (mode dual) the
+        # previous version's computations run until their handover.
+        run = LocalRun(tuple(firsts), seconds, "fixed:0", version=self.job.version)
+        for state in (*(s.engine for s in run.first_states),
+                      *(s.engine for stage in run.later_states for s in stage if s is not None)):
+            state.since = {n: t for n, t in self.started.items() if n in state.nodes}
         emitted = run.batch(code, ts, value, end_of_input=True)
         times: dict[str, list[np.ndarray]] = {}
         frames = []

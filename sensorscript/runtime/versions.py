@@ -76,3 +76,28 @@ def _write_json(path: Path, value: dict) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(value) + "\n")
     os.replace(temporary, path)  # a reader never sees half a file
+
+
+def started(out: Path) -> dict[str, int]:
+    """Node id -> the event time an update started it at (added, or restarted, by a version the
+    job switched to; the latest such switch): what a computation of the job's now reads from."""
+    found: dict[str, int] = {}
+    before: dict[str, object] | None = None  # node id -> its partition, in the version run before
+    for number in numbers(out):
+        record = applied(out, number)
+        if number > 1 and record is None:
+            continue  # a version the job never ran (a newer one was requested before it switched)
+        try:
+            plan = json.loads((folder(out, number) / "plan.json").read_text())
+        except (OSError, ValueError):
+            continue
+        nodes = {node["id"]: node["partition"] for node in plan["nodes"]}
+        if before is not None and record.get("switch_at") is not None:
+            job, _ = load(out, number)
+            restarted = {key for key, at in job.version.restarted.items() if at == number}
+            for node_id, partition in nodes.items():
+                if node_id not in before or before[node_id] != partition or node_id in restarted:
+                    found[node_id] = record["switch_at"]
+        found = {n: t for n, t in found.items() if n in nodes}
+        before = nodes
+    return found
