@@ -21,7 +21,7 @@ from sensorscript.partition.explain import explain
 from sensorscript.partition.plan import Plan, Previous, make_plan, write_plan
 from sensorscript.registry import DEFAULT_DB, SensorRegistry
 from sensorscript.runtime.program import SELECTIVITY
-from sensorscript.runtime.versions import VERSIONS
+from sensorscript.runtime import versions
 
 
 @dataclass(frozen=True)
@@ -96,14 +96,7 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
         out.mkdir(parents=True, exist_ok=True)
         copied = write_plan_files(out, plan, operators,
                                   lambda copied: render_job(plan, loaded.sources, str(out), watermark, copied, late))
-        # Version 1 of the plan (sscript update makes the next ones): a new compile starts the history anew.
-        shutil.rmtree(out / VERSIONS, ignore_errors=True)
-        first = out / VERSIONS / "1"
-        first.mkdir(parents=True)
-        for name in ("job.py", "plan.json", "plan.txt"):
-            shutil.copyfile(out / name, first / name)
-        if copied:
-            shutil.copytree(out / "operators", first / "operators")
+        versions.keep_first(out)  # version 1 of the plan (sscript update makes the next ones)
         if naive:
             (out / "naive_job.py").write_text(
                 render_naive(loaded.workflows, loaded.sources, delay_ms(watermark), partitions))

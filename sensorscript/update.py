@@ -112,7 +112,7 @@ def update_workflows(files: Sequence[str], out: str | Path, sensors: str | None 
     changes = compare(running, firsts, seconds, plan, running_plan["nodes"])
     number = current + 1
     notes = list(found)
-    lost = {n: why for n, why in changes.restarted.items()}
+    lost = changes.restarted
     if lost and not force and not rebalance:
         raise SensorScriptError([Diagnostic("error", "this update restarts computations both versions have, and "
                                                      "their windows would start empty: "
@@ -124,8 +124,8 @@ def update_workflows(files: Sequence[str], out: str | Path, sensors: str | None 
         notes.append(warning(f"the partitions' balance has drifted to {plan.partitions.balance:.3f} (bound "
                              f"{bound:.3f}): sscript update --rebalance places every computation anew, which "
                              f"restarts the windows of those that move (it lists them)"))
-    restarted = {key: v for key, v in running.version.restarted.items()
-                 if key.split(":", 1)[-1] in {n.id for p in (*firsts, *seconds) if p is not None for n in p.nodes}}
+    present = {n.id for p in (*firsts, *seconds) if p is not None for n in p.nodes}
+    restarted = {key: v for key, v in running.version.restarted.items() if key.split(":", 1)[-1] in present}
     restarted.update({key: number for key in _restart_keys(changes, firsts, seconds)})
     version = rt.Version(number, dict(sorted(restarted.items())))
     adjust = None
@@ -145,12 +145,7 @@ def adopt(out: Path) -> int:
     numbers = versions.numbers(out)
     if numbers:
         return numbers[-1]
-    first = versions.folder(out, 1)
-    first.mkdir(parents=True)
-    for name in versions.FILES:
-        shutil.copyfile(out / name, first / name)
-    if (out / "operators").is_dir():
-        shutil.copytree(out / "operators", first / "operators")
+    versions.keep_first(out)
     return 1
 
 

@@ -161,7 +161,7 @@ def correct(job: p.Job, out: Path, sink_spec: str, spark, until: int) -> Correct
     changed = _changes(rows, read_results(sink_spec, streams, min(lowest.values()), until), lowest, until)
     if len(changed):
         number = pending.runs() + 1
-        changed[PLAN_COLUMN] = job.version.number
+        changed[PLAN_COLUMN] = job.plan_versions(changed["stream"].to_numpy(), changed["ts"].to_numpy(np.int64))
         open_sink(sink_spec, matches=job.has_matches).write(-number, BatchRows(changed, pd.DataFrame()))
     found.rows = int(changed["value"].notna().sum()) if len(changed) else 0
     found.retracted = int(changed["value"].isna().sum()) if len(changed) else 0

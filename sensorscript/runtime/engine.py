@@ -303,13 +303,17 @@ class Engine:
         update), every computation here is new and starts at the switch."""
         state = EngineState(version=version.number, nodes=frozenset(n.id for n in self.program.nodes))
         for node in self.program.nodes:
-            if isinstance(node, p.Combine):
-                state.combines[node.id] = CombineState(np.full(len(node.inputs), np.nan))
-        for node_id, matcher in self.matchers.items():
-            state.patterns[node_id] = matcher.new_state()
+            self._start(state, node)
         if version.switch_at is not None:
             state.since = {n.id: version.switch_at for n in self.program.nodes if not isinstance(n, p.Sensor)}
         return state
+
+    def _start(self, state: EngineState, node: p.Node) -> None:
+        """A computation's state before its first tuple (combines and patterns hold one up front)."""
+        if isinstance(node, p.Combine):
+            state.combines[node.id] = CombineState(np.full(len(node.inputs), np.nan))
+        elif isinstance(node, p.Pattern):
+            state.patterns[node.id] = self.matchers[node.id].new_state()
 
     def migrate(self, state: EngineState, version: p.Version) -> None:
         """Carry the state of an earlier version of the plan into this one (`sscript update`).
@@ -335,10 +339,7 @@ class Engine:
             del state.slices[stream]
         for node_id in sorted(fresh):
             node = current[node_id]
-            if isinstance(node, p.Combine):
-                state.combines[node_id] = CombineState(np.full(len(node.inputs), np.nan))
-            elif isinstance(node, p.Pattern):
-                state.patterns[node_id] = self.matchers[node_id].new_state()
+            self._start(state, node)
             if not isinstance(node, p.Sensor) and version.switch_at is not None:
                 state.since[node_id] = version.switch_at
         # A stream whose slices carry over may need a partial its new windows read: unknown (NaN)

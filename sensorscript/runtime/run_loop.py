@@ -268,12 +268,12 @@ def _supervise(query, out: Path, ended: threading.Event, end_input, last_written
         if ended.is_set():
             _stop_between_batches(query, last_written)
             return "ended"
+        mode = read_request(out)  # requests only grow stronger: boundary < drain < now
         newer = versions.requested(out)
         if newer is not None and newer > version and (versions.folder(out, newer) / "job.py").exists() \
-                and read_request(out) is None and not draining:
+                and mode is None and not draining:
             _stop_between_batches(query, last_written)
             return "update"
-        mode = read_request(out)  # requests only grow stronger: boundary < drain < now
         if mode == "now":
             query.stop()
             return "stopped"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import runpy
+import shutil
 import time
 from pathlib import Path
 
@@ -35,6 +36,18 @@ def numbers(out: Path) -> list[int]:
     """The versions kept in OUT, oldest first."""
     root = Path(out) / VERSIONS
     return sorted(int(p.name) for p in root.iterdir() if p.name.isdigit()) if root.is_dir() else []
+
+
+def keep_first(out: Path) -> None:
+    """OUT's compiled plan as version 1 (a compile starts the history anew; `sscript update` on a job
+    compiled before versions were kept adopts it the same way)."""
+    first = folder(out, 1)
+    shutil.rmtree(Path(out) / VERSIONS, ignore_errors=True)
+    first.mkdir(parents=True)
+    for name in FILES:
+        shutil.copyfile(Path(out) / name, first / name)
+    if (Path(out) / "operators").is_dir():
+        shutil.copytree(Path(out) / "operators", first / "operators")
 
 
 def load(out: Path, number: int):
