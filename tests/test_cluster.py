@@ -421,10 +421,10 @@ def test_an_executor_killed_while_archiving_leaves_nothing_the_archive_reader_tr
 
     monkeypatch.setattr(archive.os, "replace", killed)
     with pytest.raises(SystemExit):
-        archive.write(str(folder), 0, np.array([1]), np.array([hour + 5]), np.array([9.0]))
+        archive.write(str(folder), 0, 0, np.array([1]), np.array([hour + 5]), np.array([9.0]))
     monkeypatch.undo()
     assert [p for p in folder.rglob("*") if p.is_file()]  # what the dead writer left
-    archive.write(str(folder), 1, np.array([2, 2]), np.array([hour + 1, hour + 2]), np.array([1.0, 2.0]))
+    archive.write(str(folder), 1, 0, np.array([2, 2]), np.array([hour + 1, hour + 2]), np.array([1.0, 2.0]))
 
     code, ts, value = archive.read(spark, folder, [1, 2], hour, 2 * hour)
     assert (list(code), list(ts), list(value)) == ([2, 2], [hour + 1, hour + 2], [1.0, 2.0])

@@ -30,17 +30,24 @@ def test_csv_sink_cuts_rows_a_killed_run_appended_without_journalling(tmp_path):
     assert values == ["1.0", "2.0", "3.0"]
 
 
-def test_an_archived_batch_done_again_in_another_order_is_the_same_file(tmp_path):
+def test_an_archived_batch_done_again_replaces_its_files_and_a_cut_attempt_is_forgotten(tmp_path):
     rng = np.random.default_rng(3)
     code = rng.integers(0, 5, 500).astype(np.int32)
     ts = rng.integers(0, 3 * archive.HOUR_MS, 500).astype(np.int64)
     value = rng.normal(size=500)
-    archive.write(str(tmp_path), 0, code, ts, value)
+    archive.write(str(tmp_path), 0, 7, code, ts, value)
     shuffled = rng.permutation(500)  # the shuffle may hand the partition its readings in another order
-    archive.write(str(tmp_path), 0, code[shuffled], ts[shuffled], value[shuffled])
+    archive.write(str(tmp_path), 0, 7, code[shuffled], ts[shuffled], value[shuffled])
     files = sorted(tmp_path.glob("hour=*/*.parquet"))
     assert len(files) == len({p.parent for p in files}) == 3
     assert len(pd.read_parquet(tmp_path)) == 500
+    # An attempt at batch 8 cut short under one plan; done again under another (an update), the
+    # partition receives only the first hour's readings: nothing of the cut attempt may remain.
+    archive.write(str(tmp_path), 0, 8, code, ts, value)
+    assert archive.forget(tmp_path, 8) == 3
+    first = ts < archive.HOUR_MS
+    archive.write(str(tmp_path), 0, 8, code[first], ts[first], value[first])
+    assert len(pd.read_parquet(tmp_path)) == 500 + first.sum()
 
 
 def test_a_run_starting_afresh_removes_only_what_the_sink_wrote(tmp_path):

@@ -89,6 +89,13 @@ def _first_stage_function(job: Job):
     return first_stage
 
 
+def _batch_id() -> int:
+    """The micro-batch this task belongs to (Spark gives it to every task of a streaming query)."""
+    from pyspark import TaskContext
+
+    return int(TaskContext.get().getLocalProperty("streaming.sql.batchId"))
+
+
 def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state) -> Iterator[pd.DataFrame]:
     value_state = _load(state, task)
     codes, stamps, values, rejected = [], [], [], []
@@ -111,7 +118,7 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     quarantined = sum(len(r) for r in rejected)
     step = task.step(value_state, code[good].astype(np.int64), ts[good], value[good], bool(control.any()))
     if job.archive is not None:  # late policy `correct`: every reading, on time or late, kept to recompute from
-        archive.write(job.archive, partition, code[good], ts[good], value[good])
+        archive.write(job.archive, partition, _batch_id(), code[good], ts[good], value[good])
     step.gauges["state_bytes"] = _save(state, value_state)
     own = job.bucket_keys[partition]
     parts = [output.quarantine(pd.concat(rejected, ignore_index=True) if rejected else output.empty(), own)]

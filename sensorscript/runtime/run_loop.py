@@ -7,17 +7,19 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import shutil
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime import correction, versions
+from sensorscript.runtime import archive, correction, versions
 from sensorscript.runtime.archive import FOLDER as ARCHIVE
 from sensorscript.runtime.engine import POS_INF
 from sensorscript.runtime.packets import END_OF_INPUT
@@ -33,6 +35,86 @@ from sensorscript.runtime.sinks import PLAN_COLUMN, SIDE_TABLES, BatchRows, open
 CHECKPOINT = "checkpoint"  # under OUT: Spark's checkpoint (state/), the control folder (control/)
 ENDED = "ended"  # in the checkpoint: its run ended the input, so the next run starts afresh
 PLAN = "plan"  # in the checkpoint: the fingerprint of the plan whose state it holds
+
+
+class _QuietStop(logging.Filter):
+    """A micro-batch that a stop cut short or refused (`Gate`) is not an error for the user: it was
+    not committed, and the next run does it again. py4j logs its writer's failure with a Python and
+    a Java stack trace; this filter on py4j's loggers drops those records while the run loop stops
+    a query, and only then (any other failure ends the query with its error, which the run loop
+    reports in one sentence)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stopping = threading.Event()  # set while the run loop stops a query
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.stopping.is_set() and record.exc_info)
+
+
+_QUIET_STOP = _QuietStop()
+logging.getLogger("py4j.clientserver").addFilter(_QUIET_STOP)
+logging.getLogger("py4j.java_gateway").addFilter(_QUIET_STOP)
+# pyspark warns with the whole error before raising it when Arrow's collection fails midway; the
+# error itself is raised (and reported) anyway.
+warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization", category=UserWarning)
+
+
+class BatchCutShort(RuntimeError):
+    """A micro-batch a stop refused or cut short, instead of its error. Its message is one line:
+    Spark matches the text of a foreachBatch error against a pattern that recurses once per
+    character, and a Java stack trace in it overflows the stream thread's stack."""
+
+    def __init__(self, batch_id: int):
+        super().__init__(f"micro-batch {batch_id} was cut short by a stop; the next run does it again")
+
+
+class Gate:
+    """Between the run loop and the writer of a query's micro-batches. Once a stop is decided
+    (`close`), no batch begins: the next one is refused before Spark has computed any of it (stage
+    1 runs when the writer collects the batch), so nothing of it is written anywhere. The batch
+    being written ends and is committed (`idle`), and only then is the query stopped."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.closed = False
+        self.writing: int | None = None  # the batch being written
+        self.written: int | None = None  # the last batch this query wrote
+
+    def open(self) -> None:
+        """A query starts: its first batch may be one a stop cut short, done again."""
+        with self.lock:
+            self.closed, self.writing, self.written = False, None, None
+            _QUIET_STOP.stopping.clear()
+
+    def enter(self, batch_id: int) -> bool:
+        """A batch begins; False when a stop came first."""
+        with self.lock:
+            if self.closed:
+                return False
+            self.writing = batch_id
+            return True
+
+    def leave(self, batch_id: int, done: bool) -> None:
+        with self.lock:
+            self.writing = None
+            if done:
+                self.written = batch_id
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            _QUIET_STOP.stopping.set()
+
+    def idle(self, query) -> bool:
+        """No batch is being written, and the last one written is committed (Spark reports a batch's
+        progress after its commit)."""
+        with self.lock:
+            writing, written = self.writing, self.written
+        if writing is not None:
+            return False
+        progress = query.lastProgress
+        return written is None or (progress is not None and progress.get("batchId", -1) >= written)
 
 
 @dataclass
@@ -129,7 +211,25 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
 
     started = time.monotonic()
 
+    gate = Gate()
+
     def write_batch(batch, batch_id: int) -> None:
+        if not gate.enter(batch_id):  # a stop came before this batch began: the next run does it
+            raise BatchCutShort(batch_id)
+        done = False
+        try:
+            if correcting and gate.written is None:  # maybe done again: forget what a cut attempt archived
+                archive.forget(job.archive, batch_id)
+            write(batch, batch_id)
+            done = True
+        except Exception:
+            if gate.closed:  # `stop --now` cut it short: not committed, the next run does it again
+                raise BatchCutShort(batch_id) from None
+            raise
+        finally:
+            gate.leave(batch_id, done)
+
+    def write(batch, batch_id: int) -> None:
         t0 = time.monotonic()
         rows = batch.toPandas()
         kinds = rows["kind"]
@@ -192,6 +292,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     feed = SocketSpool(source, checkpoint / "spool", echo=echo) if source.startswith("socket://") else None
 
     def start():
+        gate.open()
         query = build_query(spark, feed.input if feed else source, str(control), max_files_per_trigger, job=job)
         writer = query.writeStream.foreachBatch(write_batch).option("checkpointLocation", str(checkpoint / "state"))
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=f"{trigger_seconds} seconds")
@@ -229,15 +330,14 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
                 feed.start()
             while True:
                 query = start()
-                outcome = _supervise(query, out, ended, end_input, lambda: summary.last_batch,
-                                     job.version.number)
+                outcome = _supervise(query, gate, out, ended, end_input, job.version.number)
                 if outcome != "update":
                     break
                 switch(versions.requested(out) or versions.numbers(out)[-1])
             if once and outcome == "finished" and not single_batch:
                 end_input()
                 query = start()
-                outcome = _supervise(query, out, ended, end_input, lambda: summary.last_batch)
+                outcome = _supervise(query, gate, out, ended, end_input)
         if once and outcome == "finished":
             outcome = "ended"
         if outcome == "ended":
@@ -256,7 +356,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     return summary
 
 
-def _supervise(query, out: Path, ended: threading.Event, end_input, last_written, version: int = 1) -> str:
+def _supervise(query, gate: Gate, out: Path, ended: threading.Event, end_input, version: int = 1) -> str:
     """Wait for the query to finish, for a stop (stopping.py) or for an update (versions.py);
     returns how it ended: `finished` (all the input there was, `--once`), `ended` (its input was
     ended: every window emitted), `stopped` (the checkpoint keeps the state for the next run) or
@@ -266,38 +366,33 @@ def _supervise(query, out: Path, ended: threading.Event, end_input, last_written
         if _await(query, 0.5):
             return "ended" if ended.is_set() else "finished"
         if ended.is_set():
-            _stop_between_batches(query, last_written)
+            _stop_between_batches(query, gate)
             return "ended"
         mode = read_request(out)  # requests only grow stronger: boundary < drain < now
         newer = versions.requested(out)
         if newer is not None and newer > version and (versions.folder(out, newer) / "job.py").exists() \
                 and mode is None and not draining:
-            _stop_between_batches(query, last_written)
+            _stop_between_batches(query, gate)
             return "update"
         if mode == "now":
+            gate.close()
             query.stop()
             return "stopped"
         if mode == "boundary":
-            _stop_between_batches(query, last_written)
+            _stop_between_batches(query, gate)
             return "stopped"
         if mode == "drain" and not draining:
             end_input()
             draining = True
 
 
-def _stop_between_batches(query, last_written, patience: float = 60.0) -> None:
-    """Stop the query once the batch being written is committed. The next batch may have begun by
-    then: cut short, it was not committed, and the next run does it again (exact, only later)."""
+def _stop_between_batches(query, gate: Gate, patience: float = 60.0) -> None:
+    """Stop the query once the batch being written is committed; no batch begins after this call
+    (`Gate`). After `patience` seconds the query is stopped all the same: the batch cut short was
+    not committed, and the next run does it again (exact, only later)."""
+    gate.close()
     deadline = time.monotonic() + patience
-    while time.monotonic() < deadline:
-        written = last_written()
-        if written is None:  # nothing written yet: stop unless a first batch is on its way
-            if not query.status.get("isTriggerActive", False):
-                break
-        else:
-            progress = query.lastProgress
-            if progress is not None and progress.get("batchId", -1) >= written:
-                break
+    while query.isActive and not gate.idle(query) and time.monotonic() < deadline:
         time.sleep(0.05)
     query.stop()
 
