@@ -19,6 +19,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pandas as pd
 import pytest
@@ -53,6 +54,7 @@ class Run:
 
     def __init__(self, out: Path, data: Path | str, bounded: bool = True):
         self.out = out
+        self.began = time.time()
         self.lines: list[str] = []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "sensorscript.cli", "run", str(out), "--input", str(data),
@@ -68,18 +70,25 @@ class Run:
             assert time.monotonic() < deadline, f"no '{prefix}' within {TIMEOUT} s:\n{self.output()}"
             time.sleep(0.2)
 
-    def wait_for_batch(self, batch_id: int) -> None:
-        """Until this run has started and the job has written micro-batch `batch_id` (in this run or before)."""
-        self.wait_for("continuing from the checkpoint")
+    def wait_for_lines(self, lines: int) -> None:
+        """Until the job of this run has taken `lines` lines in all, in this run and those before (a
+        restart after a kill may take two files in one batch, so batch ids do not count files)."""
         deadline = time.monotonic() + TIMEOUT
-        while (json.loads((self.out / "status.json").read_text()).get("last_batch") or -1) < batch_id:
-            assert self.process.poll() is None, f"the run ended before batch {batch_id}:\n{self.output()}"
-            assert time.monotonic() < deadline, f"no batch {batch_id} within {TIMEOUT} s:\n{self.output()}"
+
+        def taken() -> int:
+            status = json.loads(path.read_text()) if (path := self.out / "status.json").exists() else {}
+            if status.get("started", 0) < self.began:  # the status of a run before
+                return -1
+            return sum(status.get("totals", {}).get(key, 0) for key in ("readings", "unread", "quarantined", "skipped"))
+
+        while taken() < lines:
+            assert self.process.poll() is None, f"the run ended before {lines} lines:\n{self.output()}"
+            assert time.monotonic() < deadline, f"not {lines} lines within {TIMEOUT} s:\n{self.output()}"
             time.sleep(0.2)
 
-    def drain(self) -> str:
-        """`sscript stop OUT --drain` once the job has written the last file's batch; the run's output."""
-        self.wait_for_batch(FILES - 1)
+    def drain(self, lines: int) -> str:
+        """`sscript stop OUT --drain` once the job has taken all `lines` lines; the run's output."""
+        self.wait_for_lines(lines)
         stopped = sscript("stop", str(self.out), "--drain")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert "its input ended after batch" in stopped.stdout
@@ -138,6 +147,27 @@ def compile_examples(out: Path, late: str):
                              late=late)
 
 
+def batches_read(out: Path) -> list[list[str]]:
+    """The lines each committed micro-batch took, as Spark's checkpoint records them: the offset log
+    gives each batch the file source's log offset, the source log the files of each offset."""
+    state = out / "checkpoint" / "state"
+    files: dict[int, list[str]] = {}
+    for log in (state / "sources" / "0").iterdir():  # the data source's (source 1 is the control folder)
+        if not log.name.startswith("."):
+            for line in log.read_text().splitlines()[1:]:
+                entry = json.loads(line)
+                files.setdefault(entry["batchId"], []).append(urlparse(entry["path"]).path)
+    committed = sorted(int(p.name) for p in (state / "commits").iterdir() if p.name.isdigit())
+    batches, read = [], -1
+    for batch in committed:
+        offset = (state / "offsets" / str(batch)).read_text().splitlines()[2]
+        upto = read if offset == "-" else json.loads(offset)["logOffset"]
+        batches.append([line for o in range(read + 1, upto + 1) for f in sorted(files[o])
+                        for line in Path(f).read_text().splitlines()])
+        read = upto
+    return batches
+
+
 def reading(line: str) -> tuple[str, int, float]:
     sensor, ts, value = line.split(",")
     return sensor, int(ts), float(value)
@@ -170,13 +200,15 @@ def test_killed_interrupted_and_drained_with_the_late_store(replay, tmp_path):
 
         third = Run(out, data)
         runs.append(third)
-        assert "every window and pending match was emitted" in third.drain()
+        assert "every window and pending match was emitted" in third.drain(sum(map(len, batches)))
     finally:
         for run in runs:
             run.cleanup()
 
+    read = batches_read(out)  # a restart after the kill may have taken two files in one batch
+    assert sorted(line for batch in read for line in batch) == sorted(line for batch in batches for line in batch)
     scripts = {f.stem: f.read_text() for f in EXAMPLES}
-    expected, evaluation = reference_rows(scripts, batches, DELAY_MS, compiled.plan)
+    expected, evaluation = reference_rows(scripts, read, DELAY_MS, compiled.plan)
     same_rows(result_rows(out), expected)  # no row missing, none twice
     assert {row[0] for row in expected} >= {"pier_alarms.SURGE", "bridge.out_MZ"}
     db = sqlite3.connect(out / "results.db")
@@ -203,7 +235,7 @@ def test_killed_then_drained_with_corrections(replay, tmp_path):
         first.kill()
         second = Run(out, data)
         runs.append(second)
-        assert "correction:" in second.drain()
+        assert "correction:" in second.drain(sum(map(len, batches)))
     finally:
         for run in runs:
             run.cleanup()

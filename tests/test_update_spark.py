@@ -54,14 +54,6 @@ def wait_for(out: Path, what, run: Run) -> dict:
         time.sleep(0.2)
 
 
-def drain(out: Path, run: Run, lines: int) -> None:
-    """`sscript stop --drain` once the job has read all `lines` (a restart may take two files in a batch)."""
-    wait_for(out, lambda s: sum(s.get("totals", {}).get(k, 0) for k in ("readings", "unread")) >= lines, run)
-    stopped = sscript("stop", str(out), "--drain")
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert run.finish() == 0, run.output()
-
-
 def rows(out: Path) -> tuple[dict[str, list[tuple]], dict[str, set[int]]]:
     db = sqlite3.connect(out / "results.db")
     found, plans = {}, {}
@@ -112,7 +104,7 @@ def test_a_running_job_takes_an_update_between_two_batches(setup):
         assert "runs plan version 2 (OUT/versions/2), after batch" in updated.stdout
         status = sscript("status", str(out))
         assert "plan version 2" in status.stdout
-        drain(out, run, sum(map(len, batches)))
+        run.drain(sum(map(len, batches)))
     finally:
         run.cleanup()
     assert "plan version 2 runs after batch" in run.output()
@@ -133,7 +125,7 @@ def test_a_job_killed_during_an_update_ends_with_the_same_rows(setup):
         first.cleanup()
     second = Run(out, data)
     try:
-        drain(out, second, sum(map(len, batches)))
+        second.drain(sum(map(len, batches)))
     finally:
         second.cleanup()
     assert versions.applied(out, 2) is not None
@@ -153,7 +145,7 @@ def test_mode_dual_hands_a_changed_stream_over_once_the_new_windows_have_filled(
         updated = sscript("update", str(out), *new, "--sensors", SENSORS, "--mode", "dual")
         assert updated.returncode == 0, updated.stdout + updated.stderr
         assert "bridge_limits.TWIST: the old computation's rows until 20min after the switch" in updated.stdout
-        drain(out, run, sum(map(len, batches)))
+        run.drain(sum(map(len, batches)))
     finally:
         run.cleanup()
     found, plans = rows(out)
@@ -173,3 +165,51 @@ def test_mode_dual_hands_a_changed_stream_over_once_the_new_windows_have_filled(
         assert sorted(versions_by_time) == [(0, 2), (1, 1)], versions_by_time
     db.close()
 
+
+
+def test_an_update_with_corrections_of_late_data(tmp_path):
+    """Late policy correct across an update (mode clear): a tenth of each file's readings arrive
+    with the next file, late; at the end every kept stream equals the reference over all the
+    readings, and the streams the update added equal it from the switch on, corrections included
+    (a correction recomputes what an update added from the switch only: versions.started)."""
+    for name in ("bridge.ss", "bridge_limits.ss"):
+        (tmp_path / name).write_text((ROOT / "workflows" / name).read_text())
+    (tmp_path / "extra.ss").write_text(EXTRA)
+    batches = batches_of(readings(), FILES)
+    for k in range(FILES - 1):  # every tenth reading of a file comes with the next one
+        late = batches[k][5::10]
+        batches[k] = [line for i, line in enumerate(batches[k]) if i < 5 or (i - 5) % 10]
+        batches[k + 1] = late + batches[k + 1]
+    data = tmp_path / "data"
+    data.mkdir()
+    for index, batch in enumerate(batches):
+        path = data / f"part-{index:03d}.csv"
+        path.write_text("\n".join(batch) + "\n")
+        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
+    out = tmp_path / "out"
+    old = [str(tmp_path / "bridge.ss"), str(tmp_path / "bridge_limits.ss")]
+    new = [str(tmp_path / "bridge.ss"), str(tmp_path / "extra.ss")]
+    compile_workflows(old, out, SENSORS, late="correct")
+    run = Run(out, data)
+    try:
+        wait_for(out, lambda s: (s.get("last_batch") or -1) >= 4, run)
+        updated = sscript("update", str(out), *new, "--sensors", SENSORS)
+        assert updated.returncode == 0, updated.stdout + updated.stderr
+        run.drain(sum(map(len, batches)))
+    finally:
+        run.cleanup()
+    assert "corrected" in run.output() or "correction" in run.output()
+    db = sqlite3.connect(out / "results.db")
+    latest = {}
+    for stream, ts, start, end, value in db.execute("SELECT stream, ts, window_start, window_end, value FROM latest"):
+        latest.setdefault(stream, []).append((stream, ts, start, end, value))
+    db.close()
+    everything = [[line for batch in batches for line in batch]]  # one batch: nothing is late
+    for stream in ("bridge.out_MZ", "bridge.out_AZ"):
+        assert_rows(sorted(latest[stream], key=lambda r: (r[1], r[2])),
+                    [r for r in reference_rows(old, everything) if r[0] == stream])
+    since = started_at(out, 2, versions.applied(out, 2)["switch_at"])
+    expected = reference_rows(new, everything, since=since)
+    for stream in ("extra.HIGH", "extra.LEVEL"):
+        assert_rows(sorted(latest[stream], key=lambda r: (r[1], r[2] if r[2] is not None else -1)),
+                    [r for r in expected if r[0] == stream])
