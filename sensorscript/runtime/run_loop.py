@@ -197,7 +197,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     if switching:  # the checkpoint holds an earlier version's state: switch now, at the run's start
         echo(f"the checkpoint holds the state of plan version {held[0]}: switching to version "
              f"{job.version.number} (sscript update) before the first batch")
-    job = _switched(job, out, status, after, echo if switching else None)
+    job = _switched(job, out, status, after, switching, echo)
     if (versions.requested(out) or 0) <= job.version.number:
         versions.clear_request(out)  # a request this run already follows
     _hold_plan(checkpoint, job)
@@ -319,7 +319,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         if (newer.partitions, newer.bucket_keys) != (job.partitions, job.bucket_keys):
             raise JobFailed(f"plan version {number} has other partitions than the running job's; "
                             f"it cannot take over its state")
-        job = _switched(newer, out, status, summary.last_batch, echo, record=True)
+        job = _switched(newer, out, status, summary.last_batch, True, echo)
         _hold_plan(checkpoint, job)
         target = open_sink(sink_spec, matches=job.has_matches)
 
@@ -406,14 +406,14 @@ def last_committed(checkpoint: Path) -> int | None:
     return max(commits) if commits else None
 
 
-def _switched(job: Job, out: Path, status: Status, after: int | None, echo=None, record: bool = False) -> Job:
+def _switched(job: Job, out: Path, status: Status, after: int | None, switching: bool, echo) -> Job:
     """The job with the event time its version took over at (`Version.switch_at`): as the run that
-    switched recorded it, or (`record`, or a switch at the start that none recorded yet) now: just
-    after the newest reading the job has seen, so that every reading a computation the update
-    started reads arrives after the switch. `echo`: say so."""
+    switched recorded it, or (`switching` now, and none recorded it yet) now: just after the newest
+    reading the job has seen, so that every reading a computation the update started reads arrives
+    after the switch. A switch now is said with `echo`."""
     number = job.version.number
     found = versions.applied(out, number)
-    if found is None and (record or echo is not None):
+    if found is None and switching:
         newest = [gauges["max_ts"] for gauges in status.partitions.values() if "max_ts" in gauges]
         switch_at = int(max(newest)) + 1 if newest else None
         versions.record_applied(out, number, after, switch_at)
@@ -421,7 +421,7 @@ def _switched(job: Job, out: Path, status: Status, after: int | None, echo=None,
     if found is None:
         return job
     status.switched(number, found["after_batch"], found["switch_at"])
-    if echo is not None:
+    if switching:
         begins = ("from its first reading" if found["switch_at"] is None
                   else f"from event time {found['switch_at']} ({human_time(found['switch_at'])})")
         echo(f"plan version {number} runs " + ("from the first batch" if after is None else f"after batch {after}")
