@@ -16,7 +16,7 @@ import pytest
 from sensorscript.compiler import compile_workflows
 from sensorscript.runtime import versions
 from tests.test_restart import TIMEOUT, Run, sscript
-from tests.test_update import (EXTRA, LIMITS_V2, ROOT, SENSORS, assert_rows, batches_of, readings,
+from tests.test_update import (EXTRA, LIMITS_TIGHTER, LIMITS_V2, ROOT, SENSORS, assert_rows, batches_of, readings,
                                reference_rows, started_at)
 
 pytestmark = pytest.mark.spark
@@ -168,10 +168,11 @@ def test_mode_dual_hands_a_changed_stream_over_once_the_new_windows_have_filled(
 
 
 def test_an_update_with_corrections_of_late_data(tmp_path):
-    """Late policy correct across an update (mode clear): a tenth of each file's readings arrive
-    with the next file, late; at the end every kept stream equals the reference over all the
-    readings, and the streams the update added equal it from the switch on, corrections included
-    (a correction recomputes what an update added from the switch only: versions.started)."""
+    """Late policy correct across an update (mode clear) that adds a workflow and tightens a threshold
+    (bridge_limits' EXCEEDED compares with 12.0 instead of 12.5): a tenth of each file's readings
+    arrive with the next file, late; at the end every kept stream equals the reference over all the
+    readings, and the computations the update added or changed equal it from the switch on,
+    corrections included (a correction recomputes them from the switch only: versions.started)."""
     for name in ("bridge.ss", "bridge_limits.ss"):
         (tmp_path / name).write_text((ROOT / "workflows" / name).read_text())
     (tmp_path / "extra.ss").write_text(EXTRA)
@@ -188,7 +189,9 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
         os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
     out = tmp_path / "out"
     old = [str(tmp_path / "bridge.ss"), str(tmp_path / "bridge_limits.ss")]
-    new = [str(tmp_path / "bridge.ss"), str(tmp_path / "extra.ss")]
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "bridge_limits.ss").write_text(LIMITS_TIGHTER)
+    new = [str(tmp_path / "bridge.ss"), str(tmp_path / "extra.ss"), str(tmp_path / "v2" / "bridge_limits.ss")]
     compile_workflows(old, out, SENSORS, late="correct")
     run = Run(out, data)
     try:
@@ -205,11 +208,15 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
         latest.setdefault(stream, []).append((stream, ts, start, end, value))
     db.close()
     everything = [[line for batch in batches for line in batch]]  # one batch: nothing is late
-    for stream in ("bridge.out_MZ", "bridge.out_AZ"):
+    for stream in ("bridge.out_MZ", "bridge.out_AZ", "bridge_limits.TWIST"):
         assert_rows(sorted(latest[stream], key=lambda r: (r[1], r[2])),
                     [r for r in reference_rows(old, everything) if r[0] == stream])
     since = started_at(out, 2, versions.applied(out, 2)["switch_at"])
     expected = reference_rows(new, everything, since=since)
-    for stream in ("extra.HIGH", "extra.LEVEL"):
-        assert_rows(sorted(latest[stream], key=lambda r: (r[1], r[2] if r[2] is not None else -1)),
-                    [r for r in expected if r[0] == stream])
+    assert set(since) >= {"extra.HIGH", "extra.LEVEL", "bridge_limits.EXCEEDED"}
+    switch_at = versions.applied(out, 2)["switch_at"]
+    for stream in ("extra.HIGH", "extra.LEVEL", "bridge_limits.EXCEEDED"):
+        want = [r for r in expected if r[0] == stream]
+        assert want, stream
+        assert_rows(sorted([r for r in latest[stream] if r[1] >= switch_at],
+                           key=lambda r: (r[1], r[2] if r[2] is not None else -1)), want)
