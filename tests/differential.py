@@ -69,12 +69,20 @@ def disordered_replay(folder: Path, seed: int, files: int = 8) -> list[list[str]
     ts = np.array([int(line.split(",")[1]) for line in lines])
     arrival = ts + rng.exponential(400, len(ts)) * (rng.random(len(ts)) < 0.2)
     order = np.argsort(arrival, kind="stable")
-    data = folder / "data"
-    data.mkdir()
-    batches = []
-    for index, part in enumerate(np.array_split(order, files)):
-        batches.append([lines[i] for i in part])
-        path = data / f"part-{index:03d}.csv"
-        path.write_text("\n".join(batches[-1]) + "\n")
-        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
+    batches = [[lines[i] for i in part] for part in np.array_split(order, files)]
+    write_replay(folder / "data", batches)
     return batches
+
+
+def write_replay(folder: Path, batches: list[list[str]]) -> Path:
+    """A file FOLDER/part-NNN.csv per batch, whose modification times are in batch order: Spark's
+    file source takes files by modification time, so with one file per trigger each file is a
+    micro-batch of its own, in this order."""
+    import os
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for index, lines in enumerate(batches):
+        path = folder / f"part-{index:03d}.csv"
+        path.write_text("\n".join(lines) + "\n")
+        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
+    return folder

@@ -4,7 +4,6 @@ random patterns, over several micro-batches and partitions, every sink's match c
 from __future__ import annotations
 
 import json
-import os
 import random
 import sqlite3
 
@@ -18,7 +17,7 @@ from sensorscript.running import run_local
 from sensorscript.workload import write_readings
 from tests.cep_harness import reference_rows, same_rows
 from tests.conftest import ROOT
-from tests.differential import write_scripts
+from tests.differential import write_replay, write_scripts
 from tests.pattern_strategies import pattern_lines, pattern_scripts
 
 pytestmark = pytest.mark.spark
@@ -29,12 +28,7 @@ PIER = [ROOT / "workflows" / n for n in ("pier_alarms.ss", "pier_report.ss")]
 def run_batches(spark, tmp_path, files, batches, partitions=2, delay_ms=0, sink=None, sensors=None):
     out = tmp_path / "out"
     compiled = compile_workflows([str(f) for f in files], out, sensors, partitions, watermark=f"fixed:{delay_ms}")
-    data = tmp_path / "data"
-    data.mkdir(exist_ok=True)
-    for index, lines in enumerate(batches):
-        path = data / f"part-{index:03d}.csv"
-        path.write_text("\n".join(lines) + "\n")
-        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))  # the batch order
+    data = write_replay(tmp_path / "data", batches)
     summary = run_local(out, str(data), True, sink, spark=spark, echo=lambda *_: None,
                         max_files_per_trigger=1 if len(batches) > 1 else None)
     return compiled, summary, out

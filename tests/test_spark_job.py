@@ -1,6 +1,5 @@
 """The compiled job on real local Spark, against the reference evaluator (differential tests)."""
 
-import os
 import random
 import sqlite3
 from pathlib import Path
@@ -19,7 +18,8 @@ from sensorscript.running import run_local
 from sensorscript.workload import write_readings
 from sensorscript.registry import read_csv
 from tests.conftest import ROOT
-from tests.differential import assert_parsed_as_records, assert_same, expected_rows, result_rows, write_scripts
+from tests.differential import (assert_parsed_as_records, assert_same, expected_rows, result_rows, write_replay,
+                                write_scripts)
 from tests.strategies import workflows_and_lines
 
 pytestmark = pytest.mark.spark
@@ -31,14 +31,7 @@ def compile_and_run(spark, tmp_path: Path, files, batches: list[list[str]], part
                     sensors=None):
     out = tmp_path / "out"
     compiled = compile_workflows([str(f) for f in files], out, sensors, partitions)
-    data = tmp_path / "data"
-    data.mkdir()
-    # One file per batch; with one file per trigger each becomes a micro-batch of its own.
-    for index, lines in enumerate(batches):
-        path = data / f"part-{index:03d}.csv"
-        path.write_text("\n".join(lines) + "\n")
-        # Spark's file source takes files in modification-time order: make it the batch order.
-        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
+    data = write_replay(tmp_path / "data", batches)
     summary = run_local(out, str(data), True, sink, spark=spark, echo=lambda *_: None,
                         max_files_per_trigger=1 if len(batches) > 1 else None)
     return compiled, summary, out

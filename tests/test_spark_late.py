@@ -15,7 +15,7 @@ from sensorscript.reference import evaluate
 from sensorscript.runtime.status import describe, read_status
 from sensorscript.running import run_local
 from sensorscript.runtime.sinks import sqlite_results
-from tests.differential import assert_same, disordered_replay, expected_rows, result_rows
+from tests.differential import assert_same, disordered_replay, expected_rows, result_rows, write_replay
 from tests.test_watermark import without
 
 pytestmark = pytest.mark.spark
@@ -43,11 +43,7 @@ def feed(folder: Path, files: int, seed: int, burst_ms: float = 1500) -> list[li
         arrival += list(ts + delay)
     order = np.argsort(arrival, kind="stable")
     batches = [[lines[i] for i in part] for part in np.array_split(order, files)]
-    folder.mkdir(parents=True)
-    for index, batch in enumerate(batches):
-        path = folder / f"part-{index:03d}.csv"
-        path.write_text("\n".join(batch) + "\n")
-        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
+    write_replay(folder, batches)
     return batches
 
 

@@ -6,7 +6,6 @@ killed during an update and started again ends with the same rows."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.runtime import versions
+from tests.differential import write_replay
 from tests.test_restart import TIMEOUT, Run, sscript
 from tests.test_update import (EXTRA, LIMITS_TIGHTER, LIMITS_V2, ROOT, SENSORS, assert_rows, batches_of, readings,
                                reference_rows, started_at)
@@ -30,12 +30,7 @@ def setup(tmp_path):
         (tmp_path / name).write_text((ROOT / "workflows" / name).read_text())
     (tmp_path / "extra.ss").write_text(EXTRA)
     batches = batches_of(readings(), FILES)
-    data = tmp_path / "data"
-    data.mkdir()
-    for index, batch in enumerate(batches):  # Spark's file source takes files by modification time
-        path = data / f"part-{index:03d}.csv"
-        path.write_text("\n".join(batch) + "\n")
-        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
+    data = write_replay(tmp_path / "data", batches)
     out = tmp_path / "out"
     old = [str(tmp_path / "bridge.ss"), str(tmp_path / "bridge_limits.ss")]
     new = [str(tmp_path / "bridge.ss"), str(tmp_path / "extra.ss")]
@@ -181,12 +176,7 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
         late = batches[k][5::10]
         batches[k] = [line for i, line in enumerate(batches[k]) if i < 5 or (i - 5) % 10]
         batches[k + 1] = late + batches[k + 1]
-    data = tmp_path / "data"
-    data.mkdir()
-    for index, batch in enumerate(batches):
-        path = data / f"part-{index:03d}.csv"
-        path.write_text("\n".join(batch) + "\n")
-        os.utime(path, (1_700_000_000 + index * 10, 1_700_000_000 + index * 10))
+    data = write_replay(tmp_path / "data", batches)
     out = tmp_path / "out"
     old = [str(tmp_path / "bridge.ss"), str(tmp_path / "bridge_limits.ss")]
     (tmp_path / "v2").mkdir()
