@@ -242,3 +242,33 @@ def test_file_sinks(spark, tmp_path, kind):
     assert_same(got, expected_rows(evaluation))
     quarantine = pd.concat(pd.read_csv(f) for f in (target.parent / "quarantine").glob("*.csv"))
     assert list(quarantine["reason"]) == [records.REASON_TS]
+
+
+def test_a_batch_that_fails_to_be_written_fails_the_run_in_one_sentence(spark, tmp_path, monkeypatch):
+    """A sink that fails in the second micro-batch, with a long message (a Java stack trace is
+    thousands of characters): the run stops with the sink's error in one sentence, not with Spark's
+    (whose matching of a long foreachBatch error overflows the stream thread's stack) and not as
+    a run that finished."""
+    from sensorscript.runtime import run_loop
+
+    opened = run_loop.open_sink
+
+    class Failing:
+        def __init__(self, target):
+            self.target = target
+
+        def __getattr__(self, name):
+            return getattr(self.target, name)
+
+        def write(self, batch_id, rows):
+            if batch_id == 1:
+                raise OSError("the disk is full\n" + "\n".join(f"\tat frame{i}(Sink.java:{i})" for i in range(800)))
+            return self.target.write(batch_id, rows)
+
+    monkeypatch.setattr(run_loop, "open_sink", lambda *a, **k: Failing(opened(*a, **k)))
+    (tmp_path / "w.ss").write_text("A = avg(S1, 1000, 500);\n")
+    batches = [[f"S1,{b * 1000 + i * 10},1.0" for i in range(100)] for b in range(3)]
+    with pytest.raises(run_loop.JobFailed) as failed:
+        compile_and_run(spark, tmp_path, [tmp_path / "w.ss"], batches)
+    message = str(failed.value)
+    assert "micro-batch 1" in message and "OSError: the disk is full" in message and "frame" not in message

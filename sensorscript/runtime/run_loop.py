@@ -38,18 +38,19 @@ PLAN = "plan"  # in the checkpoint: the fingerprint of the plan whose state it h
 
 
 class _QuietStop(logging.Filter):
-    """A micro-batch that a stop cut short or refused (`Gate`) is not an error for the user: it was
-    not committed, and the next run does it again. py4j logs its writer's failure with a Python and
-    a Java stack trace; this filter on py4j's loggers drops those records while the run loop stops
-    a query, and only then (any other failure ends the query with its error, which the run loop
-    reports in one sentence)."""
+    """py4j logs, with its stack traces, the error of every micro-batch whose writer failed. A batch
+    that a stop cut short or refused (`Gate`) is no error for the user: it was not committed, and
+    the next run does it again; a batch that failed (`BatchCutShort`) is reported by the run loop in
+    one sentence. This filter on py4j's loggers drops those records: any record while the run loop
+    stops a query, and the writer's own."""
 
     def __init__(self):
         super().__init__()
         self.stopping = threading.Event()  # set while the run loop stops a query
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (self.stopping.is_set() and record.exc_info)
+        error = record.exc_info[1] if record.exc_info else None
+        return not (error is not None and (self.stopping.is_set() or isinstance(error, BatchCutShort)))
 
 
 _QUIET_STOP = _QuietStop()
@@ -61,12 +62,14 @@ warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization
 
 
 class BatchCutShort(RuntimeError):
-    """A micro-batch a stop refused or cut short, instead of its error. Its message is one line:
-    Spark matches the text of a foreachBatch error against a pattern that recurses once per
-    character, and a Java stack trace in it overflows the stream thread's stack."""
+    """What the writer of a micro-batch raises to Spark instead of an error: the batch was refused or
+    cut short by a stop (`Gate`), or failed (the run loop keeps the error: `Gate.failure`). Its
+    message is one line: Spark matches the text of a foreachBatch error against a pattern that
+    recurses once per character, and a long one (a Java stack trace) overflows the stream thread's
+    stack, after which the query ends as if it had finished."""
 
-    def __init__(self, batch_id: int):
-        super().__init__(f"micro-batch {batch_id} was cut short by a stop; the next run does it again")
+    def __init__(self, batch_id: int, why: str = "was cut short by a stop; the next run does it again"):
+        super().__init__(f"micro-batch {batch_id} {why}")
 
 
 class Gate:
@@ -80,11 +83,12 @@ class Gate:
         self.closed = False
         self.writing: int | None = None  # the batch being written
         self.written: int | None = None  # the last batch this query wrote
+        self.failure: str | None = None  # why a batch could not be written, in one sentence
 
     def open(self) -> None:
         """A query starts: its first batch may be one a stop cut short, done again."""
         with self.lock:
-            self.closed, self.writing, self.written = False, None, None
+            self.closed, self.writing, self.written, self.failure = False, None, None, None
             _QUIET_STOP.stopping.clear()
 
     def enter(self, batch_id: int) -> bool:
@@ -100,6 +104,9 @@ class Gate:
             self.writing = None
             if done:
                 self.written = batch_id
+
+    def failed(self, batch_id: int, exc: BaseException) -> None:
+        self.failure = f"micro-batch {batch_id} could not be written: {type(exc).__name__}: {_first_cause(str(exc))}"
 
     def close(self) -> None:
         with self.lock:
@@ -222,10 +229,11 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
                 archive.forget(job.archive, batch_id)
             write(batch, batch_id)
             done = True
-        except Exception:
+        except Exception as exc:
             if gate.closed:  # `stop --now` cut it short: not committed, the next run does it again
                 raise BatchCutShort(batch_id) from None
-            raise
+            gate.failed(batch_id, exc)
+            raise BatchCutShort(batch_id, "failed") from None
         finally:
             gate.leave(batch_id, done)
 
@@ -363,7 +371,7 @@ def _supervise(query, gate: Gate, out: Path, ended: threading.Event, end_input, 
     `update` (stopped between batches to go on with a newer version of the plan)."""
     draining = False
     while True:
-        if _await(query, 0.5):
+        if _await(query, 0.5, gate):
             return "ended" if ended.is_set() else "finished"
         if ended.is_set():
             _stop_between_batches(query, gate)
@@ -537,17 +545,24 @@ class JobFailed(RuntimeError):
     """The Spark query stopped with an error; the message is the first line a user needs."""
 
 
-def _await(query, timeout: float) -> bool:
-    """Wait up to `timeout` seconds for the query to end; True if it has ended."""
+def _await(query, timeout: float, gate: Gate) -> bool:
+    """Wait up to `timeout` seconds for the query to end; True if it has ended (JobFailed if with an error)."""
     from pyspark.errors import StreamingQueryException
 
     try:
-        return bool(query.awaitTermination(timeout))
+        ended = bool(query.awaitTermination(timeout))
     except StreamingQueryException as exc:
-        text = str(exc)
-        cause = next((line.strip() for line in text.splitlines()
-                      if "Error" in line or "Exception" in line), text.splitlines()[0] if text else "")
-        raise JobFailed(f"the job stopped with an error: {cause[:500]}") from exc
+        raise JobFailed(f"the job stopped with an error: {gate.failure or _first_cause(str(exc))}") from exc
+    if ended and gate.failure is not None:  # the stream thread died on its error (see BatchCutShort)
+        raise JobFailed(f"the job stopped with an error: {gate.failure}")
+    return ended
+
+
+def _first_cause(text: str) -> str:
+    """The line of an error's text that says what went wrong (a Py4J error's first line names a call)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    cause = next((line for line in lines if "Error" in line or "Exception" in line), lines[0] if lines else "")
+    return cause[:500]
 
 
 def _reset_sink(spec: str) -> None:
