@@ -131,6 +131,18 @@ def test_the_demo_in_a_browser(spark, tmp_path, serve, demo_data):
             assert text.startswith(human_time(ts)) and stream in text, (text, ts, stream)
         assert page.evaluate("window.notReloaded") is True
         assert "5" in page.locator("#health-body tr", has_text="quarantined lines").inner_text()
+
+        # The workflow filter, as a user works it: open the list, tick a workflow.
+        chosen = [(ts, stream) for ts, stream in expected if stream.startswith("pier_alarms.")]
+        assert 0 < len(chosen) < len(expected)
+        page.locator("#workflows").click()
+        page.get_by_role("option", name="pier_alarms", exact=True).click()
+        page.keyboard.press("Escape")
+        page.locator("#alarm-list").get_by_text(f"{len(chosen):,} alarms").wait_for(timeout=WAIT_MS)
+        listed = page.locator("tr.alarm").all_inner_texts()
+        assert len(listed) == len(chosen)
+        for text, (ts, stream) in zip(listed, chosen):
+            assert text.startswith(human_time(ts)) and stream in text, (text, ts, stream)
         assert errors == []
 
 
