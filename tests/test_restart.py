@@ -70,21 +70,23 @@ class Run:
             assert time.monotonic() < deadline, f"no '{prefix}' within {TIMEOUT} s:\n{self.output()}"
             time.sleep(0.2)
 
-    def wait_for_lines(self, lines: int) -> None:
-        """Until the job of this run has taken `lines` lines in all, in this run and those before (a
-        restart after a kill may take two files in one batch, so batch ids do not count files)."""
+    def wait_for_status(self, what, waiting_for: str) -> dict:
+        """Until the status this run's job writes (OUT/status.json, not one a run before left) satisfies `what`."""
         deadline = time.monotonic() + TIMEOUT
-
-        def taken() -> int:
-            status = json.loads(path.read_text()) if (path := self.out / "status.json").exists() else {}
-            if status.get("started", 0) < self.began:  # the status of a run before
-                return -1
-            return sum(status.get("totals", {}).get(key, 0) for key in ("readings", "unread", "quarantined", "skipped"))
-
-        while taken() < lines:
-            assert self.process.poll() is None, f"the run ended before {lines} lines:\n{self.output()}"
-            assert time.monotonic() < deadline, f"not {lines} lines within {TIMEOUT} s:\n{self.output()}"
+        while True:
+            path = self.out / "status.json"
+            status = json.loads(path.read_text()) if path.exists() else {}
+            if status.get("started", 0) >= self.began and what(status):
+                return status
+            assert self.process.poll() is None, f"the run ended before {waiting_for}:\n{self.output()}"
+            assert time.monotonic() < deadline, f"not {waiting_for} within {TIMEOUT} s:\n{self.output()}"
             time.sleep(0.2)
+
+    def wait_for_lines(self, lines: int) -> None:
+        """Until the job has taken `lines` lines in all, in this run and those before (a restart after
+        a kill may take two files in one batch, so batch ids do not count files)."""
+        keys = ("readings", "unread", "quarantined", "skipped")
+        self.wait_for_status(lambda s: sum(s.get("totals", {}).get(k, 0) for k in keys) >= lines, f"{lines} lines")
 
     def drain(self, lines: int) -> str:
         """`sscript stop OUT --drain` once the job has taken all `lines` lines; the run's output."""

@@ -5,7 +5,6 @@ killed during an update and started again ends with the same rows."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from sensorscript.compiler import compile_workflows
 from sensorscript.runtime import versions
 from tests.differential import write_replay
-from tests.test_restart import TIMEOUT, Run, sscript
+from tests.test_restart import Run, sscript
 from tests.test_update import (EXTRA, LIMITS_TIGHTER, LIMITS_V2, ROOT, SENSORS, assert_rows, batches_of, readings,
                                reference_rows, started_at)
 
@@ -36,17 +35,6 @@ def setup(tmp_path):
     new = [str(tmp_path / "bridge.ss"), str(tmp_path / "extra.ss")]
     compile_workflows(old, out, SENSORS)
     return out, data, batches, old, new
-
-
-def wait_for(out: Path, what, run: Run) -> dict:
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        status = json.loads((out / "status.json").read_text()) if (out / "status.json").exists() else {}
-        if what(status):
-            return status
-        assert run.process.poll() is None, run.output()
-        assert time.monotonic() < deadline, run.output()
-        time.sleep(0.2)
 
 
 def rows(out: Path) -> tuple[dict[str, list[tuple]], dict[str, set[int]]]:
@@ -90,7 +78,7 @@ def test_a_running_job_takes_an_update_between_two_batches(setup):
     out, data, batches, old, new = setup
     run = Run(out, data)
     try:
-        wait_for(out, lambda s: (s.get("last_batch") or -1) >= 4, run)
+        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
         updated = sscript("update", str(out), *new, "--sensors", SENSORS)
         assert updated.returncode == 0, updated.stdout + updated.stderr
         assert ("computations added (start empty at the switch): 4: 8WL3, HIGH (extra.HIGH), LEVEL (extra.LEVEL), "
@@ -112,7 +100,7 @@ def test_a_job_killed_during_an_update_ends_with_the_same_rows(setup):
 
     first = Run(out, data)
     try:
-        wait_for(out, lambda s: (s.get("last_batch") or -1) >= 4, first)
+        first.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
         update_workflows(new, out, SENSORS)  # the request is out: the job is killed before or while it switches
         time.sleep(0.3)
         first.kill()
@@ -136,7 +124,7 @@ def test_mode_dual_hands_a_changed_stream_over_once_the_new_windows_have_filled(
     new = [old[0], str(out.parent / "v2" / "bridge_limits.ss")]
     run = Run(out, data)
     try:
-        wait_for(out, lambda s: (s.get("last_batch") or -1) >= 4, run)
+        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
         updated = sscript("update", str(out), *new, "--sensors", SENSORS, "--mode", "dual")
         assert updated.returncode == 0, updated.stdout + updated.stderr
         assert "bridge_limits.TWIST: the old computation's rows until 20min after the switch" in updated.stdout
@@ -185,7 +173,7 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
     compile_workflows(old, out, SENSORS, late="correct")
     run = Run(out, data)
     try:
-        wait_for(out, lambda s: (s.get("last_batch") or -1) >= 4, run)
+        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
         updated = sscript("update", str(out), *new, "--sensors", SENSORS)
         assert updated.returncode == 0, updated.stdout + updated.stderr
         run.drain(sum(map(len, batches)))

@@ -37,25 +37,20 @@ ENDED = "ended"  # in the checkpoint: its run ended the input, so the next run s
 PLAN = "plan"  # in the checkpoint: the fingerprint of the plan whose state it holds
 
 
-class _QuietStop(logging.Filter):
-    """py4j logs, with its stack traces, the error of every micro-batch whose writer failed. A batch
-    that a stop cut short or refused (`Gate`) is no error for the user: it was not committed, and
-    the next run does it again; a batch that failed (`BatchCutShort`) is reported by the run loop in
-    one sentence. This filter on py4j's loggers drops those records: any record while the run loop
-    stops a query, and the writer's own."""
-
-    def __init__(self):
-        super().__init__()
-        self.stopping = threading.Event()  # set while the run loop stops a query
+class _QuietWriterErrors(logging.Filter):
+    """py4j logs, with its stack trace, the error of every micro-batch whose writer raised. The
+    writer raises only `BatchCutShort`: a batch that a stop cut short or refused (`Gate`), which is
+    no error for the user (it was not committed, and the next run does it again), or one that
+    failed, which the run loop reports in one sentence. This filter on py4j's loggers drops those
+    records; any other passes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        error = record.exc_info[1] if record.exc_info else None
-        return not (error is not None and (self.stopping.is_set() or isinstance(error, BatchCutShort)))
+        return not (record.exc_info and isinstance(record.exc_info[1], BatchCutShort))
 
 
-_QUIET_STOP = _QuietStop()
-logging.getLogger("py4j.clientserver").addFilter(_QUIET_STOP)
-logging.getLogger("py4j.java_gateway").addFilter(_QUIET_STOP)
+_QUIET_WRITER_ERRORS = _QuietWriterErrors()
+logging.getLogger("py4j.clientserver").addFilter(_QUIET_WRITER_ERRORS)
+logging.getLogger("py4j.java_gateway").addFilter(_QUIET_WRITER_ERRORS)
 # pyspark warns with the whole error before raising it when Arrow's collection fails midway; the
 # error itself is raised (and reported) anyway.
 warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization", category=UserWarning)
@@ -66,7 +61,7 @@ class BatchCutShort(RuntimeError):
     cut short by a stop (`Gate`), or failed (the run loop keeps the error: `Gate.failure`). Its
     message is one line: Spark matches the text of a foreachBatch error against a pattern that
     recurses once per character, and a long one (a Java stack trace) overflows the stream thread's
-    stack, after which the query ends as if it had finished."""
+    stack (`StreamExecution.PROXY_ERROR`)."""
 
     def __init__(self, batch_id: int, why: str = "was cut short by a stop; the next run does it again"):
         super().__init__(f"micro-batch {batch_id} {why}")
@@ -89,7 +84,6 @@ class Gate:
         """A query starts: its first batch may be one a stop cut short, done again."""
         with self.lock:
             self.closed, self.writing, self.written, self.failure = False, None, None, None
-            _QUIET_STOP.stopping.clear()
 
     def enter(self, batch_id: int) -> bool:
         """A batch begins; False when a stop came first."""
@@ -111,7 +105,6 @@ class Gate:
     def close(self) -> None:
         with self.lock:
             self.closed = True
-            _QUIET_STOP.stopping.set()
 
     def idle(self, query) -> bool:
         """No batch is being written, and the last one written is committed (Spark reports a batch's
@@ -553,7 +546,7 @@ def _await(query, timeout: float, gate: Gate) -> bool:
         ended = bool(query.awaitTermination(timeout))
     except StreamingQueryException as exc:
         raise JobFailed(f"the job stopped with an error: {gate.failure or _first_cause(str(exc))}") from exc
-    if ended and gate.failure is not None:  # the stream thread died on its error (see BatchCutShort)
+    if ended and gate.failure is not None:  # should the query end without reporting the writer's error
         raise JobFailed(f"the job stopped with an error: {gate.failure}")
     return ended
 
