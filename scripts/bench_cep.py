@@ -9,7 +9,7 @@ events each at the same rate over 10 minutes of event time, values uniform in [0
 conditions of the paper's experiment: one on each element alone with a different pass probability
 (e_i.value < 0.2 + 0.1 i, so the first elements are the most selective), one between each pair of
 neighbours (e_i.value > e_{i+1}.value - 0.5) and one between the first and the last. The matcher
-(runtime/cep/matcher.py, the code the job runs on each partition) takes the events in `--batches`
+(runtime/state/cep/matcher.py, the code the job runs on each partition) takes the events in `--batches`
 micro-batches; only its time is measured. Every configuration must find the same matches (checked):
 
   chosen        the compiler's plan: conditions pushed down and ordered, the cheapest shape, with
@@ -35,8 +35,8 @@ from sensorscript.codegen.program import programs
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
 from sensorscript.registry import Sensor, SensorRegistry
-from sensorscript.runtime.cep.matcher import POS_INF, Matcher
-from sensorscript.runtime.engine import Tuples
+from sensorscript.runtime.state.cep.matcher import POS_INF, Matcher
+from sensorscript.runtime.state.engine import Tuples
 
 SPAN_MS = 600_000
 # The window is sized so that, without pushdown, the partial matches of every size stay near five

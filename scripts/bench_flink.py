@@ -40,9 +40,9 @@ import pandas as pd
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.registry import SensorRegistry
-from sensorscript.running import load_job
-from sensorscript.runtime.run_loop import run
-from sensorscript.runtime.session import spark_session
+from sensorscript.runtime.plan.loading import load_job
+from sensorscript.runtime.control.run_loop import run
+from sensorscript.runtime.control.session import spark_session
 from sensorscript.workload import WINDOWS_MS, bridge_sensors, write_readings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,10 +26,10 @@ from pathlib import Path
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.registry import SensorRegistry
-from sensorscript.running import load_job
-from sensorscript.runtime import source as sources
-from sensorscript.runtime.run_loop import run
-from sensorscript.runtime.session import spark_session
+from sensorscript.runtime.plan.loading import load_job
+from sensorscript.runtime.ingest import source as sources
+from sensorscript.runtime.control.run_loop import run
+from sensorscript.runtime.control.session import spark_session
 from sensorscript.workload import bridge_workload, write_readings
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.registry import SensorRegistry
-from sensorscript.runtime.sinks import same_results, sqlite_results
+from sensorscript.runtime.output.sinks import same_results, sqlite_results
 from sensorscript.workload import bridge_workload, write_readings
 
 

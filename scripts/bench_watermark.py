@@ -70,8 +70,8 @@ from sensorscript.codegen.program import programs, sensor_codes
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
 from sensorscript.registry import Sensor, SensorRegistry
-from sensorscript.runtime.engine import NEG_INF
-from sensorscript.runtime.tasks import FirstStage
+from sensorscript.runtime.state.engine import NEG_INF
+from sensorscript.runtime.state.tasks import FirstStage
 
 T0 = 1_700_000_000_000
 HZ = 20

@@ -148,13 +148,13 @@ def _checked(parse):
 
 
 def _check_watermark(ctx, param, value):
-    from sensorscript.runtime.watermark import parse_policy
+    from sensorscript.runtime.state.watermark import parse_policy
 
     return _checked(parse_policy)(ctx, param, value)
 
 
 def _check_late(ctx, param, value):
-    from sensorscript.runtime.watermark import parse_late_policy
+    from sensorscript.runtime.state.watermark import parse_late_policy
 
     return _checked(parse_late_policy)(ctx, param, value)
 
@@ -350,7 +350,7 @@ def status(out, tz) -> None:
     """Where the job in OUT stands: its policies, totals, and per partition the watermark, its lag,
     coverage, latency and state size (from OUT/status.json, kept after every batch)."""
     from sensorscript import running
-    from sensorscript.runtime.status import describe
+    from sensorscript.runtime.output.status import describe
 
     try:
         click.echo(describe(running.job_status(Path(out)), tz))

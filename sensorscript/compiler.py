@@ -20,8 +20,8 @@ from sensorscript.parser import load
 from sensorscript.partition.explain import explain
 from sensorscript.partition.plan import Plan, Previous, make_plan, write_plan
 from sensorscript.registry import DEFAULT_DB, SensorRegistry
-from sensorscript.runtime.program import SELECTIVITY
-from sensorscript.runtime import versions
+from sensorscript.runtime.plan.program import SELECTIVITY
+from sensorscript.runtime.plan import versions
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def plan_workflows(files: Sequence[str], sensors: str | None = None, partitions:
 
 def load_operator_files(operators: Sequence[str]) -> None:
     """Register the pattern operators the files define (sscript ... --operators FILE.py)."""
-    from sensorscript.runtime.cep.operators import load_operators, registered
+    from sensorscript.runtime.state.cep.operators import load_operators, registered
 
     for path in operators:
         before = registered()
@@ -142,7 +142,7 @@ def measured_pass_rates(path: Path) -> tuple[dict | None, tuple[Diagnostic, ...]
 
 def delay_ms(watermark: str) -> int:
     """The delay of a `fixed:D` watermark policy (the naive job has Spark's fixed watermark only)."""
-    from sensorscript.runtime.watermark import FixedDelay, parse_policy
+    from sensorscript.runtime.state.watermark import FixedDelay, parse_policy
 
     policy = parse_policy(watermark)
     if not isinstance(policy, FixedDelay):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import signal
@@ -15,35 +14,12 @@ from pathlib import Path
 
 import sensorscript
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
-
-
-def compiled_job(out: Path, name: str = "job.py") -> Path:
-    """OUT/job.py (or OUT/naive_job.py); a clear error when OUT holds none (never compiled, missing)."""
-    path = Path(out) / name
-    if not path.is_file():
-        flag = " --naive" if name == "naive_job.py" else ""
-        raise SensorScriptError([Diagnostic("error", f"{path}: no compiled job here; run "
-                                                     f"'sscript compile WORKFLOWS... -o {out}{flag}' first")])
-    return path
-
-
-def load_job(out: Path, name: str = "job.py"):
-    """Import OUT/job.py as a module (it holds JOB and build_query), or OUT/naive_job.py (`run`)."""
-    path = compiled_job(out, name)
-    spec = importlib.util.spec_from_file_location(f"sensorscript_job_{abs(hash(str(path.resolve())))}", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # a job.py cut short, edited by hand, or from another version of sscript
-        first = next(iter(str(exc).splitlines()), "")
-        raise SensorScriptError([Diagnostic("error", f"{path}: the compiled job does not load ({type(exc).__name__}"
-                                                     f"{': ' + first if first else ''}); compile it again")]) from None
-    return module
+from sensorscript.runtime.plan.loading import compiled_job, load_job
 
 
 def run_local(out: Path, source: str, once: bool, sink: str | None, spark=None, echo=print, **options):
-    from sensorscript.runtime.run_loop import run
-    from sensorscript.runtime.session import spark_session
+    from sensorscript.runtime.control.run_loop import run
+    from sensorscript.runtime.control.session import spark_session
 
     module = load_job(out)
     _check_input(source)
@@ -89,9 +65,9 @@ def run_quietly(command: list[str], echo, environment: dict[str, str] | None = N
 
     `job_out`: the command runs the job in that folder. It then runs in a session of its own, so
     that Ctrl-C in a terminal reaches only this process, which turns Ctrl-C and SIGTERM into stop
-    requests the job reads between batches (runtime/stopping.py), locally or on a cluster; a third
+    requests the job reads between batches (runtime/control/stopping.py), locally or on a cluster; a third
     one terminates it. If this process dies, the job is sent SIGTERM: it stops between batches."""
-    from sensorscript.runtime.stopping import StopOnSignals
+    from sensorscript.runtime.control.stopping import StopOnSignals
 
     if environment is None:  # local Spark binds to the loopback address (and says nothing about the host name)
         environment = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
@@ -131,8 +107,8 @@ def stop(out: Path, mode: str, timeout: float, echo=print) -> str:
     wait until it has; returns how it ended (stopped or ended)."""
     import time
 
-    from sensorscript.runtime.status import describe_state, run_state
-    from sensorscript.runtime.stopping import request_stop
+    from sensorscript.runtime.output.status import describe_state, run_state
+    from sensorscript.runtime.control.stopping import request_stop
 
     out = Path(out)
     status = job_status(out)
@@ -163,7 +139,7 @@ def await_version(out: Path, number: int, timeout: float, echo=print) -> None:
     and say so; a job that is not running takes it when it next runs."""
     import time
 
-    from sensorscript.runtime.status import describe_state, describe_version, run_state
+    from sensorscript.runtime.output.status import describe_state, describe_version, run_state
 
     out = Path(out)
     status = job_status(out) if (out / "status.json").exists() else None
@@ -230,7 +206,7 @@ def submit(out: Path, master: str, source: str, once: bool, sink: str | None, ex
 def correct_now(out: Path):
     """`sscript correct OUT`: run a correction of late data now, in a child process (Spark's start-up
     chatter filtered); returns what it did."""
-    from sensorscript.runtime.correction import Correction
+    from sensorscript.runtime.control.correction import Correction
 
     out = Path(out)
     load_job(out)  # a clear error if there is no job
@@ -239,7 +215,7 @@ def correct_now(out: Path):
         raise SensorScriptError([Diagnostic("error", f"the job in {out} ran with late policy "
                                                      f"'{status['late_policy']}': corrections need --late correct")])
     found: list[str] = []
-    code = run_quietly([sys.executable, "-m", "sensorscript.runtime.correction", str(out)],
+    code = run_quietly([sys.executable, "-m", "sensorscript.runtime.control.correction", str(out)],
                        lambda line: found.append(line))
     report = [line for line in found if line.startswith("{")]
     if code or not report:
@@ -250,9 +226,9 @@ def correct_now(out: Path):
 def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit: int, tz=None) -> str:
     """`sscript results OUT`: the newest version of each result row (or every version), times in
     `tz` (UTC when None)."""
-    from sensorscript.runtime.correction import newest
-    from sensorscript.runtime.sinks import read_results
-    from sensorscript.runtime.status import describe_results
+    from sensorscript.runtime.control.correction import newest
+    from sensorscript.runtime.output.sinks import read_results
+    from sensorscript.runtime.output.status import describe_results
     from sensorscript.times import UTC
 
     out = Path(out)
@@ -269,7 +245,7 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
 
 
 def job_status(out: Path) -> dict:
-    from sensorscript.runtime.status import read_status
+    from sensorscript.runtime.output.status import read_status
 
     try:
         return read_status(out)
@@ -293,7 +269,7 @@ def _check_input(source: str) -> None:
 
 
 def _check_sink(sink: str | None, out: Path) -> None:
-    from sensorscript.runtime.sinks import check_sink
+    from sensorscript.runtime.output.sinks import check_sink
 
     try:
         check_sink(sink or f"sqlite:{Path(out) / 'results.db'}")  # None: the job's default

@@ -7,7 +7,7 @@ no longer computes stops; what it adds starts empty at the switch (mode `clear`)
 would restart a computation both versions have (moved to another partition, its stream sliced
 anew) says so and needs `--force`; one the running job cannot take at all (a second stage it does
 not have, other partitions) is refused. The new version goes to OUT/versions/N/ and becomes
-OUT/job.py; a running job switches to it at its next batch boundary (runtime/versions.py).
+OUT/job.py; a running job switches to it at its next batch boundary (runtime/plan/versions.py).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from sensorscript.errors import Diagnostic, SensorScriptError, warning
 from sensorscript.graph.nodes import PATTERN, WINDOW
 from sensorscript.parser.printer import format_ms
 from sensorscript.partition.plan import Plan, Previous
-from sensorscript.runtime import program as rt
-from sensorscript.runtime import versions
-from sensorscript.runtime.program import SELECTIVITY
+from sensorscript.runtime.plan import program as rt
+from sensorscript.runtime.plan import versions
+from sensorscript.runtime.plan.program import SELECTIVITY
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,9 @@
 import math
 from pathlib import Path
 
-from sensorscript.runtime import records
-from sensorscript.runtime.sinks import sqlite_results
-from sensorscript.runtime.source import parse
+from sensorscript.runtime.ingest import records
+from sensorscript.runtime.output.sinks import sqlite_results
+from sensorscript.runtime.ingest.source import parse
 
 
 def result_rows(out: Path) -> list[tuple]:

@@ -14,7 +14,7 @@ from sensorscript.cep.plan import Options, shapes
 from sensorscript.codegen.program import programs
 from sensorscript.errors import SensorScriptError
 from sensorscript.partition.plan import make_plan
-from sensorscript.runtime.cep.matcher import Matcher
+from sensorscript.runtime.state.cep.matcher import Matcher
 from tests.cep_harness import loaded, reference_rows, run_local, same_rows
 from tests.pattern_strategies import pattern_lines, pattern_scripts
 
@@ -161,15 +161,15 @@ def test_every_shape_gives_the_same_matches():
 
 
 def _local_rows(plan, batches):
-    from sensorscript.runtime.tasks import LocalRun
+    from sensorscript.runtime.state.tasks import LocalRun
     import numpy as np
-    from sensorscript.runtime.records import parse_line, Reading
+    from sensorscript.runtime.ingest.records import parse_line, Reading
 
     codes = plan.codes
     run = LocalRun(*programs(plan), watermark="fixed:0")
     out = []
     names = {c: s for s, c in codes.items()}
-    from sensorscript.runtime.cep import events_json
+    from sensorscript.runtime.state.cep import events_json
 
     for index, batch in enumerate([*batches, []]):
         readings = [r for r in map(parse_line, batch) if isinstance(r, Reading) and r.sensor_id in codes]
@@ -214,10 +214,10 @@ def test_a_match_earlier_than_its_last_event_still_reaches_windows():
 
 def test_user_defined_operators_from_a_file(tmp_path):
     from sensorscript.compiler import compile_workflows
-    from sensorscript.running import load_job
+    from sensorscript.runtime.plan.loading import load_job
 
     (tmp_path / "ops.py").write_text(
-        "from sensorscript.runtime.cep.operators import BinaryOperator, register\n"
+        "from sensorscript.runtime.state.cep.operators import BinaryOperator, register\n"
         "@register('soon_after')\n"
         "class SoonAfter(BinaryOperator):\n"
         "    def Q(self, left, right):\n"
@@ -229,7 +229,7 @@ def test_user_defined_operators_from_a_file(tmp_path):
     assert (compiled.out / "operators" / "ops.py").exists()
     module = load_job(compiled.out)
     assert module.JOB.operator_files == ("operators/ops.py",)
-    from sensorscript.runtime.tasks import LocalRun
+    from sensorscript.runtime.state.tasks import LocalRun
     import numpy as np
 
     run = LocalRun(module.JOB.first_stage, module.JOB.second_stage, "fixed:0")
@@ -257,7 +257,7 @@ def test_state_stays_bounded_on_endless_input():
     pattern = next(n for n in first.nodes if hasattr(n, "tree"))
     matcher = Matcher(pattern)
     state = matcher.new_state()
-    from sensorscript.runtime.engine import Tuples
+    from sensorscript.runtime.state.engine import Tuples
     import numpy as np
 
     sizes = []
@@ -335,7 +335,7 @@ def test_an_unreadable_selectivity_file_is_left_aside_with_a_warning(tmp_path, t
 def test_measured_pass_rates_reorder_conditions_at_the_next_compile(tmp_path):
     """A run adds its measured counts to OUT/selectivity.json; compiling into OUT again uses them."""
     from sensorscript.compiler import compile_workflows
-    from sensorscript.runtime.run_loop import record_selectivity
+    from sensorscript.runtime.control.run_loop import record_selectivity
 
     (tmp_path / "w.ss").write_text("P = pattern(a: A -> b: B) where a.value == 1 and a.value != 0 within 10;\n")
     first = compile_workflows([str(tmp_path / "w.ss")], tmp_path / "out")

@@ -98,7 +98,7 @@ def place(tmp_path, monkeypatch):
         db.close()
     (tmp_path / "syntax.py").write_text("def broken(:\n")
     (tmp_path / "raises.py").write_text("raise RuntimeError('no licence server')\n")
-    (tmp_path / "nothing.py").write_text("from sensorscript.runtime.cep.operators import UnaryOperator\n\n\n"
+    (tmp_path / "nothing.py").write_text("from sensorscript.runtime.state.cep.operators import UnaryOperator\n\n\n"
                                          "class Rising(UnaryOperator):  # never registered\n    pass\n")
     (tmp_path / "data").mkdir()
     (tmp_path / "never").mkdir()  # a folder, but nothing compiled into it

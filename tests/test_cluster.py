@@ -25,7 +25,7 @@ import pytest
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
-from sensorscript.reference import evaluate
+from tests.oracles.streams import evaluate
 from sensorscript.registry import read_csv
 from sensorscript.workload import write_readings
 from tests.conftest import ROOT
@@ -301,7 +301,7 @@ def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_
     with the product's own settings on the other worker: exit 0, and the results are the reference
     evaluator's, row for row (a lost or repeated batch would show as missing or duplicate rows)."""
     from sensorscript.codegen.program import programs
-    from sensorscript.runtime.run_loop import order_by_name
+    from sensorscript.runtime.control.run_loop import order_by_name
     from tests.cep_harness import reference_rows, same_rows
     from tests.conftest import EXAMPLES
 
@@ -412,7 +412,7 @@ def test_an_executor_killed_while_archiving_leaves_nothing_the_archive_reader_tr
     hidden ones, so the archive's reader (a correction's) must neither fail on it nor count it."""
     import numpy as np
 
-    from sensorscript.runtime import archive
+    from sensorscript.runtime.output import archive
 
     folder, hour = tmp_path / "archive", archive.HOUR_MS
 

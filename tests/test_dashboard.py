@@ -16,7 +16,7 @@ from sensorscript.dashboard import Dashboard
 from sensorscript.dashboard.browser import chromium, why_no_browser
 from sensorscript.dashboard.figures import alarms, output_streams
 from sensorscript.registry import read_csv
-from sensorscript.runtime.sinks import BatchRows, SQLiteSink
+from sensorscript.runtime.output.sinks import BatchRows, SQLiteSink
 from sensorscript.running import run_local
 from sensorscript.times import UTC, human_time
 from sensorscript.workload import write_readings

@@ -12,10 +12,10 @@ from sensorscript.codegen.program import programs
 from sensorscript.partition.cost import hash_partition
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
-from sensorscript.reference import ResultRow, evaluate
-from sensorscript.runtime import program as rt
-from sensorscript.runtime.tasks import LocalRun
-from sensorscript.runtime.records import Reading, parse_line
+from tests.oracles.streams import ResultRow, evaluate
+from sensorscript.runtime.plan import program as rt
+from sensorscript.runtime.state.tasks import LocalRun
+from sensorscript.runtime.ingest.records import Reading, parse_line
 from tests.strategies import workflows_and_lines
 
 

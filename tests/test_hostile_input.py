@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
-from sensorscript.reference import evaluate, referenced_sensors
-from sensorscript.runtime import records
+from tests.oracles.streams import evaluate, referenced_sensors
+from sensorscript.runtime.ingest import records
 from sensorscript.runtime.job import main
-from sensorscript.runtime.records import Reading, Rejected, parse_line
-from sensorscript.runtime.status import describe, read_status
-from sensorscript.running import load_job
+from sensorscript.runtime.ingest.records import Reading, Rejected, parse_line
+from sensorscript.runtime.output.status import describe, read_status
+from sensorscript.runtime.plan.loading import load_job
 from tests.conftest import ROOT
 from tests.differential import assert_parsed_as_records, assert_same, expected_rows, result_rows
 

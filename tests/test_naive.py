@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from sensorscript.codegen.naive import NotExpressible, render_naive
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
-from sensorscript.reference import evaluate
-from sensorscript.running import load_job
-from sensorscript.runtime.records import Reading, parse_line
-from sensorscript.runtime.sinks import sqlite_results
+from tests.oracles.streams import evaluate
+from sensorscript.runtime.plan.loading import load_job
+from sensorscript.runtime.ingest.records import Reading, parse_line
+from sensorscript.runtime.output.sinks import sqlite_results
 from sensorscript.workload import write_readings
 from sensorscript.registry import read_csv
 from tests.conftest import ROOT

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from sensorscript.parser import load
-from sensorscript.reference import Evaluation, evaluate
-from sensorscript.runtime import records
+from tests.oracles.streams import Evaluation, evaluate
+from sensorscript.runtime.ingest import records
 from tests.conftest import EXAMPLES
 from tests.strategies import workflows_and_lines
 

@@ -25,8 +25,8 @@ import pandas as pd
 import pytest
 
 from sensorscript.compiler import compile_workflows
-from sensorscript.running import load_job
-from sensorscript.runtime.status import _alive
+from sensorscript.runtime.plan.loading import load_job
+from sensorscript.runtime.output.status import _alive
 from tests.cep_harness import reference_rows, same_rows
 from tests.conftest import EXAMPLES, ROOT
 from tests.differential import disordered_replay
@@ -264,7 +264,7 @@ def test_stop_says_when_no_job_runs(tmp_path):
 def test_a_checkpoint_of_another_plan_is_not_continued(tmp_path):
     """A folder compiled again with other workflows: its checkpoint's state belongs to the old plan,
     so a run says so (before Spark starts) instead of feeding it to the new one."""
-    from sensorscript.runtime.run_loop import run
+    from sensorscript.runtime.control.run_loop import run
 
     out = tmp_path / "out"
     compile_workflows([str(EXAMPLES[0])], out, str(SENSORS), 2)

@@ -7,8 +7,8 @@ import csv
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime import archive
-from sensorscript.runtime.sinks import QUARANTINE_COLUMNS, BatchRows, CsvSink
+from sensorscript.runtime.output import archive
+from sensorscript.runtime.output.sinks import QUARANTINE_COLUMNS, BatchRows, CsvSink
 
 
 def _rows(values: list[float]) -> BatchRows:
@@ -51,7 +51,7 @@ def test_an_archived_batch_done_again_replaces_its_files_and_a_cut_attempt_is_fo
 
 
 def test_a_run_starting_afresh_removes_only_what_the_sink_wrote(tmp_path):
-    from sensorscript.runtime.run_loop import _reset_sink
+    from sensorscript.runtime.control.run_loop import _reset_sink
 
     path = tmp_path / "results.csv"
     rows = _rows([1.0])

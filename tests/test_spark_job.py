@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from sensorscript.codegen.buckets import bucket_keys
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
-from sensorscript.reference import evaluate
-from sensorscript.runtime import records
+from tests.oracles.streams import evaluate
+from sensorscript.runtime.ingest import records
 from sensorscript.running import run_local
 from sensorscript.workload import write_readings
 from sensorscript.registry import read_csv
@@ -77,8 +77,8 @@ def test_the_naive_placements_give_the_same_results(spark, tmp_path):
     to every partition that hosts a reader. Hash by sensor id: a stage per level of the graph,
     every edge a shuffle. Same results as our plan and the reference; copies and forwards counted."""
     from sensorscript.codegen.placements import by_sensor, by_workflow
-    from sensorscript.running import load_job
-    from sensorscript.runtime.run_loop import run
+    from sensorscript.runtime.plan.loading import load_job
+    from sensorscript.runtime.control.run_loop import run
 
     scripts = {"north": "A = avg(S1, 1000, 500);\nU = union(S1, S2);\nB = max(U, 2000, 1000);\nC = A - B;",
                "south": "A = avg(S1, 1000, 500);\nD = min(S3, 1000, 1000);",
@@ -175,8 +175,8 @@ def test_stage_0_takes_exactly_the_referenced_ids_and_counts_the_others(spark):
     (not one differing by case, quoting, an escape or a blank) go on; the others are counted."""
     import numpy as np
 
-    from sensorscript.runtime.packets import assign_partitions
-    from sensorscript.runtime.program import Job
+    from sensorscript.runtime.ingest.packets import assign_partitions
+    from sensorscript.runtime.plan.program import Job
 
     referenced = ["8MD1-AZ", "it's", "back\\slash", "tab\tin", "ünï cödé", "a,b", "' OR 1=1 --", "\\'"]
     others = ["8MD1-az", "its", "back\\\\slash", "", "'", "\\", "a", "b", "8MD1-AZ ", "8MD1-AZ\x00"]
@@ -210,7 +210,7 @@ def test_one_shuffle_without_cut_edges(spark, tmp_path):
     out = tmp_path / "out"
     compiled = compile_workflows([str(f) for f in files], out, None, 2)
     assert not compiled.plan.partitions.crossings
-    from sensorscript.running import load_job
+    from sensorscript.runtime.plan.loading import load_job
 
     module = load_job(out)
     (tmp_path / "data").mkdir()
@@ -249,7 +249,7 @@ def test_a_batch_that_fails_to_be_written_fails_the_run_in_one_sentence(spark, t
     thousands of characters): the run stops with the sink's error in one sentence, not with Spark's
     (whose matching of a long foreachBatch error overflows the stream thread's stack) and not as
     a run that finished."""
-    from sensorscript.runtime import run_loop
+    from sensorscript.runtime.control import run_loop
 
     opened = run_loop.open_sink
 

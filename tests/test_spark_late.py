@@ -11,10 +11,10 @@ import pytest
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
-from sensorscript.reference import evaluate
-from sensorscript.runtime.status import describe, read_status
+from tests.oracles.streams import evaluate
+from sensorscript.runtime.output.status import describe, read_status
 from sensorscript.running import run_local
-from sensorscript.runtime.sinks import sqlite_results
+from sensorscript.runtime.output.sinks import sqlite_results
 from tests.differential import assert_same, disordered_replay, expected_rows, result_rows, write_replay
 from tests.test_watermark import without
 

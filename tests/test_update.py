@@ -19,12 +19,12 @@ import pytest
 from sensorscript.compiler import compile_workflows
 from sensorscript.errors import SensorScriptError
 from sensorscript.parser import load
-from sensorscript.reference import evaluate
-from sensorscript.runtime import versions
-from sensorscript.runtime.engine import NEG_INF
-from sensorscript.runtime.program import Version
-from sensorscript.runtime.records import parse_line
-from sensorscript.runtime.tasks import LocalRun
+from tests.oracles.streams import evaluate
+from sensorscript.runtime.plan import versions
+from sensorscript.runtime.state.engine import NEG_INF
+from sensorscript.runtime.plan.program import Version
+from sensorscript.runtime.ingest.records import parse_line
+from sensorscript.runtime.state.tasks import LocalRun
 from sensorscript.update import update_workflows
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sensorscript.compiler import compile_workflows
-from sensorscript.runtime import versions
+from sensorscript.runtime.plan import versions
 from tests.differential import write_replay
 from tests.test_restart import Run, sscript
 from tests.test_update import (EXTRA, LIMITS_TIGHTER, LIMITS_V2, ROOT, SENSORS, assert_rows, batches_of, readings,

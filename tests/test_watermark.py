@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from sensorscript.codegen.program import programs
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
-from sensorscript.reference import evaluate
-from sensorscript.runtime.records import Reading, parse_line
-from sensorscript.runtime.tasks import LocalRun
-from sensorscript.runtime.watermark import NONE_YET, Adaptive, FixedDelay, Quality, ordered_share, parse_policy
+from tests.oracles.streams import evaluate
+from sensorscript.runtime.ingest.records import Reading, parse_line
+from sensorscript.runtime.state.tasks import LocalRun
+from sensorscript.runtime.state.watermark import NONE_YET, Adaptive, FixedDelay, Quality, ordered_share, parse_policy
 from tests.strategies import scripts as random_scripts
 from tests.test_engine import result_rows, same_rows
 

@@ -1,2 +1,2 @@
 """Compiling patterns (SPEC §4) to operator trees: `cep/plan.py`. The matcher that runs them is
-`runtime/cep/`."""
+`runtime/state/cep/`."""

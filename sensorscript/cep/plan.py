@@ -28,8 +28,8 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from sensorscript.runtime import program as rt
-from sensorscript.runtime.cep.operators import FOLLOWED_BY, registered
+from sensorscript.runtime.plan import program as rt
+from sensorscript.runtime.state.cep.operators import FOLLOWED_BY, registered
 
 DEFAULT_LIMIT = 10_000  # partial matches per key and operator, unless the pattern or the job says otherwise
 SEARCHED_SHAPES = 8  # positive elements up to which every tree shape is costed

@@ -18,7 +18,7 @@ from sensorscript.codegen.program import programs
 from sensorscript.graph.nodes import SENSOR
 from sensorscript.parser.printer import format_ms
 from sensorscript.partition.plan import Plan
-from sensorscript.runtime import program as rt
+from sensorscript.runtime.plan import program as rt
 
 TEMPLATE = "job.py.j2"
 

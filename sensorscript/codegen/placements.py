@@ -24,8 +24,8 @@ from sensorscript.parser import ast
 from sensorscript.partition.cost import hash_partition, workflow_partition
 from sensorscript.partition.plan import Plan, make_plan
 from sensorscript.registry import SensorRegistry
-from sensorscript.runtime import program as rt
-from sensorscript.runtime.program import Job
+from sensorscript.runtime.plan import program as rt
+from sensorscript.runtime.plan.program import Job
 
 
 def by_workflow(job: Job, workflows: Sequence[ast.Workflow], registry: SensorRegistry | None) -> Job:

@@ -14,7 +14,7 @@ import dataclasses
 
 from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW
 from sensorscript.partition.plan import Plan
-from sensorscript.runtime import program as rt
+from sensorscript.runtime.plan import program as rt
 
 
 def second_stage(plan: Plan) -> set[str]:

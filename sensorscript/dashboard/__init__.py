@@ -58,7 +58,7 @@ def _check_port(host: str, port: int) -> None:
 
 def check_out(out: Path) -> None:
     """A folder that holds a compiled job (its plan.json), or one clear sentence."""
-    from sensorscript.running import compiled_job
+    from sensorscript.runtime.plan.loading import compiled_job
 
     if not Path(out).exists():
         raise SensorScriptError([Diagnostic("error", f"{out}: no such folder; give the folder a job was compiled "

@@ -16,7 +16,7 @@ from dash import Dash, Input, Output, State, dcc, html
 
 from sensorscript.dashboard import figures
 from sensorscript.dashboard.reading import JobOutput, Snapshot
-from sensorscript.runtime.status import GAUGES, describe_state, describe_version, gauge_text
+from sensorscript.runtime.output.status import GAUGES, describe_state, describe_version, gauge_text
 from sensorscript.times import human_time, zone_name
 
 REFRESH_MS = 3_000

@@ -1,7 +1,7 @@
 """What the dashboard reads from a job's folder OUT, read-only: OUT/status.json, OUT/plan.json and
 OUT/plan.txt, and what the job's sink holds (results, quarantine, the late store, metrics).
 
-The sink's tables are those of runtime/sinks.py: SQLite through a read-only connection, reading
+The sink's tables are those of runtime/output/sinks.py: SQLite through a read-only connection, reading
 only the result rows added since the last look (rows are only ever appended: a correction appends
 a higher version); CSV and Parquet sinks through sinks.read_results and the folders beside them.
 A run that starts (status.json's `started` changes) may have started afresh: then everything is
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from sensorscript.runtime.correction import newest
-from sensorscript.runtime.sinks import MATCH_COLUMNS, METRIC_COLUMNS, RESULT_COLUMNS, SIDE_TABLES, read_results
-from sensorscript.runtime.status import STATUS, read_status
+from sensorscript.runtime.control.correction import newest
+from sensorscript.runtime.output.sinks import MATCH_COLUMNS, METRIC_COLUMNS, RESULT_COLUMNS, SIDE_TABLES, read_results
+from sensorscript.runtime.output.status import STATUS, read_status
 
 COLUMNS = RESULT_COLUMNS + MATCH_COLUMNS
 PLAN, PLAN_TEXT = "plan.json", "plan.txt"

@@ -31,7 +31,7 @@ class Context:
     def __init__(self, known_sensors: Collection[str] | None = None, operators: dict[str, int] | None = None):
         self.known_sensors = None if known_sensors is None else frozenset(known_sensors)
         if operators is None:
-            from sensorscript.runtime.cep.operators import arities
+            from sensorscript.runtime.state.cep.operators import arities
 
             operators = arities()
         self.operators = dict(operators)

@@ -23,7 +23,7 @@ from sensorscript.partition.cost import CommunicationCost, communication_cost
 from sensorscript.partition.greedy import PartitionPlan, node_rates, partition
 from sensorscript.partition.pieces import placement_graph
 from sensorscript.registry import DEFAULT_FREQUENCY_HZ, SensorRegistry
-from sensorscript.runtime.program import derived_code
+from sensorscript.runtime.plan.program import derived_code
 
 PLAN_FORMAT = 1
 

@@ -23,8 +23,8 @@ from sensorscript.parser import load
 from sensorscript.partition.cost import CommunicationCost
 from sensorscript.partition.plan import make_plan
 from sensorscript.report.lines import GENERATED_SIZES, LineCount, line_table, python_lines, script_lines
-from sensorscript.report.measured import Measured, MeasuredPoint, MeasuringFailed, measure, measure_quietly
-from sensorscript.report.network import SWEEP_SENSORS, SWEEP_SHARED, CostPoint, sweep
+from sensorscript.report.measured import Measured, MeasuringFailed, measure, measure_quietly
+from sensorscript.report.network import SWEEP_SENSORS, SWEEP_SHARED, CostPoint, MeasuredPoint, sweep
 from sensorscript.report.plots import PLOTS, cost_plot, lines_plot
 from sensorscript.report.render import html_page, markdown
 

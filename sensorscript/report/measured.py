@@ -17,19 +17,7 @@ from typing import Sequence
 from sensorscript.codegen.naive import NotExpressible, render_naive
 from sensorscript.parser import load
 from sensorscript.registry import SensorRegistry
-from sensorscript.report.network import SWEEP_PARTITIONS, SWEEP_SENSORS, SWEEP_SHARED, sweep_workloads
-
-
-@dataclass(frozen=True)
-class MeasuredPoint:
-    """Tuples per minute that crossed in real runs of one sweep point (`measure_sweeps`)."""
-
-    ours: float  # the compiled job: the raw readings and the tuples on cut edges
-    lower_bound: float  # the readings of referenced sensors
-    by_sensor: float
-    by_workflow: float
-    same: bool  # both placements gave the compiled job's results, row for row
-
+from sensorscript.report.network import SWEEP_PARTITIONS, SWEEP_SENSORS, SWEEP_SHARED, MeasuredPoint, sweep_workloads
 
 
 @dataclass
@@ -70,9 +58,9 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
     crossed their shuffles from Spark's status store."""
     from sensorscript.compiler import compile_workflows, open_registry
     from sensorscript.report.shuffles import shuffled, streaming_jobs
-    from sensorscript.running import load_job
-    from sensorscript.runtime.run_loop import run
-    from sensorscript.runtime.session import spark_session
+    from sensorscript.runtime.plan.loading import load_job
+    from sensorscript.runtime.control.run_loop import run
+    from sensorscript.runtime.control.session import spark_session
 
     compiled = compile_workflows(files, work / "job", sensors, partitions)
     registry = open_registry(sensors)
@@ -148,8 +136,8 @@ def _run_placed(placed, module, data: str, spark, work: Path, folder: str) -> _P
     """Run the compiled job's query with another placement (`placed`), over `data` with --once, and
     read its shuffles; compare its results with the compiled job's (in WORK/job)."""
     from sensorscript.report.shuffles import shuffled, streaming_jobs
-    from sensorscript.runtime.run_loop import run
-    from sensorscript.runtime.sinks import same_results, sqlite_results
+    from sensorscript.runtime.control.run_loop import run
+    from sensorscript.runtime.output.sinks import same_results, sqlite_results
 
     before = streaming_jobs(spark)
     started = time.monotonic()

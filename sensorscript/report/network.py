@@ -4,7 +4,7 @@ two sweeps, against the number of sensors n and the number of shared sensors n_s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from sensorscript.parser import load
 from sensorscript.partition.cost import CommunicationCost
@@ -12,12 +12,20 @@ from sensorscript.partition.plan import make_plan
 from sensorscript.registry import Sensor, SensorRegistry
 from sensorscript.workload import bridge_workload
 
-if TYPE_CHECKING:
-    from sensorscript.report.measured import MeasuredPoint
-
 SWEEP_SENSORS = (16, 32, 64, 128, 256, 512, 1_000)
 SWEEP_PARTITIONS = 4
 SWEEP_SHARED = tuple(range(0, 17, 2))
+
+
+@dataclass(frozen=True)
+class MeasuredPoint:
+    """Tuples per minute that crossed in real runs of one sweep point (`measure_sweeps`)."""
+
+    ours: float  # the compiled job: the raw readings and the tuples on cut edges
+    lower_bound: float  # the readings of referenced sensors
+    by_sensor: float
+    by_workflow: float
+    same: bool  # both placements gave the compiled job's results, row for row
 
 
 @dataclass(frozen=True)

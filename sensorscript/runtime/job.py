@@ -1,9 +1,11 @@
 """What a generated job.py imports: the plan's data class, its stages and `main`.
 
-The generated job holds its plan as data (sensors, partitions, programs: `runtime/program.py`)
-and wires these stages in order: stage 0 packs readings per partition (`runtime/packets.py`),
-the stateful operators run each partition's computations (`runtime/operators.py`), and the run
-loop writes what they emit (`runtime/run_loop.py`).
+The generated job holds its plan as data (sensors, partitions, programs: `runtime/plan/program.py`)
+and wires these stages in order: stage 0 packs readings per partition (`runtime/ingest/packets.py`),
+the stateful operators run each partition's computations (`runtime/control/operators.py`), and the run
+loop writes what they emit (`runtime/control/run_loop.py`).
+
+May import: plan, ingest, state, output, control.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ import os
 import sys
 from pathlib import Path
 
-from sensorscript.runtime.operators import run_partitions
-from sensorscript.runtime.packets import assign_partitions, control_rows
-from sensorscript.runtime.program import Job
-from sensorscript.runtime.run_loop import JobFailed, run
-from sensorscript.runtime.session import spark_session
-from sensorscript.runtime.sinks import check_sink
+from sensorscript.runtime.control.operators import run_partitions
+from sensorscript.runtime.ingest.packets import assign_partitions, control_rows
+from sensorscript.runtime.plan.program import Job
+from sensorscript.runtime.control.run_loop import JobFailed, run
+from sensorscript.runtime.control.session import spark_session
+from sensorscript.runtime.output.sinks import check_sink
 
 __all__ = ["Job", "assign_partitions", "control_rows", "run_partitions", "main", "run", "spark_session"]
 

@@ -12,8 +12,8 @@ or on its own: python job.py --input DATA [--once]   (spark-submit job.py ... wo
 on 2 partition(s); most loaded / average load = 1.040.
 """
 
-from sensorscript.runtime import program as p
-from sensorscript.runtime import source
+from sensorscript.runtime.plan import program as p
+from sensorscript.runtime.ingest import source
 from sensorscript.runtime.job import Job, assign_partitions, control_rows, main, run_partitions
 
 # Sensors: id -> (code the job carries instead of the id, partition its readings go to).

@@ -1,6 +1,6 @@
 """One partition's work per micro-batch, for each stage: what the Spark operators run.
 
-The Spark operators (runtime/operators.py) and the Spark-free `LocalRun` used by tests
+The Spark operators (runtime/control/operators.py) and the Spark-free `LocalRun` used by tests
 both call these, so the watermark handling, the end of input and the forwarding
 between stages exist once.
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sensorscript.runtime.engine import NEG_INF, POS_INF, BatchResult, Engine, EngineState, Tuples
-from sensorscript.runtime.program import Program, Sensor, Version, sender_id
-from sensorscript.runtime.watermark import Policy, parse_policy
+from sensorscript.runtime.state.engine import NEG_INF, POS_INF, BatchResult, Engine, EngineState, Tuples
+from sensorscript.runtime.plan.program import Program, Sensor, Version, sender_id
+from sensorscript.runtime.state.watermark import Policy, parse_policy
 
 _EMPTY_I = np.empty(0, np.int64)
 _EMPTY_F = np.empty(0, np.float64)

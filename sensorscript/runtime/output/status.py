@@ -103,12 +103,12 @@ class Status:
         self._save()
 
     def switched(self, number: int, after_batch: int | None, switch_at: int | None) -> None:
-        """The job runs version `number` of its plan (runtime/versions.py)."""
+        """The job runs version `number` of its plan (runtime/plan/versions.py)."""
         self.plan_version, self.plan_after_batch, self.plan_switch_at = number, after_batch, switch_at
         self._save()
 
     def corrected(self, found) -> None:
-        """Take a correction of late data (runtime/correction.py)."""
+        """Take a correction of late data (runtime/control/correction.py)."""
         for name in ("rows", "retracted", "settled"):
             self.corrections[name] = self.corrections.get(name, 0) + getattr(found, name)
         self.corrections["runs"] = self.corrections.get("runs", 0) + 1
@@ -143,7 +143,7 @@ def emitted_until(partitions: dict[str, dict[str, float]], job) -> int:
     """The event time below which the stream has emitted every row: the smallest watermark of the
     partitions, less the longest `within` of the job's patterns (a pattern may hold its matches
     back that long)."""
-    from sensorscript.runtime.program import Pattern
+    from sensorscript.runtime.plan.program import Pattern
 
     marks = [g["watermark"] for g in partitions.values() if "watermark" in g]
     if len(marks) < job.partitions:  # a partition that has not spoken holds every stage it feeds back

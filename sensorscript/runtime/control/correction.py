@@ -1,5 +1,5 @@
 """Late policy `correct` (SPEC §6, paper 002's hybrid model): late readings are logged, every
-reading is archived (runtime/archive.py), and a correction recomputes what the late readings
+reading is archived (runtime/output/archive.py), and a correction recomputes what the late readings
 touched and writes the rows that changed with a higher `version`.
 
 A correction runs when the pending late readings span more than Γ of event time (the run loop
@@ -39,11 +39,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime import archive, output, versions, program as p
-from sensorscript.runtime.engine import NEG_INF, POS_INF
-from sensorscript.runtime.sinks import (KEY_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN, RESULT_COLUMNS, BatchRows, open_sink,
+from sensorscript.runtime.output import archive
+from sensorscript.runtime.output import rows as output
+from sensorscript.runtime.plan import versions
+from sensorscript.runtime.plan import program as p
+from sensorscript.runtime.state.engine import NEG_INF, POS_INF
+from sensorscript.runtime.output.sinks import (KEY_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN, RESULT_COLUMNS, BatchRows, open_sink,
                                         read_results)
-from sensorscript.runtime.tasks import LocalRun
+from sensorscript.runtime.state.tasks import LocalRun
 
 FOLDER = "corrections"
 
@@ -179,7 +182,7 @@ class JobGraph:
     """The job's computations across stages and partitions, by node id (ids are the same everywhere)."""
 
     def __init__(self, job: p.Job, started: dict[str, int] | None = None):
-        """`started`: node id -> the event time an update started it at (runtime/versions.py)."""
+        """`started`: node id -> the event time an update started it at (runtime/plan/versions.py)."""
         self.job = job
         self.started = started or {}
         self.programs = [q for q in (*job.first_stage, *job.second_stage, *(r for s in job.later_stages for r in s))
@@ -350,13 +353,13 @@ def _same(new: pd.DataFrame, old: pd.DataFrame) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m sensorscript.runtime.correction OUT`: what `sscript correct OUT` runs; prints the
+    """`python -m sensorscript.runtime.control.correction OUT`: what `sscript correct OUT` runs; prints the
     correction as one JSON line."""
     import sys
 
-    from sensorscript.running import load_job
-    from sensorscript.runtime.session import spark_session
-    from sensorscript.runtime.status import emitted_until, read_status
+    from sensorscript.runtime.plan.loading import load_job
+    from sensorscript.runtime.control.session import spark_session
+    from sensorscript.runtime.output.status import emitted_until, read_status
 
     out = Path((argv or sys.argv[1:])[0])
     status = read_status(out)

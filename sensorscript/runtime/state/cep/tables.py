@@ -137,3 +137,36 @@ class ClosureStore:
                     table[name] = total + np.cumsum(lengths) - lengths
                     total += int(lengths.sum())
         self.ids = np.concatenate(pieces) if pieces else _EMPTY
+
+
+# ------------------------------------------------------------------------------ joins
+
+
+def range_join(left_grp, low, high, right_grp, right_value):
+    """Index pairs (l, r) with equal keys and low[l] < right_value[r] < high[l]."""
+    if not len(left_grp) or not len(right_grp):
+        return np.empty(0, _I64), np.empty(0, _I64)
+    low_key, high_key, right_key = segment_keys([left_grp, left_grp, right_grp], [low, high, right_value])
+    order = np.argsort(right_key, kind="stable")
+    sorted_keys = right_key[order]
+    first = np.searchsorted(sorted_keys, low_key, side="right")
+    last = np.searchsorted(sorted_keys, high_key, side="left")
+    counts = np.maximum(last - first, 0)
+    li = np.repeat(np.arange(len(left_grp), dtype=_I64), counts)
+    ri = order[np.repeat(first, counts) + ranges(counts)]
+    return li, ri
+
+
+def equal_join(left_grp, left_value, right_grp, right_value):
+    """Index pairs (l, r) with equal keys and equal values."""
+    if not len(left_grp) or not len(right_grp):
+        return np.empty(0, _I64), np.empty(0, _I64)
+    left_key, right_key = segment_keys([left_grp, right_grp], [left_value, right_value])
+    order = np.argsort(right_key, kind="stable")
+    sorted_keys = right_key[order]
+    first = np.searchsorted(sorted_keys, left_key, side="left")
+    last = np.searchsorted(sorted_keys, left_key, side="right")
+    counts = last - first
+    li = np.repeat(np.arange(len(left_grp), dtype=_I64), counts)
+    ri = order[np.repeat(first, counts) + ranges(counts)]
+    return li, ri

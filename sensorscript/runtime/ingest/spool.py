@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-PREFIX = "spool:"  # the input a query reads: spool:FOLDER (runtime/source.py)
+PREFIX = "spool:"  # the input a query reads: spool:FOLDER (runtime/ingest/source.py)
 
 
 class SocketSpool:

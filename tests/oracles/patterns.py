@@ -1,6 +1,6 @@
 """The reference matcher: SPEC §4 in plain Python, by brute force. The oracle for the CEP stage.
 
-It shares nothing with the job's matcher (sensorscript/runtime/cep/) but the registered operators'
+It shares nothing with the job's matcher (sensorscript/runtime/state/cep/) but the registered operators'
 Q, F and Z, which are definitions users write. It enumerates assignments, keeps those that satisfy
 the pattern, then applies the strategy and the emit rule, as docs/LANGUAGE.md ("Patterns") states
 them:
@@ -37,7 +37,7 @@ import itertools
 from dataclasses import dataclass
 
 from sensorscript.parser import ast
-from sensorscript.runtime.cep.operators import FOLLOWED_BY, Composite, Event as OperatorEvent, registered
+from sensorscript.runtime.state.cep.operators import FOLLOWED_BY, Composite, Event as OperatorEvent, registered
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from graphlib import TopologicalSorter
 
 from sensorscript.parser import ast
-from sensorscript.runtime.records import Reading, Rejected, parse_line
+from sensorscript.runtime.ingest.records import Reading, Rejected, parse_line
 
 
 @dataclass(frozen=True)
@@ -204,8 +204,8 @@ class Identity:
         self.codes = codes
 
     def event(self, k: int, t: StreamTuple, n: int):
-        from sensorscript.reference_matcher import Event
-        from sensorscript.runtime.program import derived_code
+        from tests.oracles.patterns import Event
+        from sensorscript.runtime.plan.program import derived_code
 
         if t.sensor_id in self.ids:  # a derived tuple: its stream's name
             node = self.ids[t.sensor_id]
@@ -215,8 +215,8 @@ class Identity:
 
 def pattern(name: str, definition: ast.Pattern, read, identity: Identity) -> tuple[list[StreamTuple], int]:
     """A pattern's matches (reference_matcher.py), as the pattern stream's tuples."""
-    from sensorscript.reference_matcher import match
-    from sensorscript.runtime.cep import events_json
+    from tests.oracles.patterns import match
+    from sensorscript.runtime.state.cep import events_json
 
     streams: list[list] = []
     keys: list[str] = []

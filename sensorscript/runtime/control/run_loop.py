@@ -19,18 +19,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime import archive, correction, versions
-from sensorscript.runtime.archive import FOLDER as ARCHIVE
-from sensorscript.runtime.engine import POS_INF
-from sensorscript.runtime.packets import END_OF_INPUT
-from sensorscript.runtime.program import SELECTIVITY, Job
-from sensorscript.runtime.session import spark_session
-from sensorscript.runtime.spool import SocketSpool
-from sensorscript.runtime.status import Status
+from sensorscript.runtime.output import archive
+from sensorscript.runtime.control import correction
+from sensorscript.runtime.plan import versions
+from sensorscript.runtime.output.archive import FOLDER as ARCHIVE
+from sensorscript.runtime.state.engine import POS_INF
+from sensorscript.runtime.ingest.packets import END_OF_INPUT
+from sensorscript.runtime.plan.program import SELECTIVITY, Job
+from sensorscript.runtime.control.session import spark_session
+from sensorscript.runtime.ingest.spool import SocketSpool
+from sensorscript.runtime.output.status import Status
 from sensorscript.times import human_time
-from sensorscript.runtime.stopping import StopOnSignals, clear_request, read_request
-from sensorscript.runtime.watermark import check_late_policy, parse_late_policy, parse_policy
-from sensorscript.runtime.sinks import PLAN_COLUMN, SIDE_TABLES, BatchRows, open_sink
+from sensorscript.runtime.control.stopping import StopOnSignals, clear_request, read_request
+from sensorscript.runtime.state.watermark import check_late_policy, parse_late_policy, parse_policy
+from sensorscript.runtime.output.sinks import PLAN_COLUMN, SIDE_TABLES, BatchRows, open_sink
 
 CHECKPOINT = "checkpoint"  # under OUT: Spark's checkpoint (state/), the control folder (control/)
 ENDED = "ended"  # in the checkpoint: its run ended the input, so the next run starts afresh
@@ -289,7 +291,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
             run_correction(status.emitted_until(job))
 
     # A socket is read by the driver into a spool of small files that Spark's file source reads
-    # (runtime/spool.py: Spark's socket source keeps its backlog in the driver's heap).
+    # (runtime/ingest/spool.py: Spark's socket source keeps its backlog in the driver's heap).
     feed = SocketSpool(source, checkpoint / "spool", echo=echo) if source.startswith("socket://") else None
 
     def start():

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime import program as p
-from sensorscript.runtime.expressions import evaluate
+from sensorscript.runtime.plan import program as p
+from sensorscript.runtime.state.expressions import evaluate
 
 NEG_INF = np.iinfo(np.int64).min
 POS_INF = np.iinfo(np.int64).max
@@ -282,7 +282,7 @@ class Engine:
 
     def __init__(self, program: p.Program, switch_at: int | None = None):
         """`switch_at`: the event time the run switched to this version of the plan (an update)."""
-        from sensorscript.runtime.cep.matcher import Matcher
+        from sensorscript.runtime.state.cep.matcher import Matcher
 
         self.program = program
         # Mode dual: the previous version's computations that run beside this one's until handed over.

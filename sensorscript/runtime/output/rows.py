@@ -9,9 +9,9 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime.cep import events_json
-from sensorscript.runtime.engine import BatchResult
-from sensorscript.runtime.program import Job, Pattern, Program, sender_id
+from sensorscript.runtime.state.cep import events_json
+from sensorscript.runtime.state.engine import BatchResult
+from sensorscript.runtime.plan.program import Job, Pattern, Program, sender_id
 
 # `dest` is the key of the partition a row goes to, `stage` the stage that takes a forward or a
 # heartbeat (the ones between pass it on). Forwarded tuples travel packed, one row per edge and

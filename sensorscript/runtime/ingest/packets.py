@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sensorscript.runtime.program import Job
+from sensorscript.runtime.plan.program import Job
 
 END_OF_INPUT = "__sscript_end_of_input__"  # the control line that ends the input
 CONTROL_CODE = -2  # the code of the end-of-input marker in a control packet

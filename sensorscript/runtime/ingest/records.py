@@ -2,7 +2,7 @@
 
 These rules are the contract between the reference evaluator (`parse_line`) and
 the Spark job, which applies the same rules with Spark SQL functions
-(sensorscript/runtime/source.py); the differential tests hold them to it.
+(sensorscript/runtime/ingest/source.py); the differential tests hold them to it.
 
 - lines and fields are stripped of spaces, tabs, carriage returns, line feeds (a JSON string
   may hold one) and byte-order marks U+FEFF (a file written with a BOM, or files so written

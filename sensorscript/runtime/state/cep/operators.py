@@ -15,7 +15,7 @@ none. F returns the time interval (start, end)
 of the composite event it makes: the default takes the first event's start and the last event's
 end; `->` requires left.end < right.start.
 
-    from sensorscript.runtime.cep.operators import BinaryOperator, register
+    from sensorscript.runtime.state.cep.operators import BinaryOperator, register
 
     @register("within_half")
     class WithinHalf(BinaryOperator):

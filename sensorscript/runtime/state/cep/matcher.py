@@ -14,7 +14,7 @@ events below the watermark and the tree computes the partial matches they comple
   all-left x new-right (and new-left x old-right when a link may go back in time); a subtree keeps
   its partial matches while they may still join.
 
-Strategy `next` runs as runs (runtime/cep/runs.py): one per event that can start the pattern.
+Strategy `next` runs as runs (runtime/state/cep/runs.py): one per event that can start the pattern.
 
 State is bounded: the events and partial matches older than `within` behind the watermark are
 dropped, and each node keeps at most `limit` partial matches per key (what the cap cuts is
@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sensorscript.runtime import program as p
-from sensorscript.runtime.cep.conditions import Frame, holds, value_of
-from sensorscript.runtime.cep.operators import (FOLLOWED_BY, BinaryOperator, Composite, Event, registered)
-from sensorscript.runtime.cep.tables import (ClosureStore, EventStore, Table, concat, ranges, segment_keys, size,
-                                             take)
+from sensorscript.runtime.plan import program as p
+from sensorscript.runtime.state.cep.conditions import Frame, holds, value_of
+from sensorscript.runtime.state.cep.operators import (FOLLOWED_BY, BinaryOperator, Composite, Event, registered)
+from sensorscript.runtime.state.cep.runs import advance_runs
+from sensorscript.runtime.state.cep.tables import (ClosureStore, EventStore, Table, concat, equal_join, range_join, ranges,
+                                                   size, take)
 
 NEG_INF = np.iinfo(np.int64).min
 POS_INF = np.iinfo(np.int64).max
@@ -135,8 +136,6 @@ class Matcher:
         watermark = max(watermark, state.watermark)
         new = self.release(state, arrivals, watermark)
         if self.pattern.strategy == "next":
-            from sensorscript.runtime.cep.runs import advance_runs
-
             whole = advance_runs(self, state, new, watermark)
         else:
             whole = self.evaluate(self.pattern.tree, "", state, new, watermark) if len(new) or self.unary else {}
@@ -307,9 +306,9 @@ class Matcher:
         if not size(closures) or not size(events):
             return {}
         if self.strict:
-            left, right = _equal_join(closures["grp"], closures["lseq"] + 1, events["grp"], events["fseq"])
+            left, right = equal_join(closures["grp"], closures["lseq"] + 1, events["grp"], events["fseq"])
         else:
-            left, right = _range_join(closures["grp"], closures["max"], closures["min"] + self.within,
+            left, right = range_join(closures["grp"], closures["max"], closures["min"] + self.within,
                                       events["grp"], events["min"])
         ok = (events["min"][right] > closures["max"][left]) & (events["min"][right] - closures["min"][left] < self.within)
         left, right = left[ok], right[ok]
@@ -338,11 +337,11 @@ class Matcher:
             return {}
         within = self.within
         if self.strict:
-            li, ri = _equal_join(left["grp"], left["lseq"] + 1, right["grp"], right["fseq"])
+            li, ri = equal_join(left["grp"], left["lseq"] + 1, right["grp"], right["fseq"])
         elif self.monotone:
-            li, ri = _range_join(left["grp"], left["end"], left["min"] + within, right["grp"], right["start"])
+            li, ri = range_join(left["grp"], left["end"], left["min"] + within, right["grp"], right["start"])
         else:  # any order in time: the window bounds the candidates
-            li, ri = _range_join(left["grp"], left["max"] - within, left["min"] + within, right["grp"], right["min"])
+            li, ri = range_join(left["grp"], left["max"] - within, left["min"] + within, right["grp"], right["min"])
         low = np.minimum(left["min"][li], right["min"][ri])
         high = np.maximum(left["max"][li], right["max"][ri])
         ok = high - low < within
@@ -405,7 +404,7 @@ class Matcher:
                 keep &= holds(self.pattern.conditions[c].expression, frame)
             rows = rows[keep]
         rest = [c for c in mine if c not in only_here]
-        li, ri = _range_join(table["grp"], low, high, store.grp[rows], store.ts[rows])
+        li, ri = range_join(table["grp"], low, high, store.grp[rows], store.ts[rows])
         if not rest:
             return np.bincount(li, minlength=size(table)) == 0
         pairs = take(table, li)
@@ -576,37 +575,7 @@ class Matcher:
         return total
 
 
-# ------------------------------------------------------------------------------ joins
-
-
-def _range_join(left_grp, low, high, right_grp, right_value):
-    """Index pairs (l, r) with equal keys and low[l] < right_value[r] < high[l]."""
-    if not len(left_grp) or not len(right_grp):
-        return np.empty(0, _I64), np.empty(0, _I64)
-    low_key, high_key, right_key = segment_keys([left_grp, left_grp, right_grp], [low, high, right_value])
-    order = np.argsort(right_key, kind="stable")
-    sorted_keys = right_key[order]
-    first = np.searchsorted(sorted_keys, low_key, side="right")
-    last = np.searchsorted(sorted_keys, high_key, side="left")
-    counts = np.maximum(last - first, 0)
-    li = np.repeat(np.arange(len(left_grp), dtype=_I64), counts)
-    ri = order[np.repeat(first, counts) + ranges(counts)]
-    return li, ri
-
-
-def _equal_join(left_grp, left_value, right_grp, right_value):
-    """Index pairs (l, r) with equal keys and equal values."""
-    if not len(left_grp) or not len(right_grp):
-        return np.empty(0, _I64), np.empty(0, _I64)
-    left_key, right_key = segment_keys([left_grp, right_grp], [left_value, right_value])
-    order = np.argsort(right_key, kind="stable")
-    sorted_keys = right_key[order]
-    first = np.searchsorted(sorted_keys, left_key, side="left")
-    last = np.searchsorted(sorted_keys, left_key, side="right")
-    counts = last - first
-    li = np.repeat(np.arange(len(left_grp), dtype=_I64), counts)
-    ri = order[np.repeat(first, counts) + ranges(counts)]
-    return li, ri
+# ------------------------------------------------------------------------------ links
 
 
 def _apply_link(link: BinaryOperator, left: Table, right: Table, li, ri):

@@ -3,7 +3,7 @@
 A condition is the compiler's canonical expression (see graph/build.canonical) over event
 attributes: ("attr", element, "value" | "ts" | "sensor"), aggregates over a Kleene element's
 closure ("call", "count", ("var", element)) or ("call", "avg", ("attr", element, "value")), and
-sensor codes ("code", n). Arithmetic, comparisons and logic are runtime/expressions.py's, shared
+sensor codes ("code", n). Arithmetic, comparisons and logic are runtime/state/expressions.py's, shared
 with combine-latest. A condition that reads a Kleene element without an aggregate must hold for
 each of its events: the rows are expanded to one per event (per combination, for several) and
 folded back with `all`. A division by zero makes a condition false.
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sensorscript.runtime.cep.tables import ClosureStore, EventStore, Table, size, take
-from sensorscript.runtime.expressions import evaluate
+from sensorscript.runtime.state.cep.tables import ClosureStore, EventStore, Table, size, take
+from sensorscript.runtime.state.expressions import evaluate
 
 _REDUCE = {"sum": np.add, "min": np.minimum, "max": np.maximum}
 

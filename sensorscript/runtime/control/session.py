@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from sensorscript.runtime.program import Job
+from sensorscript.runtime.plan.program import Job
 
 
 # A job runs for months: its JVMs take their whole heap when they start (-Xms = -Xmx, the pages

@@ -2,7 +2,7 @@
 
 Stage 1 of every partition runs in one `applyInPandasWithState` right after the shuffle of raw
 readings; later stages (only where the plan cut edges) in a `transformWithStateInPandas` each.
-Both call `runtime/tasks.py`, which the Spark-free `LocalRun` shares.
+Both call `runtime/state/tasks.py`, which the Spark-free `LocalRun` shares.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import pandas as pd
 warnings.filterwarnings("ignore", message="The behavior of DataFrame concatenation with empty or all-NA",
                         category=FutureWarning)
 
-from sensorscript.runtime import archive, output  # noqa: E402 (after the warning filter)
-from sensorscript.runtime.engine import Tuples  # noqa: E402
-from sensorscript.runtime.packets import CONTROL_CODE  # noqa: E402
-from sensorscript.runtime.program import Job  # noqa: E402
-from sensorscript.runtime.tasks import FirstStage, LaterStage  # noqa: E402
+from sensorscript.runtime.output import archive
+from sensorscript.runtime.output import rows as output  # noqa: E402 (after the warning filter)
+from sensorscript.runtime.state.engine import Tuples  # noqa: E402
+from sensorscript.runtime.ingest.packets import CONTROL_CODE  # noqa: E402
+from sensorscript.runtime.plan.program import Job  # noqa: E402
+from sensorscript.runtime.state.tasks import FirstStage, LaterStage  # noqa: E402
 
 
 def run_partitions(keyed, job: Job):

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sensorscript.runtime.cep.conditions import Frame
-from sensorscript.runtime.cep.operators import Composite
-from sensorscript.runtime.cep.tables import Table, concat, size, take
+from sensorscript.runtime.state.cep.conditions import Frame
+from sensorscript.runtime.state.cep.operators import Composite
+from sensorscript.runtime.state.cep.tables import Table, concat, range_join, size, take
 
 _I64 = np.int64
 
@@ -120,10 +120,9 @@ def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int
     if not size(events):
         runs["scan"] = np.maximum(runs["scan"], last_id)
         return runs, False
-    from sensorscript.runtime.cep.matcher import _range_join
 
     within = matcher.within
-    li, ri = _range_join(runs["grp"], runs["scan"], np.full(size(runs), last_id + 1, _I64),
+    li, ri = range_join(runs["grp"], runs["scan"], np.full(size(runs), last_id + 1, _I64),
                          events["grp"], events[f"e{element}"])
     ok = events["max"][ri] - runs["min"][li] < within
     li, ri = li[ok], ri[ok]
@@ -264,7 +263,7 @@ def _grow(matcher, state, run: Table, events: Table, index: int, element: int, c
         frame_table = dict(single)
         frame = Frame(frame_table, state.store, state.closures, matcher.kleene)
         frame.single = {element}
-        from sensorscript.runtime.cep.conditions import holds
+        from sensorscript.runtime.state.cep.conditions import holds
 
         for c in conditions:
             ok = holds(matcher.pattern.conditions[c].expression, frame)

@@ -1,6 +1,6 @@
 """Sources and parsing in Spark: raw lines -> readings or quarantined rows (SPEC §1).
 
-`parse` applies the rules of sensorscript/runtime/records.py with Spark SQL
+`parse` applies the rules of sensorscript/runtime/ingest/records.py with Spark SQL
 functions (so parsing stays in the JVM, vectorised); the differential tests
 hold both to the same results on good and bad lines.
 """
@@ -10,22 +10,23 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sensorscript.runtime import records, spool
+from sensorscript.runtime.ingest import records
+from sensorscript.runtime.ingest import spool
 
 
 def read_lines(spark: SparkSession, source: str, max_files_per_trigger: int | None = None) -> DataFrame:
     """A streaming DataFrame with one column `line` from a folder, a socket or Kafka.
 
-    spool:FOLDER is a socket://HOST:PORT the run loop spools into FOLDER (runtime/spool.py),
+    spool:FOLDER is a socket://HOST:PORT the run loop spools into FOLDER (runtime/ingest/spool.py),
     each file deleted once a batch has committed it; kafka://BROKERS/TOPIC reads
     message values (needs the spark-sql-kafka package on the cluster); anything else is
     a folder of CSV or JSON-lines files (new files are picked up as they appear).
     """
-    if source.startswith(spool.PREFIX):  # socket://: the run loop spools it (runtime/spool.py)
+    if source.startswith(spool.PREFIX):  # socket://: the run loop spools it (runtime/ingest/spool.py)
         frame = spark.readStream.option("cleanSource", "delete").text(source[len(spool.PREFIX):])
         return frame.select(F.col("value").alias("line"))
     if source.startswith("socket://"):
-        raise ValueError(f"{source}: a socket is read through the run loop's spool (runtime/spool.py)")
+        raise ValueError(f"{source}: a socket is read through the run loop's spool (runtime/ingest/spool.py)")
     if source.startswith("kafka://"):
         servers, topic = source[len("kafka://"):].split("/", 1)
         frame = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers)
