@@ -11,13 +11,24 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
-
-if TYPE_CHECKING:  # the AST imports nothing from here, but importing it would load the parser package
-    from sensorscript.parser.ast import Span
+from typing import Iterable, Sequence
 
 ERROR = "error"
 WARNING = "warning"
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A region of a source file; lines and columns start at 1."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int  # exclusive
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
 
 
 @dataclass(frozen=True)

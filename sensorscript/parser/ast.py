@@ -11,19 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-
-@dataclass(frozen=True, order=True)
-class Span:
-    """A region of a source file; lines and columns start at 1."""
-
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int  # exclusive
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
+from sensorscript.errors import Span  # noqa: F401 (part of the AST: every node carries one)
 
 
 def _span() -> Span | None:

@@ -15,33 +15,19 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from sensorscript.parser import load
-from sensorscript.partition.cost import CommunicationCost
 from sensorscript.partition.plan import make_plan
-from sensorscript.report.lines import GENERATED_SIZES, LineCount, line_table, python_lines, script_lines
-from sensorscript.report.measured import Measured, MeasuringFailed, measure, measure_quietly
-from sensorscript.report.network import SWEEP_SENSORS, SWEEP_SHARED, CostPoint, MeasuredPoint, sweep
+from sensorscript.report.lines import GENERATED_SIZES, line_table, python_lines, script_lines
+from sensorscript.report.measured import MeasuringFailed, measure, measure_quietly
+from sensorscript.report.network import SWEEP_SENSORS, SWEEP_SHARED, MeasuredPoint, sweep
 from sensorscript.report.plots import PLOTS, cost_plot, lines_plot
-from sensorscript.report.render import html_page, markdown
+from sensorscript.report.render import Report, html_page, markdown
 
 __all__ = ["Report", "build", "write", "markdown", "html_page", "measure", "MeasuredPoint", "MeasuringFailed",
            "script_lines", "python_lines", "PLOTS"]
-
-
-@dataclass
-class Report:
-    title: str
-    lines: list[LineCount]
-    cost: CommunicationCost
-    partitions: int
-    by_sensors: list[CostPoint]
-    by_shared: list[CostPoint]
-    measured: Measured | None = None
-    files: list[str] = field(default_factory=list)
 
 
 def build(files: Sequence[str], sensors: str | None = None, partitions: int = 2, measure_data: str | None = None,
@@ -74,8 +60,6 @@ def build(files: Sequence[str], sensors: str | None = None, partitions: int = 2,
                 points[i] = dataclasses.replace(points[i], measured=point)
     return Report("SensorScript report", lines, cost, partitions, by_sensors, by_shared, measured,
                   [str(f) for f in files])
-
-
 
 
 def write(report: Report, folder: Path) -> tuple[Path, Path]:

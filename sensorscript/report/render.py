@@ -4,16 +4,27 @@ decision here, the templates only lay it out)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sensorscript.codegen.job import template_environment
+from sensorscript.partition.cost import CommunicationCost
+from sensorscript.report.lines import LineCount
+from sensorscript.report.measured import Measured
 from sensorscript.report.network import CostPoint, SWEEP_PARTITIONS
 from sensorscript.report.plots import PLOTS
 
-if TYPE_CHECKING:
-    from sensorscript.report import Report
+
+@dataclass
+class Report:
+    title: str
+    lines: list[LineCount]
+    cost: CommunicationCost
+    partitions: int
+    by_sensors: list[CostPoint]
+    by_shared: list[CostPoint]
+    measured: Measured | None = None
+    files: list[str] = field(default_factory=list)
 
 
 def _ratio(a: float | None, b: float | None) -> str:

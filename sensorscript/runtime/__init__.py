@@ -5,10 +5,10 @@ to Spark executors with the job and must stay small. Its packages follow a micro
 may import the packages listed before it and none listed after it (`tests/test_layers.py`):
 
 Layers:
-    plan      the plan as data (Job, Program), loaded from OUT, and its versions
-    ingest    reading input: record rules, sources, the socket spool, stage 0's packets
-    state     one partition's state per batch: watermark, engine, tasks, patterns (cep/)
-    output    what leaves the operators: rows, sinks, the archive, the status
-    control   the query: Spark session, stateful operators, run loop, stops, corrections
-    job       what a generated job.py imports, with its main
+    plan: the plan as data (Job, Program), loaded from OUT, and its versions
+    ingest: reading input: record rules, sources, the socket spool, stage 0's packets
+    state: one partition's state per batch: watermark, engine, tasks, patterns (cep/)
+    output: what leaves the operators: rows, sinks, the archive, the status
+    control: the query: Spark session, stateful operators, run loop, stops, corrections
+    job: what a generated job.py imports, with its main
 """
