@@ -122,7 +122,7 @@ def main() -> None:
                    ("chosen (estimated)", chosen),
                    ("no pushdown", pattern_declaration(size, args.events, Options(pushdown=False), registry)[0]),
                    ("no ordering", pattern_declaration(size, args.events, Options(ordering=False), registry)[0])]
-        shape_texts = [shape_text(t, variables) for t in shapes(tuple(range(size)))]
+        shape_texts = [shape_text(t) for t in shapes(variables)]
         configs += [(f"shape {t}", pattern_declaration(size, args.events, Options(shape=t), registry)[0]) for t in shape_texts]
         print(f"\n{size} elements: {args.events:,} events per stream, within {within_ms(size, args.events)} ms, "
               f"{len(shape_texts)} shapes; conditions: "

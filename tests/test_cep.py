@@ -14,6 +14,7 @@ from sensorscript.cep.plan import Options, shapes
 from sensorscript.codegen.program import programs
 from sensorscript.errors import SensorScriptError
 from sensorscript.partition.plan import make_plan
+from sensorscript.runtime.plan.program import Leaf
 from sensorscript.runtime.state.cep.matcher import Matcher
 from tests.cep_harness import loaded, reference_rows, run_local, same_rows
 from tests.pattern_strategies import pattern_lines, pattern_scripts
@@ -149,10 +150,9 @@ def test_every_shape_gives_the_same_matches():
     lines = [f"{rng.choice('ABCDN')},{rng.randint(0, 100)},{rng.randint(0, 3)}" for _ in range(60)]
     workflows = loaded({"w": script}).workflows
     reference, _ = reference_rows({"w": script}, [lines])
-    variables = ("a", "b", "n", "c", "d")
     from sensorscript.cep.plan import shape_text
 
-    texts = [shape_text(t, variables) for t in shapes((0, 1, 3, 4))]
+    texts = [shape_text(t) for t in shapes(("a", "b", "c", "d"))]
     assert len(texts) == 5
     for options in [Options(shape=t) for t in texts] + [Options(pushdown=False), Options(ordering=False)]:
         plan = make_plan(workflows, None, 1, options=options)
@@ -276,16 +276,13 @@ def test_pushdown_and_ordering_in_the_plan():
     plan = make_plan(loaded({"w": "P = pattern(a: A -> b: B -> c: C) where c.value > a.value and "
                                   "a.value == 1 and b.value > 2 and a.value != 0 within 10;"}).workflows, None, 1)
     (planned,) = plan.patterns.values()
-    from sensorscript.cep.plan import condition_text
-
-    texts = {condition_text(c.expression, ("a", "b", "c")): planned.placement[i]
-             for i, c in enumerate(planned.pattern.conditions)}
+    texts = {c.text: planned.placement[i] for i, c in enumerate(planned.pattern.conditions)}
     assert texts["a.value == 1"] == texts["a.value != 0"] == "on each a event", texts
     assert texts["b.value > 2"] == "on each b event"
     assert texts["c.value > a.value"].startswith("at the join"), texts
     # On a's leaf, == (pass 0.1) before != (0.9).
-    leaf = _find_leaf(planned.pattern.tree, 0)
-    assert [planned.pattern.conditions[c].probability for c in leaf[2]] == [0.1, 0.9]
+    probability = {c.text: c.probability for c in planned.pattern.conditions}
+    assert [probability[text] for text in _find_leaf(planned.pattern.tree, "a").conditions] == [0.1, 0.9]
     assert len(planned.shapes) == 2 and planned.chosen in dict(planned.shapes)
 
 
@@ -301,9 +298,9 @@ def test_a_long_pattern_is_planned_in_moments():
 
 
 def _find_leaf(tree, element):
-    if tree[0] == "leaf":
-        return tree if tree[1] == element else None
-    return _find_leaf(tree[1], element) or _find_leaf(tree[2], element)
+    if isinstance(tree, Leaf):
+        return tree if tree.element == element else None
+    return _find_leaf(tree.left, element) or _find_leaf(tree.right, element)
 
 
 def test_partition_by_sensor_spreads_a_pattern_over_all_partitions():
@@ -343,11 +340,11 @@ def test_measured_pass_rates_reorder_conditions_at_the_next_compile(tmp_path):
     eq = next(i for i, c in enumerate(planned.pattern.conditions) if c.expression[0] == "==")
     ne = 1 - eq
     assert "estimated" in (tmp_path / "out" / "plan.txt").read_text()
-    assert _find_leaf(planned.pattern.tree, 0)[2] == (eq, ne)  # == (0.1) before != (0.9)
+    assert _find_leaf(planned.pattern.tree, "a").conditions == ("a.value == 1", "a.value != 0")  # 0.1 before 0.9
     # Measured: == passes nearly everything, != almost nothing.
     record_selectivity(tmp_path / "out" / "selectivity.json",
                        {node: {str(eq): [1000, 990], str(ne): [1000, 20]}})
     again = compile_workflows([str(tmp_path / "w.ss")], tmp_path / "out")
     planned = again.plan.patterns[node]
-    assert planned.measured and _find_leaf(planned.pattern.tree, 0)[2] == (ne, eq)
+    assert planned.measured and _find_leaf(planned.pattern.tree, "a").conditions == ("a.value != 0", "a.value == 1")
     assert "measured" in (tmp_path / "out" / "plan.txt").read_text()

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from sensorscript.runtime.plan import program as rt
+from sensorscript.runtime.state.cep.conditions import rename_elements
 from sensorscript.runtime.state.cep.operators import FOLLOWED_BY, registered
 
 DEFAULT_LIMIT = 10_000  # partial matches per key and operator, unless the pattern or the job says otherwise
@@ -68,12 +69,12 @@ class Description:
 
 @dataclass
 class PatternPlan:
-    pattern: rt.Pattern  # without feeds: placement decides what each partition reads
+    pattern: rt.Pattern  # fed by its elements' streams (partitioned by sensor, placement feeds it its sources)
     shapes: list[tuple[str, float]]  # every shape compared, with its estimated cost
     chosen: str
     measured: bool  # the probabilities came from an earlier run
     placement: dict[int, str] = field(default_factory=dict)  # condition -> where it is tested
-    negation_placement: dict[int, str] = field(default_factory=dict)
+    negation_placement: dict[str, str] = field(default_factory=dict)  # negated element -> where
 
 
 # ------------------------------------------------------------------------------ conditions
@@ -130,38 +131,37 @@ def estimate(expression: tuple) -> float:
 # ---------------------------------------------------------------------------------- shapes
 
 
-def shapes(positives: tuple[int, ...]) -> list[tuple]:
-    """Every binary tree over the elements in order: ("leaf", i) or ("join", left, right)."""
+Tree = rt.Leaf | rt.Join
+
+
+def shapes(positives: tuple[str, ...]) -> list[Tree]:
+    """Every binary tree over the elements in order (nothing tested yet)."""
     return list(_shapes(positives))
 
 
 @lru_cache(maxsize=None)
-def _shapes(positives: tuple[int, ...]) -> tuple:
+def _shapes(positives: tuple[str, ...]) -> tuple[Tree, ...]:
     if len(positives) == 1:
-        return (("leaf", positives[0]),)
+        return (rt.Leaf(positives[0]),)
     out = []
     for cut in range(1, len(positives)):
         for left in _shapes(positives[:cut]):
             for right in _shapes(positives[cut:]):
-                out.append(("join", left, right))
+                out.append(rt.Join(left, right))
     return tuple(out)
 
 
-def left_deep(positives: tuple[int, ...]) -> tuple:
-    tree = ("leaf", positives[0])
-    for i in positives[1:]:
-        tree = ("join", tree, ("leaf", i))
+def left_deep(positives: tuple[str, ...]) -> Tree:
+    tree: Tree = rt.Leaf(positives[0])
+    for element in positives[1:]:
+        tree = rt.Join(tree, rt.Leaf(element))
     return tree
 
 
-def shape_text(tree: tuple, names: tuple[str, ...]) -> str:
-    if tree[0] == "leaf":
-        return names[tree[1]]
-    return f"({shape_text(tree[1], names)} {shape_text(tree[2], names)})"
-
-
-def elements_of(tree: tuple) -> set[int]:
-    return {tree[1]} if tree[0] == "leaf" else elements_of(tree[1]) | elements_of(tree[2])
+def shape_text(tree: Tree) -> str:
+    if isinstance(tree, rt.Leaf):
+        return tree.element
+    return f"({shape_text(tree.left)} {shape_text(tree.right)})"
 
 
 # ---------------------------------------------------------------------------- the plan
@@ -172,12 +172,17 @@ class _Pattern:
     """What the passes read: the description with its conditions and rates."""
 
     description: Description
+    elements: dict[str, rt.Element]  # by variable, in order
     conditions: list[rt.Condition]
-    positives: tuple[int, ...]
-    gaps: dict[int, tuple[int, int | None]]  # negated element -> (positive before, positive after or None)
-    rates: list[float]  # events per second of each element's stream, per key
+    positives: tuple[str, ...]
+    gaps: dict[str, tuple[str, str | None]]  # negated element -> (positive before, positive after or None)
+    rates: dict[str, float]  # events per second of each element's stream, per key
     keys: float  # how many keys (sensors, with partition by sensor)
-    variables: tuple[str, ...] = ()
+
+    @cached_property
+    def number(self) -> dict[str, int]:
+        """Each condition's place in `conditions`, by its text."""
+        return {c.text: n for n, c in enumerate(self.conditions)}
 
 
 def plan_pattern(node_id: str, key: tuple, variables: tuple[str, ...], rates: dict[str, float],
@@ -186,41 +191,49 @@ def plan_pattern(node_id: str, key: tuple, variables: tuple[str, ...], rates: di
     """The operator tree of one pattern node. `rates`: tuples per second of every stream;
     `measured`: condition index (as text) -> [tested, passed] from an earlier run."""
     d = Description.of(key)
-    streams = list(dict.fromkeys(input_id for _, _, input_id, _ in d.elements))
     links = (None,) + tuple(d.links)
-    elements = tuple(rt.Element(variables[i], streams.index(input_id), kleene, negated, operator, links[i])
-                     for i, (negated, kleene, input_id, operator) in enumerate(d.elements))
-    positives = tuple(i for i, e in enumerate(elements) if not e.negated)
+    elements = tuple(rt.Element(variables[i], kleene=kleene, negated=negated, operator=operator, link=links[i])
+                     for i, (negated, kleene, _, operator) in enumerate(d.elements))
+    streams: dict[str, tuple[str, ...]] = {}
+    for var, (_, _, input_id, _) in zip(variables, d.elements):
+        streams[input_id] = streams.get(input_id, ()) + (var,)
+    positives = tuple(e.var for e in elements if not e.negated)
     gaps = {}
     for i, e in enumerate(elements):
         if e.negated:
-            gaps[i] = (max(j for j in positives if j < i), min((j for j in positives if j > i), default=None))
-    conditions = []
+            before = [f.var for f in elements[:i] if not f.negated]
+            after = [f.var for f in elements[i + 1:] if not f.negated]
+            gaps[e.var] = (before[-1], after[0] if after else None)
+    conditions: list[rt.Condition] = []
     is_measured = False
-    for index, expression in enumerate(split_conditions(d.where)):
+    for expression in split_conditions(d.where):
+        text = condition_text(rename_elements(expression, variables))
+        if any(c.text == text for c in conditions):  # written twice: one condition (the tree names them by text)
+            continue
         every, aggregated = reads(expression)
-        negated = next((i for i in every if elements[i].negated), -1)
+        negated = next((i for i in sorted(every) if elements[i].negated), None)
         probability = estimate(expression)
-        seen = (measured or {}).get(str(index))
+        seen = (measured or {}).get(str(len(conditions)))
         if seen and seen[0] >= 100:  # enough rows tested to trust the measure
             probability, is_measured = max(seen[1], 0.5) / seen[0], True
-        conditions.append(rt.Condition(_codes(expression, sensor_codes), tuple(sorted(every)),
-                                       tuple(sorted(aggregated)), negated, probability))
+        conditions.append(rt.Condition(
+            text=text, expression=_declared(expression, variables, sensor_codes),
+            reads=tuple(variables[i] for i in sorted(every)),
+            aggregates=tuple(variables[i] for i in sorted(aggregated)),
+            negation=None if negated is None else variables[negated], probability=probability))
     per_key = max(keys, 1)
-    spec = _Pattern(d, conditions, positives, gaps,
-                    [rates.get(d.elements[i][2], 1.0) / per_key for i in range(len(elements))], per_key, variables)
+    rate = {var: rates.get(input_id, 1.0) / per_key for var, (_, _, input_id, _) in zip(variables, d.elements)}
+    spec = _Pattern(d, {e.var: e for e in elements}, conditions, positives, gaps, rate, per_key)
     # Tested once a match is whole: a trailing negation (with its own conditions, which only it
     # reads), and under strategy next the conditions no element could test earlier.
     trailing_conditions = tuple(c for c, condition in enumerate(conditions)
-                                if condition.negated in gaps and gaps[condition.negated][1] is None)
-    final_conditions: tuple[int, ...] = ()
-    final_negations = tuple(i for i, (_, after) in gaps.items() if after is None)
+                                if condition.negation in gaps and gaps[condition.negation][1] is None)
+    trailing = tuple(var for var, (_, after) in gaps.items() if after is None)
     named_links = any(link is not None for link in d.links)
     if d.strategy == "next":
-        tree, placement, negation_placement = _chain(spec, elements, options)
-        final_conditions = tuple(tree[2]) + final_conditions
-        final_negations = tuple(tree[3]) + final_negations
-        compared = [(shape_text(left_deep(positives), variables), _cost(spec, left_deep(positives), options))]
+        tree, end, placement, negation_placement = _chain(spec, options)
+        whole = rt.Whole(conditions=end.conditions, negations=end.negations + trailing)
+        compared = [(shape_text(left_deep(positives)), _cost(spec, left_deep(positives), options))]
         chosen = compared[0][0]
     else:
         if named_links:
@@ -229,120 +242,126 @@ def plan_pattern(node_id: str, key: tuple, variables: tuple[str, ...], rates: di
             candidates = [left_deep(positives), _right_deep(positives)]
         else:
             candidates = shapes(positives)
-        compared = [(shape_text(t, variables), _cost(spec, t, options)) for t in candidates]
+        compared = [(shape_text(t), _cost(spec, t, options)) for t in candidates]
         if options.shape == "left":
             pick = left_deep(positives)
         elif options.shape == "right":
             pick = _right_deep(positives)
         elif options.shape is not None:
-            pick = next(t for t in candidates if shape_text(t, variables) == options.shape)
+            pick = next(t for t in candidates if shape_text(t) == options.shape)
         else:
-            pick = min(candidates, key=lambda t: (_cost(spec, t, options), shape_text(t, variables)))
-        chosen = shape_text(pick, variables)
-        tree, placement, negation_placement = _place(spec, pick, "", options)
+            pick = min(candidates, key=lambda t: (_cost(spec, t, options), shape_text(t)))
+        chosen = shape_text(pick)
+        tree, placement, negation_placement = _place(spec, pick, options)
+        whole = rt.Whole(negations=trailing)
     for c in trailing_conditions:
         placement.setdefault(c, "when the match is whole (with the trailing negation)")
     pattern = rt.Pattern(
-        id=node_id, feeds=(), elements=elements, within=d.within, tree=tree, conditions=tuple(conditions),
-        final=(_ordered(spec, final_conditions, options), final_negations),
+        id=node_id, feeds=tuple(rt.Feed(stream=s, elements=read) for s, read in streams.items()), elements=elements,
+        within=d.within, tree=tree, conditions=tuple(conditions), whole=whole,
         strategy=d.strategy, emit=d.emit, by_sensor=d.partition_by == "sensor",
-        yield_=_codes(d.yield_, sensor_codes) if d.yield_ is not None else None,
+        yield_=_declared(d.yield_, variables, sensor_codes) if d.yield_ is not None else None,
         limit=d.limit or limit)
     return PatternPlan(pattern, compared, chosen, is_measured, placement, negation_placement)
 
 
-def _right_deep(positives: tuple[int, ...]) -> tuple:
-    tree = ("leaf", positives[-1])
-    for i in reversed(positives[:-1]):
-        tree = ("join", ("leaf", i), tree)
+def _right_deep(positives: tuple[str, ...]) -> Tree:
+    tree: Tree = rt.Leaf(positives[-1])
+    for element in reversed(positives[:-1]):
+        tree = rt.Join(rt.Leaf(element), tree)
     return tree
 
 
-def _codes(expression, sensor_codes: dict[str, int]):
-    """Quoted names as the codes events carry: a stream's from its node id, a sensor's from the job's
-    table (-1, which no event carries, for a sensor the job does not read)."""
+def _declared(expression, variables: tuple[str, ...], sensor_codes: dict[str, int]):
+    """An expression as the runtime reads it: elements by variable, and quoted names as the codes
+    events carry: a stream's from its node id, a sensor's from the job's table (-1, which no event
+    carries, for a sensor the job does not read)."""
     if not isinstance(expression, tuple) or not expression:
         return expression
     if expression[0] == "stream":
         return ("code", rt.derived_code(expression[1]))
     if expression[0] == "sensor":
         return ("code", sensor_codes.get(expression[1], -1))
-    return tuple(_codes(e, sensor_codes) for e in expression)
+    if expression[0] in ("attr", "var"):
+        return rename_elements(expression, variables)
+    return tuple(_declared(e, variables, sensor_codes) for e in expression)
 
 
-def _ordered(spec: _Pattern, indices, options: Options) -> tuple[int, ...]:
+def _ordered(spec: _Pattern, indices, options: Options) -> tuple[str, ...]:
+    """The texts of these conditions, in the order they are tested."""
     indices = sorted(indices)
     if options.ordering:
         indices.sort(key=lambda c: (spec.conditions[c].probability, c))
-    return tuple(indices)
+    return tuple(spec.conditions[c].text for c in indices)
 
 
-def _positive_reads(spec: _Pattern, condition: rt.Condition) -> set[int]:
-    return {i for i in condition.positions if i in spec.positives}
+def _positive_reads(spec: _Pattern, condition: rt.Condition) -> set[str]:
+    return {var for var in condition.reads if var in spec.positives}
 
 
-def _place(spec: _Pattern, tree: tuple, path: str, options: Options):
-    """The runtime tree with conditions and negations pushed down (or all at the root)."""
+def _place(spec: _Pattern, tree: Tree, options: Options) -> tuple[Tree, dict[int, str], dict[str, str]]:
+    """The tree with conditions and negations pushed down (or all at the root)."""
     placement: dict[int, str] = {}
-    negation_placement: dict[int, str] = {}
+    negation_placement: dict[str, str] = {}
     assigned: dict[str, list[int]] = {}
-    negations_at: dict[str, list[int]] = {}
+    negations_at: dict[str, list[str]] = {}
     nodes = _paths(tree, "")
-    root_elements = elements_of(tree)
     for c, condition in enumerate(spec.conditions):
-        if condition.negated != -1:
+        if condition.negation is not None:
             continue
-        wanted = _positive_reads(spec, condition) or {min(root_elements)}
+        wanted = _positive_reads(spec, condition) or {spec.positives[0]}
         home = _lowest(nodes, wanted) if options.pushdown else ""
         assigned.setdefault(home, []).append(c)
     for m, (before, after) in spec.gaps.items():
         if after is None:
             continue
-        wanted = {before, after} | {i for c in spec.conditions if c.negated == m for i in _positive_reads(spec, c)}
+        wanted = {before, after} | {v for c in spec.conditions if c.negation == m for v in _positive_reads(spec, c)}
         home = _lowest(nodes, wanted) if options.pushdown else ""
         negations_at.setdefault(home, []).append(m)
 
-    def build(node: tuple, at: str) -> tuple:
-        conditions = _ordered(spec, assigned.get(at, []), options)
-        where = (f"on each {spec.variables[node[1]]} event" if node[0] == "leaf"
-                 else f"at the join {shape_text(node, spec.variables)}")
-        for c in conditions:
+    def build(node: Tree, at: str) -> Tree:
+        where = (f"on each {node.element} event" if isinstance(node, rt.Leaf)
+                 else f"at the join {shape_text(node)}")
+        for c in assigned.get(at, []):
             placement[c] = where
-        if node[0] == "leaf":
-            return ("leaf", node[1], conditions)
+        conditions = _ordered(spec, assigned.get(at, []), options)
+        if isinstance(node, rt.Leaf):
+            return rt.Leaf(node.element, conditions=conditions)
         negated = tuple(negations_at.get(at, []))
         for m in negated:
             negation_placement[m] = where
-        return ("join", build(node[1], at + "L"), build(node[2], at + "R"), conditions, negated)
+        return rt.Join(left=build(node.left, at + "L"), right=build(node.right, at + "R"), conditions=conditions,
+                       negations=negated)
 
-    return build(tree, path), placement, negation_placement
+    return build(tree, ""), placement, negation_placement
 
 
-def _paths(tree: tuple, at: str) -> list[tuple[str, set[int]]]:
+def _paths(tree: Tree, at: str) -> list[tuple[str, set[str]]]:
     """(path, elements) of every node, deepest first."""
-    found = [(at, elements_of(tree))]
-    if tree[0] == "join":
-        found = _paths(tree[1], at + "L") + _paths(tree[2], at + "R") + found
+    found = [(at, set(tree.elements))]
+    if isinstance(tree, rt.Join):
+        found = _paths(tree.left, at + "L") + _paths(tree.right, at + "R") + found
     return found
 
 
-def _lowest(nodes: list[tuple[str, set[int]]], wanted: set[int]) -> str:
+def _lowest(nodes: list[tuple[str, set[str]]], wanted: set[str]) -> str:
     """The smallest subtree holding every wanted element."""
     fitting = [(len(elements), path) for path, elements in nodes if wanted <= elements]
     return min(fitting)[1]
 
 
-def _chain(spec: _Pattern, elements, options: Options):
+def _chain(spec: _Pattern, options: Options) -> tuple[rt.Chain, rt.Whole, dict[int, str], dict[str, str]]:
     """Strategy next: the left-deep chain, each condition and negation tested as soon as the
-    elements it reads are bound (and an aggregated Kleene closure is closed)."""
-    positives = spec.positives
+    elements it reads are bound (and an aggregated Kleene closure is closed); what no step could
+    test, when the match is whole."""
+    positives, elements = spec.positives, spec.elements
     at_step: dict[int, list[int]] = {}
-    negations_at: dict[int, list[int]] = {}
-    closure: dict[int, list[int]] = {}
+    negations_at: dict[int, list[str]] = {}
+    closure: dict[str, list[int]] = {}
     placement: dict[int, str] = {}
-    negation_placement: dict[int, str] = {}
+    negation_placement: dict[str, str] = {}
 
-    def first_step(wanted: set[int], aggregated: set[int]) -> int | None:
+    def first_step(wanted: set[str], aggregated: set[str]) -> int | None:
         for step, element in enumerate(positives):
             if wanted <= set(positives[:step + 1]) and not (elements[element].kleene and element in aggregated):
                 return step
@@ -350,60 +369,58 @@ def _chain(spec: _Pattern, elements, options: Options):
 
     for c, condition in enumerate(spec.conditions):
         wanted = _positive_reads(spec, condition) or {positives[0]}
-        if condition.negated != -1:
+        if condition.negation is not None:
             continue
-        step = first_step(wanted, set(condition.aggregated)) if options.pushdown else None
+        step = first_step(wanted, set(condition.aggregates)) if options.pushdown else None
         if step is None:
             step = len(positives)  # when the match is whole
         at_step.setdefault(step, []).append(c)
         for element in positives:
-            if elements[element].kleene and element in condition.positions and element not in condition.aggregated \
+            if elements[element].kleene and element in condition.reads and element not in condition.aggregates \
                     and wanted <= set(positives[:positives.index(element) + 1]):
                 closure.setdefault(element, []).append(c)
     for m, (before, after) in spec.gaps.items():
         if after is None:
             continue
-        mine = [c for c in spec.conditions if c.negated == m]
-        wanted = {before, after} | {i for c in mine for i in _positive_reads(spec, c)}
-        aggregated = {i for c in mine for i in c.aggregated}
+        mine = [c for c in spec.conditions if c.negation == m]
+        wanted = {before, after} | {v for c in mine for v in _positive_reads(spec, c)}
+        aggregated = {v for c in mine for v in c.aggregates}
         step = first_step(wanted, aggregated) if options.pushdown else None
         negations_at.setdefault(len(positives) if step is None else step, []).append(m)
     steps = []
     for step, element in enumerate(positives):
-        conditions = _ordered(spec, at_step.get(step, []), options)
-        for c in conditions:
-            placement[c] = f"when {elements[element].var} is bound"
+        for c in at_step.get(step, []):
+            placement[c] = f"when {element} is bound"
         for m in negations_at.get(step, []):
-            negation_placement[m] = f"when {elements[element].var} is bound"
-        steps.append((element, conditions, tuple(negations_at.get(step, [])),
-                      _ordered(spec, closure.get(element, []), options)))
-    # What no step could test goes to the end (with the trailing negation's).
-    end = _ordered(spec, at_step.get(len(positives), []), options)
-    for c in end:
+            negation_placement[m] = f"when {element} is bound"
+        steps.append(rt.Step(element, conditions=_ordered(spec, at_step.get(step, []), options),
+                             negations=tuple(negations_at.get(step, [])),
+                             closure=_ordered(spec, closure.get(element, []), options)))
+    for c in at_step.get(len(positives), []):
         placement[c] = "when the match is whole"
-    tree = ("chain", tuple(steps), end, tuple(negations_at.get(len(positives), [])))
-    return tree, placement, negation_placement
+    end = rt.Whole(conditions=_ordered(spec, at_step.get(len(positives), []), options),
+                   negations=tuple(negations_at.get(len(positives), [])))
+    return rt.Chain(steps=tuple(steps)), end, placement, negation_placement
 
 
 # ------------------------------------------------------------------------------ the cost
 
 
-def _cost(spec: _Pattern, tree: tuple, options: Options) -> float:
+def _cost(spec: _Pattern, tree: Tree, options: Options) -> float:
     """Estimated work per second of a tree: candidates examined, conditions tested, composites made."""
-    placed, _, _ = _place(spec, tree, "", options)
+    placed, _, _ = _place(spec, tree, options)
     total, _ = _node_cost(spec, placed)
     return total
 
 
-def _node_cost(spec: _Pattern, node: tuple) -> tuple[float, float]:
+def _node_cost(spec: _Pattern, node: Tree) -> tuple[float, float]:
     """(cost per second, composites per second) of a placed subtree."""
     within_s = spec.description.within / 1000
-    if node[0] == "leaf":
-        _, element, conditions = node
-        rate = spec.rates[element]
-        cost, passing = _tests(spec, rate, conditions)
+    if isinstance(node, rt.Leaf):
+        rate = spec.rates[node.element]
+        cost, passing = _tests(spec, rate, node.conditions)
         out = rate * passing
-        if spec.description.elements[element][1]:  # Kleene: closures of the passing events
+        if spec.elements[node.element].kleene:  # closures of the passing events
             window_events = out * within_s
             if spec.description.strategy == "strict":
                 closures = max(1.0, window_events)
@@ -412,25 +429,24 @@ def _node_cost(spec: _Pattern, node: tuple) -> tuple[float, float]:
             out *= closures
             cost += out * MAKE
         return cost * spec.keys, out
-    _, left, right, conditions, negations = node
-    left_cost, left_rate = _node_cost(spec, left)
-    right_cost, right_rate = _node_cost(spec, right)
+    left_cost, left_rate = _node_cost(spec, node.left)
+    right_cost, right_rate = _node_cost(spec, node.right)
     if spec.description.strategy == "strict":
-        total_rate = sum(spec.rates[i] for i in set(range(len(spec.rates))))
+        total_rate = sum(spec.rates.values())
         candidates = left_rate * min(1.0, right_rate / max(total_rate, 1e-9))
     else:
         candidates = left_rate * right_rate * within_s / 2
-    cost, passing = _tests(spec, candidates, conditions)
-    passing *= 0.5 ** len(negations)
+    cost, passing = _tests(spec, candidates, node.conditions)
+    passing *= 0.5 ** len(node.negations)
     out = candidates * passing
     own = (candidates * PAIR + cost + out * MAKE) * spec.keys
     return left_cost + right_cost + own, out
 
 
-def _tests(spec: _Pattern, rows: float, conditions) -> tuple[float, float]:
+def _tests(spec: _Pattern, rows: float, texts: tuple[str, ...]) -> tuple[float, float]:
     """(cost of testing the conditions in this order on `rows`, the fraction passing all)."""
     cost, passing = 0.0, 1.0
-    for c in conditions:
+    for c in (spec.number[text] for text in texts):
         cost += rows * passing * TEST
         passing *= spec.conditions[c].probability
     return cost, passing
@@ -451,51 +467,51 @@ def log_cost(value: float) -> str:
 _INFIX = {"+", "-", "*", "/", ">", ">=", "<", "<=", "==", "!=", "and", "or"}
 
 
-def condition_text(expression: tuple, variables: tuple[str, ...], names: dict[int, str] | None = None) -> str:
-    """A canonical pattern expression as the script would write it (names: code -> quoted name)."""
+def condition_text(expression: tuple) -> str:
+    """A canonical pattern expression (elements by variable, quoted names resolved) as the script
+    would write it."""
     kind = expression[0]
     if kind == "num":
         value = expression[1]
         return str(int(value)) if float(value).is_integer() else repr(value)
     if kind == "attr":
-        return f"{variables[expression[1]]}.{expression[2]}"
+        return f"{expression[1]}.{expression[2]}"
     if kind == "var":
-        return variables[expression[1]]
-    if kind == "code":
-        return f'"{(names or {}).get(expression[1], expression[1])}"'
+        return expression[1]
     if kind in ("stream", "sensor"):
         return f'"{expression[1]}"'
     if kind == "neg":
-        return f"-{condition_text(expression[1], variables, names)}"
+        return f"-{condition_text(expression[1])}"
     if kind == "not":
-        return f"not {condition_text(expression[1], variables, names)}"
+        return f"not {condition_text(expression[1])}"
     if kind == "call":
-        return f"{expression[1]}(" + ", ".join(condition_text(a, variables, names) for a in expression[2:]) + ")"
+        return f"{expression[1]}(" + ", ".join(condition_text(a) for a in expression[2:]) + ")"
     if kind in _INFIX:
-        left, right = (condition_text(e, variables, names) for e in expression[1:])
+        left, right = (condition_text(e) for e in expression[1:])
         wrap = lambda e, t: f"({t})" if e[0] in _INFIX else t  # noqa: E731
         return f"{wrap(expression[1], left)} {kind} {wrap(expression[2], right)}"
     return repr(expression)
 
 
-def describe(plan: PatternPlan, names: dict[int, str] | None = None) -> list[str]:
+def describe(plan: PatternPlan) -> list[str]:
     """The operator tree for people: shape, where each condition is tested and in which order, the
     shapes compared and where the probabilities came from."""
     pattern = plan.pattern
-    variables = tuple(e.var for e in pattern.elements)
     lines = [f"tree {plan.chosen} (strategy {pattern.strategy}, emit {pattern.emit}"
              + (", partitioned by sensor" if pattern.by_sensor else "") + f", at most {pattern.limit:,} partial "
              f"matches per key and operator)"]
     for index, condition in enumerate(pattern.conditions):
-        where = plan.placement.get(index) or (f"with the negation of {variables[condition.negated]}"
-                                              if condition.negated != -1 else "?")
-        lines.append(f"  {condition_text(condition.expression, variables, names)}: {where}, pass "
+        where = plan.placement.get(index) or (f"with the negation of {condition.negation}"
+                                              if condition.negation is not None else "?")
+        lines.append(f"  {condition.text}: {where}, pass "
                      f"{condition.probability:.2f} ({'measured' if plan.measured else 'estimated'})")
-    for element, where in sorted(plan.negation_placement.items()):
-        lines.append(f"  no {variables[element]} between its neighbours: {where}")
-    for element, e in enumerate(pattern.elements):
-        if e.negated and element not in plan.negation_placement:
-            lines.append(f"  no {variables[element]} until the window ends: when the match is whole")
+    negated = [e.var for e in pattern.elements if e.negated]
+    for var in negated:
+        if var in plan.negation_placement:
+            lines.append(f"  no {var} between its neighbours: {plan.negation_placement[var]}")
+    for var in negated:
+        if var not in plan.negation_placement:
+            lines.append(f"  no {var} until the window ends: when the match is whole")
     compared = sorted(plan.shapes, key=lambda item: item[1])
     lines.append("  shapes compared (estimated work/s): " + ", ".join(
         f"{text} {log_cost(cost)}{' <- chosen' if text == plan.chosen else ''}" for text, cost in compared[:6])

@@ -7,12 +7,13 @@ lines each computation came from.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import jinja2
 
-from sensorscript.cep.plan import condition_text, describe
+from sensorscript.cep.plan import describe
 from sensorscript.codegen.buckets import bucket_keys
 from sensorscript.codegen.program import programs
 from sensorscript.graph.nodes import SENSOR
@@ -33,26 +34,80 @@ def template_environment(autoescape: bool = False) -> jinja2.Environment:
                               lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """A constructor call in the job: `name(argument, ..., keyword=argument, ...)`."""
+
+    name: str
+    arguments: tuple[tuple[str, object], ...]  # (keyword, "" for a positional argument; its value)
+
+
+def _call(name: str, *positional, **keywords) -> _Call:
+    return _Call(name, tuple(("", value) for value in positional) + tuple(keywords.items()))
+
+
 def _literal(value) -> str:
-    """A Python literal, with double quotes as in the rest of the file."""
+    """Python source on one line, with double quotes as in the rest of the file."""
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, tuple):
         inner = ", ".join(_literal(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
-    if isinstance(value, float):
-        return repr(value)
+    if isinstance(value, (_Call, dict)):
+        opening, closing = _brackets(value)
+        return opening + ", ".join(prefix + _literal(v) for prefix, v in _parts(value)) + closing
     return repr(value)
 
 
-def _wrapped(value: tuple, indent: int) -> str:
-    """A nested tuple over several lines when it would not fit on one (100 columns)."""
+def _wrapped(value, indent: int, taken: int = 0) -> str:
+    """`value` as source whose first line starts at column `indent` (`taken` columns of that line
+    used by what is written around it): on one line if that fits in 100 columns, else its items or
+    arguments one a line, each wrapped in turn, as a formatter would."""
     flat = _literal(value)
-    if indent + len(flat) <= 100 or not isinstance(value, tuple):
+    if indent + taken + len(flat) <= 100 or not _parts(value):
         return flat
     pad = " " * (indent + 4)
-    items = [_wrapped(v, indent + 4) for v in value]
-    return "(\n" + "".join(f"{pad}{item},\n" for item in items) + " " * indent + ")"
+    opening, closing = _brackets(value)
+    lines = "".join(f"{pad}{prefix}{_wrapped(v, indent + 4, len(prefix) + 1)},\n" for prefix, v in _parts(value))
+    return f"{opening}\n{lines}{' ' * indent}{closing}"
+
+
+def _parts(value) -> list[tuple[str, object]]:
+    """What a bracketed value holds, each with what is written before it."""
+    if isinstance(value, tuple):
+        return [("", v) for v in value]
+    if isinstance(value, _Call):
+        return [(f"{keyword}=" if keyword else "", v) for keyword, v in value.arguments]
+    if isinstance(value, dict):
+        return [(f"{_literal(k)}: ", v) for k, v in value.items()]
+    return []
+
+
+def _brackets(value) -> tuple[str, str]:
+    if isinstance(value, _Call):
+        return f"{value.name}(", ")"
+    return ("{", "}") if isinstance(value, dict) else ("(", ")")
+
+
+# Declarations written with their first field bare: the element they are about.
+_ABOUT_AN_ELEMENT = (rt.Element, rt.Leaf, rt.Step)
+
+
+def _declaration(value):
+    """A pattern's parts (runtime/plan/program.py) as constructor calls, keyword arguments left out
+    where they have their default; tuples item by item, other values as they are."""
+    if isinstance(value, tuple):
+        return tuple(_declaration(v) for v in value)
+    if not dataclasses.is_dataclass(value):
+        return value
+    positional, keywords = [], {}
+    for n, field in enumerate(dataclasses.fields(value)):
+        given = getattr(value, field.name)
+        if n == 0 and isinstance(value, _ABOUT_AN_ELEMENT):
+            positional.append(given)
+        elif field.default is dataclasses.MISSING or given != field.default:
+            keywords[field.name] = round(given, 4) if isinstance(given, float) else _declaration(given)
+    return _call(f"p.{type(value).__name__}", *positional, **keywords)
 
 
 def _node_code(node: rt.Node) -> str:
@@ -73,34 +128,11 @@ def _node_code(node: rt.Node) -> str:
 
 
 def _pattern_code(node: rt.Pattern) -> str:
-    """A pattern's declaration, a field a line (its conditions one a line, each with its text)."""
-    pad = " " * 16
-    variables = tuple(e.var for e in node.elements)
-    elements = []
-    for e in node.elements:
-        extra = "".join(f", {name}={_literal(getattr(e, name))}" for name in ("kleene", "negated", "operator", "link")
-                        if getattr(e, name))
-        elements.append(f"p.Element({_literal(e.var)}, {e.stream}{extra})")
-    conditions = "".join(
-        f"{pad}# {condition_text(c.expression, variables)}\n"
-        f"{pad}p.Condition({_literal(c.expression)}, {_literal(c.positions)}, {_literal(c.aggregated)}, "
-        f"{c.negated}, {round(c.probability, 4)!r}),\n" for c in node.conditions)
-    fields = [
-        f"id={_literal(node.id)}",
-        f"feeds={_literal(node.feeds)}",
-        f"elements=({', '.join(elements)}{',' if len(elements) == 1 else ''})",
-        f"within={node.within}",
-        f"tree={_literal(node.tree)}",
-        f"conditions=(\n{conditions}            )" if node.conditions else "conditions=()",
-        f"final={_literal(node.final)}",
-        f"strategy={_literal(node.strategy)}",
-        f"emit={_literal(node.emit)}",
-        f"by_sensor={node.by_sensor}",
-        f"yield_={_literal(node.yield_) if node.yield_ is not None else None}",
-        f"limit={node.limit}",
-        "names={" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in sorted(node.names.items())) + "}",
-    ]
-    return "p.Pattern(\n" + "".join(f"            {field},\n" for field in fields) + "        )"
+    """A pattern's declaration, every field given: its tree, feeds and conditions naming the
+    elements by variable and the conditions by text, as the plan reads."""
+    fields = {field.name: _declaration(getattr(node, field.name)) for field in dataclasses.fields(node)}
+    fields["names"] = dict(sorted(node.names.items()))
+    return _wrapped(_call("p.Pattern", **fields), 8)
 
 
 class ScriptLines:

@@ -116,15 +116,14 @@ def _runtime_nodes(plan: Plan, placed_nodes: list, codes: dict[str, int], rid, s
 
 def pattern_node(plan: Plan, pattern_id: str, sources: list[str] | None = None) -> rt.Pattern:
     """A pattern's declaration reading its elements' streams, or (partitioned by sensor) the sources
-    given: each source feeds every stream of the pattern it reaches through unions, as often as it
-    reaches it."""
+    given: each source feeds the elements of every stream it reaches through unions, as often as
+    it reaches it."""
     declared = plan.patterns[pattern_id].pattern
-    inputs = list(dict.fromkeys(plan.graph.node(pattern_id).inputs))
     if sources is None:
-        feeds = tuple((node_id, k, 1) for k, node_id in enumerate(inputs))
-    else:
-        feeds = tuple((source, k, copies) for source in sorted(sources) for k, node_id in enumerate(inputs)
-                      for copies in [plan.graph.sources(node_id).get(source, 0)] if copies)
+        return declared
+    feeds = tuple(dataclasses.replace(feed, stream=source, copies=copies)
+                  for source in sorted(sources) for feed in declared.feeds
+                  for copies in [plan.graph.sources(feed.stream).get(source, 0)] if copies)
     return dataclasses.replace(declared, feeds=feeds)
 
 

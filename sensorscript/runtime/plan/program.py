@@ -59,12 +59,11 @@ class Combine:
 
 @dataclass(frozen=True)
 class Element:
-    """One element of a pattern: `var: STREAM` (`stream` indexes the pattern's streams), Kleene (`+`),
-    negated (`!`), or a registered unary operator over the stream; `link` is the binary operator
-    joining it to the element before (None: the built-in `->`)."""
+    """One element of a pattern, by its variable: `var: STREAM`, Kleene (`+`), negated (`!`), or a
+    registered unary operator over the stream; `link` is the binary operator joining it to the
+    element before (None: the built-in `->`). What its stream is, the pattern's feeds say."""
 
     var: str
-    stream: int
     kleene: bool = False
     negated: bool = False
     operator: str | None = None
@@ -72,37 +71,111 @@ class Element:
 
 
 @dataclass(frozen=True)
-class Condition:
-    """One condition of a pattern's `where` (its top-level `and`s split): the compiler's canonical
-    expression, with sensors compared as codes (`("code", n)`); the elements it reads, those it reads
-    inside an aggregate, the negated element it belongs to (-1: none), and its pass probability."""
+class Feed:
+    """The tuples of node `stream` are the events of `elements` (those reading one stream of the
+    pattern), each `copies` times (a multiset union reaching it twice)."""
 
+    stream: str
+    elements: tuple[str, ...]
+    copies: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Condition:
+    """One condition of a pattern's `where` (its top-level `and`s split). `text` is how the script
+    writes it, and how the tree refers to it; `expression` is the compiler's canonical form, with
+    elements by variable (`("attr", "a", "value")`) and sensors compared as codes (`("code", n)`).
+    It reads the elements `reads`, those in `aggregates` inside an aggregate; a condition on a
+    negated element belongs to its `negation`. `probability`: how often it passes (estimated, or
+    measured by an earlier run)."""
+
+    text: str
     expression: tuple
-    positions: tuple[int, ...]
-    aggregated: tuple[int, ...] = ()
-    negated: int = -1
-    probability: float = 0.5
+    reads: tuple[str, ...] = ()
+    aggregates: tuple[str, ...] = ()
+    negation: str | None = None
+    probability: float
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """The events of `element` (for a Kleene element, its closures) that pass `conditions`."""
+
+    element: str
+    conditions: tuple[str, ...] = ()
+
+    @property
+    def elements(self) -> tuple[str, ...]:
+        return (self.element,)
+
+
+@dataclass(frozen=True)
+class Join:
+    """The partial matches of `left` followed by those of `right` (as the link of right's first
+    element says), within the window, that pass `conditions` (in this order) and have no event of
+    the `negations` in their gaps."""
+
+    left: Leaf | Join
+    right: Leaf | Join
+    conditions: tuple[str, ...] = ()
+    negations: tuple[str, ...] = ()
+
+    @property
+    def elements(self) -> tuple[str, ...]:
+        return self.left.elements + self.right.elements
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step of a `Chain`: bind `element` to the earliest event that qualifies, testing
+    `conditions` and `negations` then; for a Kleene element, each later event joins its closure if
+    it passes `closure`."""
+
+    element: str
+    conditions: tuple[str, ...] = ()
+    negations: tuple[str, ...] = ()
+    closure: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Strategy next: the positive elements bound one after another, as runs
+    (runtime/state/cep/runs.py)."""
+
+    steps: tuple[Step, ...]
+
+    @property
+    def elements(self) -> tuple[str, ...]:
+        return tuple(step.element for step in self.steps)
+
+
+@dataclass(frozen=True)
+class Whole:
+    """What is tested once a match is whole: the conditions no operator could test earlier, and the
+    negations no element follows (when the window has passed)."""
+
+    conditions: tuple[str, ...] = ()
+    negations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Pattern:
-    """A pattern (SPEC §4) as its operator tree.
+    """A pattern (SPEC §4) as its operator tree, its elements and conditions by name.
 
-    `feeds` say what the engine hands it: (node id, stream index, copies); a pattern partitioned by
-    sensor reads the sensors (and derived streams) of its partition directly, not the unions its
-    elements name. `tree` is ("leaf", element, conditions) or ("join", left, right, conditions,
-    negated elements checked there); `final` lists the conditions and negations checked once a match
-    is whole (a trailing negation's). Conditions are indices into `conditions`, in the order they
-    are tested. `names` gives each output stream the variable names its workflow wrote.
+    `feeds` say what the engine hands it; a pattern partitioned by sensor reads the sensors (and
+    derived streams) of its partition directly, not the unions its elements name. `tree` is a
+    `Leaf` or `Join` tree (a `Chain` under strategy next) naming the conditions each operator
+    tests, in the order tested; `whole` what waits for the whole match. `names` gives each output
+    stream the variable names its workflow wrote.
     """
 
     id: str
-    feeds: tuple[tuple[str, int, int], ...]
+    feeds: tuple[Feed, ...]
     elements: tuple[Element, ...]
     within: int
-    tree: tuple
+    tree: Leaf | Join | Chain
     conditions: tuple[Condition, ...] = ()
-    final: tuple = ((), ())
+    whole: Whole = Whole()
     strategy: str = "any"
     emit: str = "all"
     by_sensor: bool = False
@@ -112,7 +185,7 @@ class Pattern:
 
     @property
     def inputs(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(node for node, _, _ in self.feeds))
+        return tuple(dict.fromkeys(feed.stream for feed in self.feeds))
 
 
 Node = Sensor | Window | Union | Combine | Pattern

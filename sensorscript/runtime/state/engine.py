@@ -436,10 +436,8 @@ class Engine:
                counters: dict) -> tuple[Tuples, int]:
         """A pattern's batch: its streams' tuples in, its matches out, and how far its output has come."""
         matcher, pattern_state = self.matchers[node.id], state.patterns[node.id]
-        arrivals = []
-        for node_id, stream, copies in node.feeds:
-            arrivals.extend([(stream, streams[node_id])] * copies)
-        mark = min(marks[node_id] for node_id, _, _ in node.feeds)
+        arrivals = matcher.arrivals(streams)
+        mark = min(marks[node_id] for node_id in node.inputs)
         before = (pattern_state.cut, pattern_state.divided, pattern_state.tested.copy(), pattern_state.passed.copy())
         matches = matcher.step(pattern_state, arrivals, mark)
         counters[node.id] = {"cut": pattern_state.cut - before[0], "divided": pattern_state.divided - before[1],

@@ -44,19 +44,31 @@ PARTITION_0 = p.Program(
         #   shapes compared (estimated work/s): (p q) 13.3 <- chosen
         p.Pattern(
             id="pattern:65c22b83c0",
-            feeds=(("sensor:8TL3-N", 0, 1),),
-            elements=(p.Element("p", 0), p.Element("q", 0)),
+            feeds=(p.Feed(stream="sensor:8TL3-N", elements=("p", "q")),),
+            elements=(p.Element("p"), p.Element("q")),
             within=1000,
-            tree=("join", ("leaf", 0, ()), ("leaf", 1, ()), (0,), ()),
-            conditions=(
-                # (q.value - p.value) > 4
-                p.Condition((">", ("-", ("attr", 1, "value"), ("attr", 0, "value")), ("num", 4.0)), (0, 1), (), -1, 0.3333),
+            tree=p.Join(
+                left=p.Leaf("p"),
+                right=p.Leaf("q"),
+                conditions=("(q.value - p.value) > 4",),
             ),
-            final=((), ()),
+            conditions=(
+                p.Condition(
+                    text="(q.value - p.value) > 4",
+                    expression=(
+                        ">",
+                        ("-", ("attr", "q", "value"), ("attr", "p", "value")),
+                        ("num", 4.0),
+                    ),
+                    reads=("p", "q"),
+                    probability=0.3333,
+                ),
+            ),
+            whole=p.Whole(),
             strategy="strict",
             emit="all",
             by_sensor=True,
-            yield_=("-", ("attr", 1, "value"), ("attr", 0, "value")),
+            yield_=("-", ("attr", "q", "value"), ("attr", "p", "value")),
             limit=10000,
             names={"pier_alarms.JUMP": ("p", "q")},
         ),
@@ -90,19 +102,31 @@ PARTITION_1 = p.Program(
         #   shapes compared (estimated work/s): (p q) 13.3 <- chosen
         p.Pattern(
             id="pattern:65c22b83c0",
-            feeds=(("sensor:8TL3-S", 0, 1),),
-            elements=(p.Element("p", 0), p.Element("q", 0)),
+            feeds=(p.Feed(stream="sensor:8TL3-S", elements=("p", "q")),),
+            elements=(p.Element("p"), p.Element("q")),
             within=1000,
-            tree=("join", ("leaf", 0, ()), ("leaf", 1, ()), (0,), ()),
-            conditions=(
-                # (q.value - p.value) > 4
-                p.Condition((">", ("-", ("attr", 1, "value"), ("attr", 0, "value")), ("num", 4.0)), (0, 1), (), -1, 0.3333),
+            tree=p.Join(
+                left=p.Leaf("p"),
+                right=p.Leaf("q"),
+                conditions=("(q.value - p.value) > 4",),
             ),
-            final=((), ()),
+            conditions=(
+                p.Condition(
+                    text="(q.value - p.value) > 4",
+                    expression=(
+                        ">",
+                        ("-", ("attr", "q", "value"), ("attr", "p", "value")),
+                        ("num", 4.0),
+                    ),
+                    reads=("p", "q"),
+                    probability=0.3333,
+                ),
+            ),
+            whole=p.Whole(),
             strategy="strict",
             emit="all",
             by_sensor=True,
-            yield_=("-", ("attr", 1, "value"), ("attr", 0, "value")),
+            yield_=("-", ("attr", "q", "value"), ("attr", "p", "value")),
             limit=10000,
             names={"pier_alarms.JUMP": ("p", "q")},
         ),
@@ -148,25 +172,53 @@ PARTITION_0_STAGE_2 = p.Program(
         #   shapes compared (estimated work/s): (a c) 0.363 <- chosen
         p.Pattern(
             id="pattern:241bfa8973",
-            feeds=(("window:a2383b8b24", 0, 1),),
-            elements=(p.Element("a", 0), p.Element("calm", 0, negated=True), p.Element("c", 0, kleene=True)),
+            feeds=(p.Feed(stream="window:a2383b8b24", elements=("a", "calm", "c")),),
+            elements=(p.Element("a"), p.Element("calm", negated=True), p.Element("c", kleene=True)),
             within=600000,
-            tree=("chain", ((0, (3,), (), ()), (2, (1,), (1,), (1,))), (0,), ()),
-            conditions=(
-                # count(c) >= 2
-                p.Condition((">=", ("call", "count", ("var", 2)), ("num", 2.0)), (2,), (2,), -1, 0.3333),
-                # c.value > a.value
-                p.Condition((">", ("attr", 2, "value"), ("attr", 0, "value")), (0, 2), (), -1, 0.3333),
-                # calm.value < 0.1
-                p.Condition(("<", ("attr", 1, "value"), ("num", 0.1)), (1,), (), 1, 0.3333),
-                # a.value > 0.5
-                p.Condition((">", ("attr", 0, "value"), ("num", 0.5)), (0,), (), -1, 0.3333),
+            tree=p.Chain(
+                steps=(
+                    p.Step("a", conditions=("a.value > 0.5",)),
+                    p.Step(
+                        "c",
+                        conditions=("c.value > a.value",),
+                        negations=("calm",),
+                        closure=("c.value > a.value",),
+                    ),
+                ),
             ),
-            final=((0,), ()),
+            conditions=(
+                p.Condition(
+                    text="count(c) >= 2",
+                    expression=(">=", ("call", "count", ("var", "c")), ("num", 2.0)),
+                    reads=("c",),
+                    aggregates=("c",),
+                    probability=0.3333,
+                ),
+                p.Condition(
+                    text="c.value > a.value",
+                    expression=(">", ("attr", "c", "value"), ("attr", "a", "value")),
+                    reads=("a", "c"),
+                    probability=0.3333,
+                ),
+                p.Condition(
+                    text="calm.value < 0.1",
+                    expression=("<", ("attr", "calm", "value"), ("num", 0.1)),
+                    reads=("calm",),
+                    negation="calm",
+                    probability=0.3333,
+                ),
+                p.Condition(
+                    text="a.value > 0.5",
+                    expression=(">", ("attr", "a", "value"), ("num", 0.5)),
+                    reads=("a",),
+                    probability=0.3333,
+                ),
+            ),
+            whole=p.Whole(conditions=("count(c) >= 2",)),
             strategy="next",
             emit="first",
             by_sensor=False,
-            yield_=("-", ("call", "last", ("attr", 2, "value")), ("attr", 0, "value")),
+            yield_=("-", ("call", "last", ("attr", "c", "value")), ("attr", "a", "value")),
             limit=10000,
             names={"pier_alarms.SURGE": ("a", "calm", "c")},
         ),
@@ -179,17 +231,33 @@ PARTITION_0_STAGE_2 = p.Program(
         #   shapes compared (estimated work/s): (w t) 13.4 <- chosen
         p.Pattern(
             id="pattern:05515da7b6",
-            feeds=(("window:d967da381d", 0, 1), ("union:61f02da0b4", 1, 1)),
-            elements=(p.Element("w", 0), p.Element("t", 1)),
-            within=120000,
-            tree=("chain", ((0, (0,), (), ()), (1, (1,), (), ())), (), ()),
-            conditions=(
-                # w.value > 9
-                p.Condition((">", ("attr", 0, "value"), ("num", 9.0)), (0,), (), -1, 0.3333),
-                # t.value > 9
-                p.Condition((">", ("attr", 1, "value"), ("num", 9.0)), (1,), (), -1, 0.3333),
+            feeds=(
+                p.Feed(stream="window:d967da381d", elements=("w",)),
+                p.Feed(stream="union:61f02da0b4", elements=("t",)),
             ),
-            final=((), ()),
+            elements=(p.Element("w"), p.Element("t")),
+            within=120000,
+            tree=p.Chain(
+                steps=(
+                    p.Step("w", conditions=("w.value > 9",)),
+                    p.Step("t", conditions=("t.value > 9",)),
+                ),
+            ),
+            conditions=(
+                p.Condition(
+                    text="w.value > 9",
+                    expression=(">", ("attr", "w", "value"), ("num", 9.0)),
+                    reads=("w",),
+                    probability=0.3333,
+                ),
+                p.Condition(
+                    text="t.value > 9",
+                    expression=(">", ("attr", "t", "value"), ("num", 9.0)),
+                    reads=("t",),
+                    probability=0.3333,
+                ),
+            ),
+            whole=p.Whole(),
             strategy="next",
             emit="all",
             by_sensor=False,

@@ -3,10 +3,11 @@
 A condition is the compiler's canonical expression (see graph/build.canonical) over event
 attributes: ("attr", element, "value" | "ts" | "sensor"), aggregates over a Kleene element's
 closure ("call", "count", ("var", element)) or ("call", "avg", ("attr", element, "value")), and
-sensor codes ("code", n). Arithmetic, comparisons and logic are runtime/state/expressions.py's, shared
-with combine-latest. A condition that reads a Kleene element without an aggregate must hold for
-each of its events: the rows are expanded to one per event (per combination, for several) and
-folded back with `all`. A division by zero makes a condition false.
+sensor codes ("code", n). The job names elements by variable; the matcher numbers them, as its
+tables' columns are (`rename_elements`). Arithmetic, comparisons and logic are
+runtime/state/expressions.py's, shared with combine-latest. A condition that reads a Kleene element
+without an aggregate must hold for each of its events: the rows are expanded to one per event (per
+combination, for several) and folded back with `all`. A division by zero makes a condition false.
 """
 
 from __future__ import annotations
@@ -17,6 +18,16 @@ from sensorscript.runtime.state.cep.tables import ClosureStore, EventStore, Tabl
 from sensorscript.runtime.state.expressions import evaluate
 
 _REDUCE = {"sum": np.add, "min": np.minimum, "max": np.maximum}
+
+
+def rename_elements(expression, rename):
+    """The expression with each element it reads, e in ("attr", e, field) and ("var", e), as
+    rename[e]: variables by index (the compiler's), or indexes by variable (the matcher's)."""
+    if not isinstance(expression, tuple) or not expression:
+        return expression
+    if expression[0] in ("attr", "var"):
+        return (expression[0], rename[expression[1]], *expression[2:])
+    return tuple(rename_elements(e, rename) for e in expression)
 
 
 def bare_kleene(expression: tuple, kleene: frozenset[int]) -> list[int]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sensorscript.runtime.plan import program as p
-from sensorscript.runtime.state.cep.conditions import Frame, holds, value_of
+from sensorscript.runtime.state.cep.conditions import Frame, holds, rename_elements, value_of
 from sensorscript.runtime.state.cep.operators import (FOLLOWED_BY, BinaryOperator, Composite, Event, registered)
 from sensorscript.runtime.state.cep.runs import advance_runs
 from sensorscript.runtime.state.cep.tables import (ClosureStore, EventStore, Table, concat, equal_join, range_join, ranges,
@@ -97,12 +97,26 @@ class Matches:
 
 
 class Matcher:
-    """Runs one `p.Pattern` (its declaration) batch after batch over a `PatternState`."""
+    """Runs one `p.Pattern` (its declaration) batch after batch over a `PatternState`.
+
+    The declaration names elements and conditions; the matcher numbers them: an element by its
+    place in the pattern (its columns in the tables), a condition by its place in `conditions`
+    (its pass counts)."""
 
     def __init__(self, pattern: p.Pattern):
         self.pattern = pattern
         self.within = pattern.within
         self.elements = pattern.elements
+        self.index = {e.var: i for i, e in enumerate(pattern.elements)}
+        self.number = {c.text: n for n, c in enumerate(pattern.conditions)}
+        self.expressions = [rename_elements(c.expression, self.index) for c in pattern.conditions]
+        self.aggregated = [frozenset(self.index[v] for v in c.aggregates) for c in pattern.conditions]
+        self.yield_ = rename_elements(pattern.yield_, self.index)
+        # Events carry the number of the stream they came in on: that of the first element it feeds.
+        self.stream = [-1] * len(pattern.elements)
+        for feed in pattern.feeds:
+            for var in feed.elements:
+                self.stream[self.index[var]] = self.index[feed.elements[0]]
         self.positives = [i for i, e in enumerate(pattern.elements) if not e.negated]
         self.kleene = frozenset(i for i, e in enumerate(pattern.elements) if e.kleene)
         operators = registered()
@@ -118,7 +132,6 @@ class Matcher:
                 before = max(j for j in self.positives if j < i)
                 after = min((j for j in self.positives if j > i), default=None)
                 self.gaps[i] = (before, after)
-        self.nodes = _flatten(pattern.tree)
 
     # ------------------------------------------------------------------ state
 
@@ -130,8 +143,14 @@ class Matcher:
 
     # ------------------------------------------------------------------ a batch
 
+    def arrivals(self, streams: dict[str, object]) -> list[tuple[int, object]]:
+        """What the feeds hand the pattern, from the batch's tuples by node: (stream number,
+        Tuples), a feed's once per copy."""
+        return [(self.index[feed.elements[0]], streams[feed.stream])
+                for feed in self.pattern.feeds for _ in range(feed.copies)]
+
     def step(self, state: PatternState, arrivals: list[tuple[int, object]], watermark: int) -> Matches:
-        """Take this batch's events (stream index, Tuples) and the watermark in force; emit the
+        """Take this batch's events (stream number, Tuples) and the watermark in force; emit the
         matches completed by the events it makes final."""
         watermark = max(watermark, state.watermark)
         new = self.release(state, arrivals, watermark)
@@ -213,34 +232,33 @@ class Matcher:
 
     # ------------------------------------------------------------------ the tree
 
-    def evaluate(self, node: tuple, path: str, state: PatternState, new: np.ndarray, watermark: int) -> Table:
+    def evaluate(self, node: p.Leaf | p.Join, path: str, state: PatternState, new: np.ndarray, watermark: int) -> Table:
         """The new partial matches of a subtree this batch (those holding a new event)."""
-        if node[0] == "leaf":
+        if isinstance(node, p.Leaf):
             made = self.leaf(node, path, state, new)
         else:
-            _, left, right, conditions, negations = node
-            new_left = self.evaluate(left, path + "L", state, new, watermark)
-            new_right = self.evaluate(right, path + "R", state, new, watermark)
-            link = self.links[_first_element(right)]
+            new_left = self.evaluate(node.left, path + "L", state, new, watermark)
+            new_right = self.evaluate(node.right, path + "R", state, new, watermark)
+            link = self.links[self.index[node.right.elements[0]]]
             every_left = state.tables.get(path + "L", {})
             made = self.join(every_left, new_right, link, state)
             if not self.monotone and size(new_left):
                 old_right = _older(state.tables.get(path + "R", {}), new_right)
                 made = concat([made, self.join(new_left, old_right, link, state)])
-            made = self.test(made, conditions, negations, state)
+            made = self.test(made, node.conditions, node.negations, state)
         if not path:
             return made  # whole matches: output, not state
         if path.endswith("L") or not self.monotone:  # kept while it may still join (`forget` caps it)
             state.tables[path] = concat([state.tables.get(path, {}), made])
         return made
 
-    def leaf(self, node: tuple, path: str, state: PatternState, new: np.ndarray) -> Table:
-        _, element, conditions = node
+    def leaf(self, node: p.Leaf, path: str, state: PatternState, new: np.ndarray) -> Table:
+        element = self.index[node.element]
         events = self.element_events(element, state, new)
         if element not in self.kleene:
-            return self.test(events, conditions, (), state)
-        per_event = [c for c in conditions if element not in self.pattern.conditions[c].aggregated]
-        per_closure = [c for c in conditions if element in self.pattern.conditions[c].aggregated]
+            return self.test(events, node.conditions, (), state)
+        per_event = [c for c in node.conditions if element not in self.aggregated[self.number[c]]]
+        per_closure = [c for c in node.conditions if element in self.aggregated[self.number[c]]]
         events = self.test(events, per_event, (), state, single=frozenset((element,)))
         closures = self.closures(element, path, state, events)
         return self.test(closures, per_closure, (), state)
@@ -249,7 +267,7 @@ class Matcher:
         """One composite per new event of the element's stream (those a unary operator keeps)."""
         store = state.store
         rows = new - store.base
-        mine = rows[store.k[rows] == self.elements[element].stream]
+        mine = rows[store.k[rows] == self.stream[element]]
         ids = mine + store.base
         ts = store.ts[mine]
         start, end = ts, ts
@@ -363,26 +381,29 @@ class Matcher:
 
     # ------------------------------------------------------------------ conditions
 
-    def test(self, table: Table, conditions, negations, state: PatternState, single: frozenset = frozenset()) -> Table:
+    def test(self, table: Table, conditions: tuple[str, ...], negations: tuple[str, ...], state: PatternState,
+             single: frozenset = frozenset()) -> Table:
         """Keep the rows that pass the conditions (in the order given) and the negations. `single`:
         Kleene elements whose rows hold one event (a closure's candidates), read directly."""
-        for index in conditions:
+        for text in conditions:
             if not size(table):
                 return {}
+            index = self.number[text]
             frame = Frame(table, state.store, state.closures, self.kleene)
             frame.single = set(single)
-            ok = holds(self.pattern.conditions[index].expression, frame)
+            ok = holds(self.expressions[index], frame)
             state.tested[index] += len(ok)
             state.passed[index] += int(ok.sum())
             table = take(table, ok)
-        for element in negations:
+        for var in negations:
             if not size(table):
                 return {}
-            table = take(table, self.negation_holds(element, table, state))
+            table = take(table, self.negation_holds(var, table, state))
         return table
 
-    def negation_holds(self, element: int, table: Table, state: PatternState) -> np.ndarray:
+    def negation_holds(self, var: str, table: Table, state: PatternState) -> np.ndarray:
         """No event of the negated element's stream in its gap passes the element's conditions."""
+        element = self.index[var]
         before, after = self.gaps[element]
         store = state.store
         low = self._last_ts(before, table, state)
@@ -390,9 +411,9 @@ class Matcher:
             high = table["min"] + self.within
         else:
             high = store.ts[table[f"e{after}"] - store.base]
-        rows = np.flatnonzero(store.k == self.elements[element].stream)
-        mine = [c for c, condition in enumerate(self.pattern.conditions) if condition.negated == element]
-        only_here = [c for c in mine if set(self.pattern.conditions[c].positions) == {element}]
+        rows = np.flatnonzero(store.k == self.stream[element])
+        mine = [c for c, condition in enumerate(self.pattern.conditions) if condition.negation == var]
+        only_here = [c for c in mine if set(self.pattern.conditions[c].reads) == {var}]
         if only_here:  # conditions on the negated event alone: filter the candidates once
             ids = rows + store.base
             candidates = {"grp": store.grp[rows], "min": store.ts[rows], "max": store.ts[rows],
@@ -401,7 +422,7 @@ class Matcher:
             frame = Frame(candidates, store, state.closures, self.kleene)
             keep = np.ones(len(rows), bool)
             for c in only_here:
-                keep &= holds(self.pattern.conditions[c].expression, frame)
+                keep &= holds(self.expressions[c], frame)
             rows = rows[keep]
         rest = [c for c in mine if c not in only_here]
         li, ri = range_join(table["grp"], low, high, store.grp[rows], store.ts[rows])
@@ -412,7 +433,7 @@ class Matcher:
         frame = Frame(pairs, store, state.closures, self.kleene)
         violates = np.ones(len(li), bool)
         for c in rest:
-            violates &= holds(self.pattern.conditions[c].expression, frame)
+            violates &= holds(self.expressions[c], frame)
         return np.bincount(li[violates], minlength=size(table)) == 0
 
     def _last_ts(self, element: int, table: Table, state: PatternState) -> np.ndarray:
@@ -424,8 +445,7 @@ class Matcher:
         return store.ts[last - store.base]
 
     def check_final(self, table: Table, state: PatternState) -> Table:
-        conditions, negations = self.pattern.final
-        return self.test(table, conditions, negations, state)
+        return self.test(table, self.pattern.whole.conditions, self.pattern.whole.negations, state)
 
     def cap(self, made: Table, kept: Table, state: PatternState) -> Table:
         """At most `limit` partial matches per key (with those `kept` already): the newest beyond it
@@ -469,8 +489,8 @@ class Matcher:
             return Matches.empty()
         order = self._emit_order(whole, ts_column, state)
         whole, ts_column, start = take(whole, order), ts_column[order], start[order]
-        if self.pattern.yield_ is not None:
-            values, divided = value_of(self.pattern.yield_, Frame(whole, state.store, state.closures, self.kleene))
+        if self.yield_ is not None:
+            values, divided = value_of(self.yield_, Frame(whole, state.store, state.closures, self.kleene))
             state.divided += int(divided.sum())
             keep = ~divided
             whole, ts_column, start, values = take(whole, keep), ts_column[keep], start[keep], values[keep]
@@ -599,17 +619,6 @@ def _older(every: Table, new: Table) -> Table:
     return take(every, np.arange(size(every) - size(new)))
 
 
-def _flatten(tree: tuple) -> list[tuple]:
-    nodes = [tree]
-    if tree and tree[0] == "join":
-        nodes += _flatten(tree[1]) + _flatten(tree[2])
-    return nodes
-
-
-def _first_element(node: tuple) -> int:
-    return node[1] if node[0] == "leaf" else _first_element(node[1])
-
-
 def _single_event(matcher: Matcher, key: str) -> bool:
     """Whether the subtree right of the left child `key` (its sibling) is one plain event."""
     if key.endswith("K"):  # a Kleene leaf's closures: they grow by the next event or never
@@ -617,5 +626,5 @@ def _single_event(matcher: Matcher, key: str) -> bool:
     sibling = key[:-1] + "R"
     node = matcher.pattern.tree
     for step in sibling:
-        node = node[1] if step == "L" else node[2]
-    return node[0] == "leaf" and node[1] not in matcher.kleene
+        node = node.left if step == "L" else node.right
+    return isinstance(node, p.Leaf) and matcher.index[node.element] not in matcher.kleene

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sensorscript.runtime.state.cep.conditions import Frame
+from sensorscript.runtime.state.cep.conditions import Frame, holds
 from sensorscript.runtime.state.cep.operators import Composite
 from sensorscript.runtime.state.cep.tables import Table, concat, range_join, size, take
 
@@ -23,15 +23,16 @@ _I64 = np.int64
 def advance_runs(matcher, state, new: np.ndarray, watermark: int) -> Table:
     """Start the runs the new events begin, move every run as far as the events allow; returns the
     runs that became whole matches this batch (their final conditions still to test)."""
-    steps = matcher.pattern.tree[1]
+    steps = matcher.pattern.tree.steps
     candidates = {}
     for step in steps:
-        events = matcher.element_events(step[0], state, new)
-        if matcher.elements[step[0]].kleene and size(events):  # each event a closure of its own
-            events[f"o{step[0]}"] = state.closures.add([events[f"e{step[0]}"]], np.ones(size(events), _I64))
-        candidates[step[0]] = events
+        element = matcher.index[step.element]
+        events = matcher.element_events(element, state, new)
+        if matcher.elements[element].kleene and size(events):  # each event a closure of its own
+            events[f"o{element}"] = state.closures.add([events[f"e{element}"]], np.ones(size(events), _I64))
+        candidates[element] = events
     first = steps[0]
-    started = _bind_first(matcher, state, candidates[first[0]], first)
+    started = _bind_first(matcher, state, candidates[matcher.index[first.element]], first)
     runs = concat([state.runs, started]) if size(state.runs) else started
     last_id = state.store.end - 1
     whole = []
@@ -43,7 +44,7 @@ def advance_runs(matcher, state, new: np.ndarray, watermark: int) -> Table:
         if not moved:
             break
     # A trailing closure whose window has passed is whole.
-    if size(runs) and matcher.elements[steps[-1][0]].kleene:
+    if size(runs) and matcher.elements[matcher.index[steps[-1].element]].kleene:
         due = (runs["at"] == len(steps) - 1) & runs["open"].astype(bool) & (runs["min"] + matcher.within <= watermark)
         if due.any():
             done = take(runs, due)
@@ -65,8 +66,8 @@ def _strip(table: Table) -> Table:
 
 def _bind_first(matcher, state, events: Table, step) -> Table:
     """Runs started by the new events that qualify for the first element."""
-    element, conditions, negations, _ = step
-    events = matcher.test(events, conditions, negations, state)
+    element = matcher.index[step.element]
+    events = matcher.test(events, step.conditions, step.negations, state)
     if not size(events):
         return {}
     runs = dict(events)
@@ -115,7 +116,7 @@ def _advance_once(matcher, state, runs: Table, candidates: dict, steps, last_id:
 
 def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int):
     """Each run takes the earliest later event that qualifies for the element of `step`."""
-    element, conditions, negations, _ = step
+    element = matcher.index[step.element]
     events = candidates[element]
     if not size(events):
         runs["scan"] = np.maximum(runs["scan"], last_id)
@@ -137,7 +138,7 @@ def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int
     li, ri, start, end = li[keep], ri[keep], start[keep], end[keep]
     pairs["start"], pairs["end"] = start, end
     pairs["_row"] = li
-    pairs = matcher.test(pairs, conditions, negations, state) if size(pairs) else pairs
+    pairs = matcher.test(pairs, step.conditions, step.negations, state) if size(pairs) else pairs
     runs["scan"] = np.maximum(runs["scan"], last_id)
     if not size(pairs):
         return runs, False
@@ -186,19 +187,20 @@ def _walk_closures(matcher, state, runs: Table, candidates: dict, steps, positio
     """Runs at an open Kleene closure, event by event: the earliest event that qualifies for the
     next element ends the closure (and is bound to it); a qualifying event of the closure's own
     stream joins it; any other event is passed over."""
-    element, _, _, closure_conditions = steps[position]
+    element = matcher.index[steps[position].element]
     following = steps[position + 1] if position + 1 < len(steps) else None
     store, within = state.store, matcher.within
     own = candidates[element]
-    nxt = candidates[following[0]] if following is not None else {}
+    after = matcher.index[following.element] if following is not None else None
+    nxt = candidates[after] if after is not None else {}
     out, moved = [], False
     for row in range(size(runs)):
         run = take(runs, np.array([row]))
         scan, key = int(run["scan"][0]), int(run["grp"][0])
         options = []
         if size(nxt):
-            mask = (nxt["grp"] == key) & (nxt[f"e{following[0]}"] > scan)
-            options += [(int(i), "next", j) for i, j in zip(nxt[f"e{following[0]}"][mask], np.flatnonzero(mask))]
+            mask = (nxt["grp"] == key) & (nxt[f"e{after}"] > scan)
+            options += [(int(i), "next", j) for i, j in zip(nxt[f"e{after}"][mask], np.flatnonzero(mask))]
         if size(own):
             mask = (own["grp"] == key) & (own[f"e{element}"] > scan)
             options += [(int(i), "own", j) for i, j in zip(own[f"e{element}"][mask], np.flatnonzero(mask))]
@@ -216,7 +218,7 @@ def _walk_closures(matcher, state, runs: Table, candidates: dict, steps, positio
                 continue
             if ts <= int(run["max"][0]):
                 continue
-            grown = _grow(matcher, state, run, own, index, element, closure_conditions)
+            grown = _grow(matcher, state, run, own, index, element, steps[position].closure)
             if grown is not None:
                 run = grown
                 moved = True
@@ -229,7 +231,7 @@ def _walk_closures(matcher, state, runs: Table, candidates: dict, steps, positio
 def _closed_then_bound(matcher, state, run: Table, events: Table, index: int, step) -> Table | None:
     """The run with its closure closed and the event `index` of `events` bound to the next
     element, if the event qualifies for it."""
-    element, conditions, negations, _ = step
+    element = matcher.index[step.element]
     li, ri = np.array([0]), np.array([index])
     if events["max"][index] - run["min"][0] >= matcher.within:
         return None
@@ -243,7 +245,7 @@ def _closed_then_bound(matcher, state, run: Table, events: Table, index: int, st
         if not keep[0]:
             return None
         pair["start"], pair["end"] = start, end
-    pair = matcher.test(pair, conditions, negations, state)
+    pair = matcher.test(pair, step.conditions, step.negations, state)
     if not size(pair):
         return None
     pair["at"] = run["at"] + 1
@@ -252,7 +254,8 @@ def _closed_then_bound(matcher, state, run: Table, events: Table, index: int, st
     return pair
 
 
-def _grow(matcher, state, run: Table, events: Table, index: int, element: int, conditions) -> Table | None:
+def _grow(matcher, state, run: Table, events: Table, index: int, element: int,
+          conditions: tuple[str, ...]) -> Table | None:
     """The run with event `index` appended to its open closure, if it passes the closure's conditions
     (tested on the new event: the closure's earlier events passed them already)."""
     single = dict(run)
@@ -263,10 +266,8 @@ def _grow(matcher, state, run: Table, events: Table, index: int, element: int, c
         frame_table = dict(single)
         frame = Frame(frame_table, state.store, state.closures, matcher.kleene)
         frame.single = {element}
-        from sensorscript.runtime.state.cep.conditions import holds
-
-        for c in conditions:
-            ok = holds(matcher.pattern.conditions[c].expression, frame)
+        for c in (matcher.number[text] for text in conditions):
+            ok = holds(matcher.expressions[c], frame)
             state.tested[c] += 1
             state.passed[c] += int(ok[0])
             if not ok[0]:
