@@ -22,6 +22,7 @@ as usual (its windows wait until event time reaches them, or the input ends) and
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -136,27 +137,38 @@ class Adaptive(Policy):
     k: int = ADAPTIVE_K
     recent: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     disorder: float = 1.0  # P
+    pairs: tuple[int, int] = (0, 0)  # P as a fraction: (ordered pairs, pairs)
 
     def _observe(self, ts, previous, count):
         if not len(ts):
             return
         self.recent = np.concatenate([self.recent, ts.astype(np.int64)])[-self.k:]
-        self.disorder = ordered_share(self.recent)
+        self.pairs = ordered_pairs(self.recent)
+        self.disorder = self.pairs[0] / self.pairs[1] if self.pairs[1] else 1.0
 
     def buffer_ms(self) -> int:
-        return round(self.max_delay_ms * (1.0 - self.disorder))
+        # W = N - M * (1 - P) is a real number and event times are whole milliseconds: a reading
+        # is late when ts < W, that is ts < ceil(W) = N - floor(M * (1 - P)), computed exactly.
+        ordered, pairs = self.pairs
+        return self.max_delay_ms * (pairs - ordered) // pairs if pairs else 0
 
     def metrics(self, in_force):
         return {**super().metrics(in_force), "disorder": self.disorder, "k_ms": float(self.buffer_ms())}
 
 
-def ordered_share(ts: np.ndarray) -> float:
-    """P: the share of pairs i < j (in arrival order) with ts[i] <= ts[j]; 1.0 for fewer than two."""
+def ordered_pairs(ts: np.ndarray) -> tuple[int, int]:
+    """(the pairs i < j in arrival order with ts[i] <= ts[j], all pairs): P as a fraction."""
     n = len(ts)
     if n < 2:
-        return 1.0
+        return 0, 0
     later = np.triu(ts[None, :] >= ts[:, None], k=1)
-    return float(later.sum()) / (n * (n - 1) / 2)
+    return int(later.sum()), n * (n - 1) // 2
+
+
+def ordered_share(ts: np.ndarray) -> float:
+    """P: the share of pairs i < j (in arrival order) with ts[i] <= ts[j]; 1.0 for fewer than two."""
+    ordered, pairs = ordered_pairs(ts)
+    return ordered / pairs if pairs else 1.0
 
 
 @dataclass
@@ -218,7 +230,8 @@ class Quality(Policy):
         self.error = error
 
     def buffer_ms(self) -> int:
-        return round(self.alpha * self.largest_delay_ms)
+        # W = N - alpha * D, a real number: ts < W exactly when ts < N - floor(alpha * D).
+        return math.floor(self.alpha * self.largest_delay_ms)
 
     def metrics(self, in_force):
         return {**super().metrics(in_force), "k_ms": float(self.buffer_ms()), "alpha": self.alpha,
