@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
+from tests.oracles import records as oracle
+from tests.oracles.records import read_line
 from tests.oracles.streams import evaluate, referenced_sensors
 from sensorscript.runtime.ingest import records
 from sensorscript.runtime.job import main
@@ -100,13 +102,17 @@ CASES = {
 
 @pytest.mark.parametrize("name", CASES)
 def test_the_record_rules_on_each_odd_line(name):
+    """The job's parser and the oracle's (tests/oracles/records.py) each give what the table says."""
     line, want = CASES[name]
-    got = parse_line(line)
-    if isinstance(want, str):
-        assert isinstance(got, Rejected) and got.reason == want, got
-        assert got.raw == line.rstrip("\r")
-    else:
-        assert got == want
+    for got in (parse_line(line), read_line(line)):
+        if want is None:
+            assert got is None, got
+        elif isinstance(want, str):
+            assert isinstance(got, (Rejected, oracle.Rejected)) and got.reason == want, got
+            assert got.raw == line.rstrip("\r")
+        else:
+            assert (type(got).__name__, got.sensor_id, got.ts, got.value) == \
+                ("Reading", want.sensor_id, want.ts, want.value)
 
 
 @pytest.mark.spark
@@ -156,7 +162,7 @@ def json_line(sensor: str, ts: int, value, **extra) -> str:
 
 # Readings from the past, read after newer ones: an hour back, before the epoch, at the epoch.
 LATE_LINES = [f"8MD1-AZ,{BASE - 3_600_000},1", "8MD2-A,-1000,1", "8ST1-N,0,1"]
-LATE = [(r.sensor_id, r.ts, r.value) for r in map(parse_line, LATE_LINES)]
+LATE = [(r.sensor_id, r.ts, r.value) for r in map(read_line, LATE_LINES)]
 
 
 def hostile_files() -> list[tuple[str, bytes]]:
@@ -228,13 +234,13 @@ def test_the_job_accounts_for_every_line_of_hostile_input(spark, tmp_path, capsy
                                                  "--max-files-per-trigger", "2"]) == 0
     printed = capsys.readouterr().out.splitlines()
 
-    # What the rules make of each line (records.py is the definition).
+    # What the rules make of each line (the oracle's record rules, tests/oracles/records.py).
     workflows = load([str(tmp_path / "hostile.ss")]).workflows
     read = referenced_sensors(workflows)
-    parsed = [parse_line(line) for line in lines]
-    readings = [p for p in parsed if isinstance(p, Reading) and p.sensor_id in read]
-    unread = [p for p in parsed if isinstance(p, Reading) and p.sensor_id not in read]
-    quarantined = [(p.raw, p.reason) for p in parsed if isinstance(p, Rejected)]
+    parsed = [read_line(line) for line in lines]
+    readings = [p for p in parsed if isinstance(p, oracle.Reading) and p.sensor_id in read]
+    unread = [p for p in parsed if isinstance(p, oracle.Reading) and p.sensor_id not in read]
+    quarantined = [(p.raw, p.reason) for p in parsed if isinstance(p, oracle.Rejected)]
     skipped = parsed.count(None)
     assert len(readings) + len(unread) + len(quarantined) + skipped == len(lines) == 289
     # Each case gets what docs/LANGUAGE.md says.

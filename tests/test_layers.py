@@ -136,8 +136,6 @@ def test_each_runtime_layer_says_what_it_may_import(package):
     assert names == below
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23, open: the oracles still take the record parser, stream identity, "
-                   "the events' JSON and the built-in pattern operators from the product")
 def test_the_oracles_import_nothing_of_the_product_but_the_ast():
     oracles = module_files(ORACLES, "tests.oracles")
     taken = {f"{name} -> {target}"

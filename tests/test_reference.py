@@ -3,11 +3,13 @@ worked out in the comments next to it, from the SPEC's rules, not from the evalu
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from sensorscript.parser import load
+from sensorscript.runtime.state.cep import operators as registry
+from tests.oracles.records import Rejected, read_line
 from tests.oracles.streams import Evaluation, evaluate
-from sensorscript.runtime.ingest import records
 from tests.conftest import EXAMPLES
 from tests.strategies import workflows_and_lines
 
@@ -212,13 +214,14 @@ def test_bad_lines_are_quarantined_with_their_reason_in_input_order():
     first = ["sensor_id,ts,value", "", "A,1,2.0", "A,x,1", "A,1", ",1,1"]
     second = ["A,2,abc", "{bad json", '{"sensor_id": "A", "ts": 3, "value": true}', "Z,oops,1"]
     result = run({"w": "X = sum(A, 10, 10);"}, first, second)
+    # The reasons are docs/LANGUAGE.md's ("Input records").
     assert result.quarantine == [
-        ("A,x,1", records.REASON_TS),
-        ("A,1", records.REASON_FIELDS),
-        (",1,1", records.REASON_SENSOR),
-        ("A,2,abc", records.REASON_VALUE),
-        ("{bad json", records.REASON_JSON),
-        ("Z,oops,1", records.REASON_TS),  # quarantined before any sensor filter
+        ("A,x,1", "ts is not an integer (epoch milliseconds)"),
+        ("A,1", "expected 3 comma-separated fields: sensor_id,ts,value"),
+        (",1,1", "empty sensor_id"),
+        ("A,2,abc", "value is not a number"),
+        ("{bad json", "not a JSON object with sensor_id, ts and value"),
+        ("Z,oops,1", "ts is not an integer (epoch milliseconds)"),  # quarantined before any sensor filter
     ]
     assert rows(result, "w.X") == [(9, 0, 10, 3.0)]  # 2.0 + true
 
@@ -268,6 +271,39 @@ def test_the_pier_workflows_match_their_patterns():
     assert [(r.start_ts, r.ts) for r in flood] == [(119_999, 125_000)]
 
 
+class SoonAfter(registry.BinaryOperator):
+    """docs/OPERATORS.md's binary operator, in milliseconds: b at most 5 ms after a."""
+
+    def Q(self, left, right):  # noqa: N802 (the operator model's names)
+        return left.end < right.start <= left.end + 5
+
+
+class Rising(registry.UnaryOperator):
+    """docs/OPERATORS.md's unary operator: the events whose value is above the one before."""
+
+    def Q(self, state, event):  # noqa: N802
+        return state is not None and event.value > state
+
+    def Z(self, state, event):  # noqa: N802
+        return event.value
+
+
+def test_the_reference_calls_the_users_operators_it_is_handed(monkeypatch):
+    """User code (docs/OPERATORS.md): registered for the checker, handed to the reference."""
+    operators = {"rising": Rising(), "soon_after": SoonAfter()}
+    monkeypatch.setattr(registry, "_registered", {})  # registered for this test only
+    for name, operator in operators.items():
+        registry.register(name, operator)
+    workflows = load(["w.ss"], texts={"w.ss": "P = pattern(a: rising(T) ->[soon_after] b: W) within 100;"}).workflows
+    lines = ["T,1,1", "T,2,3", "T,3,2", "T,4,5", "W,6,0", "W,12,0"]
+    # rising keeps T at 2 (3 > 1) and at 4 (5 > 2); soon_after takes W at 6 after both (6 <= 2 + 5,
+    # 6 <= 4 + 5), W at 12 after neither.
+    rows = evaluate(workflows, [lines], operators=operators).rows
+    assert [(r.start_ts, r.ts) for r in rows] == [(2, 6), (4, 6)]
+    with pytest.raises(KeyError, match="neither built in nor handed to the oracle"):
+        evaluate(workflows, [lines])
+
+
 # ---------------------------------------------------------------- ordering
 
 
@@ -295,6 +331,6 @@ def test_random_workflows_evaluate(example, batch_count, delay_ms):
     assert streams(result) <= outputs
     keys = [(r.stream, r.ts, r.window_start if r.window_start is not None else -1) for r in result.rows]
     assert keys == sorted(keys)
-    assert len(result.quarantine) == sum(isinstance(records.parse_line(line), records.Rejected) for line in lines)
+    assert len(result.quarantine) == sum(isinstance(read_line(line), Rejected) for line in lines)
     if batch_count == 1:
         assert result.late == 0

@@ -1,13 +1,15 @@
 """The reference matcher: SPEC §4 in plain Python, by brute force. The oracle for the CEP stage.
 
-It shares nothing with the job's matcher (sensorscript/runtime/state/cep/) but the registered operators'
-Q, F and Z, which are definitions users write. It enumerates assignments, keeps those that satisfy
-the pattern, then applies the strategy and the emit rule, as docs/LANGUAGE.md ("Patterns") states
-them:
+It shares nothing with the job's matcher (sensorscript/runtime/state/cep/): it defines the built-in
+operators itself, and calls a user's operator (Q, F and Z, docs/OPERATORS.md: user code, not the
+product's) only when the caller hands it over (`match(..., operators={name: operator})`). It
+enumerates assignments, keeps those that satisfy the pattern, then applies the strategy and the emit
+rule, as docs/LANGUAGE.md ("Patterns") states them:
 
 - The pattern's input is the multiset union of its elements' distinct streams, per key (the
   sensor, with `partition by sensor`; one key otherwise), in the total order of events: event time,
-  then sensor (raw sensors by id, before derived streams), then value, then stream.
+  then sensor (raw sensors by id, before derived streams by name: a derived event's sensor is its
+  stream's name), then value, then stream.
 - An assignment binds one event to each positive element (a non-empty run of events with strictly
   increasing times to a Kleene element; the events a unary operator keeps to a `v: op(S)` element).
   Its composites are folded left to right: each element's composite spans its events (or what the
@@ -34,28 +36,31 @@ them:
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 
 from sensorscript.parser import ast
-from sensorscript.runtime.state.cep.operators import FOLLOWED_BY, Composite, Event as OperatorEvent, registered
 
 
 @dataclass(frozen=True)
 class Event:
-    """One event of the pattern's input. `rank` orders sensors at equal times (raw sensors by id,
-    then derived streams by their code); `n` keeps arrival order among identical events."""
+    """One event of the pattern's input (docs/LANGUAGE.md, "Events"): `sensor` is a raw reading's
+    sensor id, or the name of the stream that made a derived tuple; `code` is the number a unary
+    operator sees as its sensor; `n` keeps arrival order among identical events."""
 
     k: int  # which of the pattern's distinct streams it came from
     ts: int
     value: float
     sensor: str
-    rank: tuple
-    code: int  # the sensor (or stream) code operators see
+    derived: bool
+    code: int
     n: int
 
     @property
     def key(self) -> tuple:
-        return (self.ts, self.rank, self.value, self.k, self.n)
+        """The total order of events: event time, then sensor (raw sensors by id, before derived
+        streams by name), then value, then stream."""
+        return (self.ts, self.derived, self.sensor, self.value, self.k, self.n)
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,72 @@ class Match:
     start_ts: int
     end_ts: int
     events: tuple[tuple[str, int, float, str], ...]  # (variable, ts, value, sensor) in order
+
+    def events_json(self) -> str:
+        """The bound events in order, as the `events` column writes them (SPEC §4 "Output",
+        docs/LANGUAGE.md): `[{"var":"a","ts":10,"value":1.5,"sensor":"S-1"},...]`, no blanks."""
+        return json.dumps([{"var": var, "ts": ts, "value": float(value), "sensor": sensor}
+                           for var, ts, value, sensor in self.events], separators=(",", ":"))
+
+
+# -------------------------------------------------------------------------------- operators
+
+
+@dataclass(frozen=True)
+class Composite:
+    """A partial match as a binary operator sees it (docs/OPERATORS.md): the interval its operators
+    gave it (start, end), and the smallest and largest times of its events (first, last), on which
+    `within` is measured."""
+
+    start: int
+    end: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class OperatorEvent:
+    """An event as a unary operator sees it (docs/OPERATORS.md): `sensor` is the sensor's code."""
+
+    ts: int
+    value: float
+    sensor: int
+
+
+class FollowedBy:
+    """`a -> b` (SPEC §4): b after a; the composite spans from a's start to b's end."""
+
+    def Q(self, left: Composite, right: Composite) -> bool:  # noqa: N802 (the operator model's names)
+        return left.end < right.start
+
+    def F(self, left: Composite, right: Composite) -> tuple[int, int]:  # noqa: N802
+        return left.start, right.end
+
+
+class AtFirst(FollowedBy):
+    """`a ->[at_first] b` (docs/LANGUAGE.md, "Operators"): b after a, and the composite takes the
+    time of its first event."""
+
+    def F(self, left: Composite, right: Composite) -> tuple[int, int]:  # noqa: N802
+        return left.start, left.start
+
+
+class FirstOfRun:
+    """`v: first_of_run(S)` (docs/LANGUAGE.md, "Operators"): one event per run of equal values, at
+    its first. The state is the value of the event before."""
+
+    def Q(self, state, event: OperatorEvent) -> bool:  # noqa: N802
+        return state is None or event.value != state
+
+    def F(self, state, event: OperatorEvent) -> tuple[int, int]:  # noqa: N802
+        return event.ts, event.ts
+
+    def Z(self, state, event: OperatorEvent):  # noqa: N802
+        return event.value
+
+
+FOLLOWED_BY = "->"
+BUILT_IN = {FOLLOWED_BY: FollowedBy(), "at_first": AtFirst(), "first_of_run": FirstOfRun()}
 
 
 class _DivisionByZero(Exception):
@@ -199,18 +270,17 @@ def _aggregate(call: ast.Call, env: dict):
 class _Pattern:
     """The pattern's parts, by variable."""
 
-    def __init__(self, pattern: ast.Pattern):
+    def __init__(self, pattern: ast.Pattern, operators: dict):
         self.pattern = pattern
         self.elements = pattern.elements
         self.positives = [i for i, e in enumerate(self.elements) if not e.negated]
         self.kleene = {e.var for e in self.elements if e.kleene}
         self.negated = {e.var for e in self.elements if e.negated}
         self.within = pattern.within.ms
-        operators = registered()
         links = pattern.links or (None,) * (len(self.elements) - 1)
         # The link entering each element (None for the first).
-        self.link_into = [None] + [operators[link or FOLLOWED_BY] for link in links]
-        self.unary = {i: operators[e.operator] for i, e in enumerate(self.elements) if e.operator}
+        self.link_into = [None] + [_operator(operators, link or FOLLOWED_BY) for link in links]
+        self.unary = {i: _operator(operators, e.operator) for i, e in enumerate(self.elements) if e.operator}
         self.conditions = []  # (condition, variables, aggregated variables, negated variable or None)
         for condition in conjuncts(pattern.where):
             every, aggregated = variables(condition)
@@ -225,13 +295,21 @@ class _Pattern:
                 self.gaps[e.var] = (before, after)
 
 
+def _operator(operators: dict, name: str):
+    if name not in operators:
+        raise KeyError(f"operator '{name}' is neither built in nor handed to the oracle (operators=...)")
+    return operators[name]
+
+
 def match(pattern: ast.Pattern, streams: list[list[Event]], element_stream: list[int],
-          aliases: dict[str, str] | None = None) -> tuple[list[Match], int]:
+          aliases: dict[str, str] | None = None, operators: dict | None = None) -> tuple[list[Match], int]:
     """Every match of `pattern` (its elements read streams[element_stream[i]]); and the matches a
-    division by zero in `yield` skipped. `aliases`: a stream's names -> the name its events carry."""
+    division by zero in `yield` skipped. `aliases`: a stream's names -> the name its events carry;
+    `operators`: the user's operators the pattern names, by name (objects with Q and F, and Z for a
+    unary one, as docs/OPERATORS.md describes them)."""
     global _ALIASES
     _ALIASES = aliases or {}
-    spec = _Pattern(pattern)
+    spec = _Pattern(pattern, {**BUILT_IN, **(operators or {})})
     events = sorted((e for stream in streams for e in stream), key=lambda e: e.key)
     keys: dict[object, list[Event]] = {}
     for e in events:

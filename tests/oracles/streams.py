@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from graphlib import TopologicalSorter
 
 from sensorscript.parser import ast
-from sensorscript.runtime.ingest.records import Reading, Rejected, parse_line
+from tests.oracles.identity import computations, first_names
+from tests.oracles.patterns import Event, match
+from tests.oracles.records import Reading, Rejected, read_line
 
 
 @dataclass(frozen=True)
@@ -71,12 +73,14 @@ class StreamTuple:
 
 
 def evaluate(workflows: list[ast.Workflow], batches: list[list[str]], delay_ms: int = 0,
-             partition_of: dict[str, int] | None = None, since: dict[str, int] | None = None) -> Evaluation:
+             partition_of: dict[str, int] | None = None, since: dict[str, int] | None = None,
+             operators: dict | None = None) -> Evaluation:
     """Every output row of every workflow for the input lines, read micro-batch by micro-batch.
 
     `since` ("WORKFLOW.NAME" -> event time): statements a `sscript update` started (mode clear) at
     that time: each reads its inputs' tuples from then on, and a window of it counts only if it
-    starts then or later."""
+    starts then or later. `operators`: the user's pattern operators the workflows name, by name
+    (see `patterns.match`)."""
     sensors = referenced_sensors(workflows)
     readings, quarantine, late = admit(batches, sensors, delay_ms, partition_of or {})
     rows: list[ResultRow] = []
@@ -85,7 +89,7 @@ def evaluate(workflows: list[ast.Workflow], batches: list[list[str]], delay_ms: 
     for workflow in workflows:
         started = {name.split(".", 1)[1]: at for name, at in (since or {}).items()
                    if name.split(".", 1)[0] == workflow.name}
-        streams = evaluate_workflow(workflow, readings, division_by_zero, codes, started)
+        streams = evaluate_workflow(workflow, readings, division_by_zero, codes, started, operators)
         for name in workflow.outputs:
             rows.extend(ResultRow(f"{workflow.name}.{name}", t.ts, t.window_start, t.window_end, t.value,
                                   1, *(t.match or (None, None, None)))
@@ -118,7 +122,7 @@ def admit(batches: list[list[str]], sensors: set[str], delay_ms: int,
         # The watermark moves between micro-batches: one value per partition holds for a whole batch.
         watermarks = {p: ts - delay_ms for p, ts in largest_ts.items()}
         for line in batch:
-            parsed = parse_line(line)
+            parsed = read_line(line)
             if parsed is None:
                 continue
             if isinstance(parsed, Rejected):
@@ -139,13 +143,13 @@ def admit(batches: list[list[str]], sensors: set[str], delay_ms: int,
 
 
 def evaluate_workflow(workflow: ast.Workflow, readings: list[Reading], division_by_zero: dict[str, int],
-                      codes: dict[str, int] | None = None,
-                      since: dict[str, int] | None = None) -> dict[str, list[StreamTuple]]:
+                      codes: dict[str, int], since: dict[str, int] | None = None,
+                      operators: dict | None = None) -> dict[str, list[StreamTuple]]:
     """Every stream of one workflow, each a list of tuples in event-time order. `codes`: sensor id ->
-    the code a pattern's operators see (the job's numbering); `since`: statement -> the event time
-    an update started it at (see `evaluate`)."""
+    the code a pattern's operators see; `since`: statement -> the event time an update started it at
+    (see `evaluate`); `operators`: the user's pattern operators."""
     defined = workflow.defined
-    identity = Identity(workflow, codes or {})
+    sources = Sources(workflow, codes)
     # Streams may be read before the line that defines them: evaluate in dependency order.
     dependencies = {name: {ref.name for ref in ast.references(statement.value) if ref.name in defined}
                     for name, statement in defined.items()}
@@ -167,7 +171,7 @@ def evaluate_workflow(workflow: ast.Workflow, readings: list[Reading], division_
         elif isinstance(value, ast.Union_):
             streams[name] = union([read(ref) for ref in value.streams])
         elif isinstance(value, ast.Pattern):
-            streams[name], skipped = pattern(name, value, read, identity)
+            streams[name], skipped = pattern(name, value, read, sources, operators)
             if skipped:
                 division_by_zero[f"{workflow.name}.{name}"] = skipped
         else:
@@ -187,53 +191,44 @@ def raw_stream(sensor_id: str, readings: list[Reading]) -> list[StreamTuple]:
 # ------------------------------------------------------------------- patterns
 
 
-class Identity:
-    """What streams are, for patterns: two statements computing the same thing are one stream
-    (as the planner shares them), named after the first of them; a derived tuple's sensor is that
-    name, ordered after raw sensors by its stream's code."""
+class Sources:
+    """How one workflow's tuples enter its patterns (docs/LANGUAGE.md, "Events"): the streams that
+    compute the same thing are one stream (identity.py), and a derived tuple's sensor is the name of
+    the first of them. Operators see codes: the raw sensors the workflows read, numbered in id
+    order, then the workflow's derived streams in name order."""
 
     def __init__(self, workflow: ast.Workflow, codes: dict[str, int]):
-        from sensorscript.graph.build import stream_ids
-
-        self.ids = stream_ids(workflow)
-        lines = {s.name: s.span.line if s.span else 0 for s in workflow.statements}
-        first: dict[str, str] = {}
-        for name in sorted(self.ids, key=lambda n: (lines.get(n, 0), n)):
-            first.setdefault(self.ids[name], name)
-        self.canonical = {name: first[node] for name, node in self.ids.items()}
+        self.computations = computations(workflow)
+        self.names = first_names(workflow)
+        derived = sorted(set(self.names.values()))
         self.codes = codes
+        self.stream_codes = {name: len(codes) + i for i, name in enumerate(derived)}
 
-    def event(self, k: int, t: StreamTuple, n: int):
-        from tests.oracles.patterns import Event
-        from sensorscript.runtime.plan.program import derived_code
+    def stream(self, ref: ast.Ref):
+        """What a reference reads: a computation, or a raw sensor (SPEC §2)."""
+        return self.computations.get(ref.name, ("sensor", ref.name))
 
-        if t.sensor_id in self.ids:  # a derived tuple: its stream's name
-            node = self.ids[t.sensor_id]
-            return Event(k, t.ts, t.value, self.canonical[t.sensor_id], (1, derived_code(node)), derived_code(node), n)
-        return Event(k, t.ts, t.value, t.sensor_id, (0, t.sensor_id), self.codes.get(t.sensor_id, -1), n)
+    def event(self, k: int, t: StreamTuple, n: int) -> Event:
+        if t.sensor_id in self.names:  # a derived tuple: its stream's name
+            name = self.names[t.sensor_id]
+            return Event(k, t.ts, t.value, name, True, self.stream_codes[name], n)
+        return Event(k, t.ts, t.value, t.sensor_id, False, self.codes[t.sensor_id], n)
 
 
-def pattern(name: str, definition: ast.Pattern, read, identity: Identity) -> tuple[list[StreamTuple], int]:
-    """A pattern's matches (reference_matcher.py), as the pattern stream's tuples."""
-    from tests.oracles.patterns import match
-    from sensorscript.runtime.state.cep import events_json
-
-    streams: list[list] = []
-    keys: list[str] = []
+def pattern(name: str, definition: ast.Pattern, read, sources: Sources,
+            operators: dict | None) -> tuple[list[StreamTuple], int]:
+    """A pattern's matches (`patterns.match`), as the pattern stream's tuples (SPEC §4, "Output")."""
+    streams: list[list[Event]] = []
+    read_by: list = []  # the pattern's distinct streams, in element order
     element_stream = []
     for element in definition.elements:
-        key = identity.ids.get(element.stream.name, f"sensor:{element.stream.name}")
-        if key not in keys:
-            keys.append(key)
-            streams.append([identity.event(len(keys) - 1, t, n) for n, t in enumerate(read(element.stream))])
-        element_stream.append(keys.index(key))
-    matches, skipped = match(definition, streams, element_stream, identity.canonical)
-    variables = tuple(e.var for e in definition.elements)
-    out = []
-    for m in matches:
-        bound = [(variables.index(var), ts, value, sensor) for var, ts, value, sensor in m.events]
-        out.append(StreamTuple(name, m.ts, m.value,
-                               match=(m.start_ts, m.end_ts, events_json(bound, variables, lambda s: s))))
+        stream = sources.stream(element.stream)
+        if stream not in read_by:
+            read_by.append(stream)
+            streams.append([sources.event(len(streams), t, n) for n, t in enumerate(read(element.stream))])
+        element_stream.append(read_by.index(stream))
+    matches, skipped = match(definition, streams, element_stream, sources.names, operators)
+    out = [StreamTuple(name, m.ts, m.value, match=(m.start_ts, m.end_ts, m.events_json())) for m in matches]
     out.sort(key=lambda t: t.ts)
     return out, skipped
 

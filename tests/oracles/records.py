@@ -1,0 +1,107 @@
+"""What one input line is (SPEC §1, docs/LANGUAGE.md "Input records" and "What the job does with
+bad and odd input"), written out for the oracles: a reading, a rejection with its reason, or a
+line to skip.
+
+- A line is read without the line breaks at its end; spaces, tabs, carriage returns, line feeds
+  and byte-order marks around it and around each of its fields are ignored.
+- Blank lines and the CSV header `sensor_id,ts,value` are skipped (SPEC §1: they are not readings).
+- A line starting with `{` is one JSON object (RFC 8259, nothing after it) with `sensor_id`, `ts`
+  and `value`, each a string, a number (as written) or a boolean; other keys are ignored, and a key
+  given twice counts by its last value. Any other line is CSV: exactly three comma-separated fields.
+- `sensor_id` is not empty; `ts` is an integer of at most 18 digits (epoch milliseconds, a sign
+  allowed); `value` is a decimal number, read as the nearest double, or `true`/`false` (1.0/0.0, in
+  any case, SPEC §1); NaN, infinities and numbers beyond the double range are not values.
+
+A line that breaks a rule is quarantined, kept as read, with the reason of the first rule it
+breaks, in the order above (the reasons are docs/LANGUAGE.md's, word for word).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+HEADER = ("sensor_id", "ts", "value")
+BLANKS = " \t\r\n\ufeff"
+
+FIELDS = "expected 3 comma-separated fields: sensor_id,ts,value"
+JSON = "not a JSON object with sensor_id, ts and value"
+SENSOR = "empty sensor_id"
+TS = "ts is not an integer (epoch milliseconds)"
+VALUE = "value is not a number"
+
+INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
+DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+BOOLEANS = {"true": 1.0, "false": 0.0}
+
+
+@dataclass(frozen=True)
+class Reading:
+    sensor_id: str
+    ts: int
+    value: float
+
+
+@dataclass(frozen=True)
+class Rejected:
+    raw: str  # the line as read
+    reason: str
+
+
+def read_line(line: str) -> Reading | Rejected | None:
+    """The reading a line holds, its rejection, or None for a line to skip (blank, the header)."""
+    raw = line.rstrip("\r\n")
+    text = raw.strip(BLANKS)
+    if text.startswith("{"):
+        fields = json_fields(text)
+        if fields is None:
+            return Rejected(raw, JSON)
+    else:
+        fields = tuple(field.strip(BLANKS) for field in text.split(","))
+        if fields == ("",) or fields == HEADER:
+            return None
+        if len(fields) != 3:
+            return Rejected(raw, FIELDS)
+    sensor_id, ts, value = fields
+    if not sensor_id:
+        return Rejected(raw, SENSOR)
+    if not INTEGER.fullmatch(ts):
+        return Rejected(raw, TS)
+    number = BOOLEANS[value.lower()] if value.lower() in BOOLEANS else decimal(value)
+    if number is None:
+        return Rejected(raw, VALUE)
+    return Reading(sensor_id, int(ts), number)
+
+
+def decimal(text: str) -> float | None:
+    """A decimal number as the nearest double; None for anything else, or beyond the double range."""
+    if not DECIMAL.fullmatch(text):
+        return None
+    number = float(text)
+    return number if math.isfinite(number) else None
+
+
+def json_fields(text: str) -> tuple[str, str, str] | None:
+    """sensor_id, ts and value of a JSON object, as text (numbers as written, booleans as
+    true/false); None if the text is not strict JSON or not such an object."""
+
+    def not_json(constant: str):  # NaN and Infinity, which Python's reader would take
+        raise ValueError(constant)
+
+    try:
+        found = json.loads(text, parse_int=str, parse_float=str, parse_constant=not_json)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's reader goes
+        return None
+    if not isinstance(found, dict):
+        return None
+    fields = []
+    for key in ("sensor_id", "ts", "value"):
+        item = found.get(key)
+        if isinstance(item, bool):
+            item = "true" if item else "false"
+        if not isinstance(item, str):  # missing, null, a list, an object
+            return None
+        fields.append(item.strip(BLANKS))
+    return tuple(fields)
