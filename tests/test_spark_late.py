@@ -16,7 +16,7 @@ from sensorscript.runtime.output.status import describe, read_status
 from sensorscript.running import run_local
 from sensorscript.runtime.output.sinks import sqlite_results
 from tests.differential import assert_same, disordered_replay, expected_rows, result_rows, write_replay
-from tests.test_watermark import without
+from tests.test_watermark import assert_same_late, expected_lateness, without
 
 pytestmark = pytest.mark.spark
 
@@ -54,18 +54,28 @@ def compiled(tmp_path_factory):
     return folder, compile_workflows([str(folder / "w.ss")], folder / "out", partitions=2, watermark="adaptive:3s")
 
 
-def test_logged_late_readings_and_results_add_up(spark, compiled, tmp_path):
+@pytest.mark.parametrize("watermark", [None, "quality:0.05,0.05"], ids=["adaptive-compiled", "quality"])
+def test_logged_late_readings_and_results_add_up(spark, compiled, tmp_path, watermark):
+    """The job's policy (adaptive:3s, compiled) or one given for the run: the late store holds exactly
+    the readings SPEC §6's rule for the policy makes late, computed by the test
+    (tests/oracles/lateness.py) over the same micro-batches and partitions, and the results are
+    those of the other readings."""
     folder, job = compiled
+    policy = watermark or "adaptive:3s"
     batches = feed(tmp_path / "data", files=10, seed=1)
     summary = run_local(job.out, str(tmp_path / "data"), True, None, spark=spark, echo=lambda *_: None,
-                        max_files_per_trigger=1)
+                        max_files_per_trigger=1, watermark=watermark)
     db = sqlite3.connect(job.out / "results.db")
     late = [(s, t, v) for s, t, v in db.execute("SELECT sensor_id, ts, value FROM late")]
     lines = [line for batch in batches for line in batch]
     assert 0 < len(late) == summary.late < len(lines) // 4
     assert summary.readings == len(lines)
+    # Which readings are late: the rule's, one file a micro-batch, each sensor on its plan's partition.
+    judged = expected_lateness(policy, batches, job.plan.partitions.sensor_partition, job.plan.codes)
+    assert judged.late
+    assert_same_late(late, judged.late)
     # The results are exactly those of the readings that came on time.
-    on_time = without(lines, late)
+    on_time = without(lines, judged.late)
     expected = evaluate(load([str(folder / "w.ss")]).workflows, [on_time])
     assert_same(result_rows(job.out), expected_rows(expected))
     # Each late reading names the result streams it missed (a tilt of S4 misses only the pattern).
@@ -84,7 +94,7 @@ def test_logged_late_readings_and_results_add_up(spark, compiled, tmp_path):
     status = read_status(job.out)
     assert status["totals"]["late"] == summary.late and set(status["partitions"]) == {"0", "1"}
     text = describe(status)
-    assert "adaptive:3s" in text and "partition 1: watermark 1970-01-01" in text and "UTC" in text
+    assert policy in text and "partition 1: watermark 1970-01-01" in text and "UTC" in text
 
 
 def test_a_run_overrides_the_policies_and_drop_keeps_no_store(spark, compiled, tmp_path):

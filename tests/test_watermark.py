@@ -2,6 +2,7 @@
 the job's stages (LocalRun) on disordered input against the reference evaluator."""
 
 from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from tests.oracles.streams import evaluate
 from sensorscript.runtime.ingest.records import Reading, parse_line
 from sensorscript.runtime.state.tasks import LocalRun
 from sensorscript.runtime.state.watermark import NONE_YET, Adaptive, FixedDelay, Quality, ordered_share, parse_policy
+from tests.oracles.lateness import judge
 from tests.strategies import scripts as random_scripts
 from tests.test_engine import result_rows, same_rows
 
@@ -128,7 +130,8 @@ def test_the_quality_buffer_meets_its_coverage_target(mean_delay_ms, batch):
 # ------------------------------------------------------------------ the job's stages
 
 def run_with_policy(scripts: dict[str, str], batches: list[list[str]], watermark: str, partitions: int):
-    """The job's stages (LocalRun) under a watermark policy: (rows, late readings, sensor codes)."""
+    """The job's stages (LocalRun) under a watermark policy: (rows, late readings, sensor codes, the
+    plan's partition of each sensor)."""
     loaded = load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()})
     plan = make_plan(loaded.workflows, None, partitions)
     codes = plan.codes
@@ -144,7 +147,7 @@ def run_with_policy(scripts: dict[str, str], batches: list[list[str]], watermark
             if result.late_readings is not None:
                 late.extend(zip(*(a.tolist() for a in result.late_readings)))
             rows.extend(result_rows(program, result))
-    return rows, [(ids[c], t, v) for c, t, v in late], codes
+    return rows, [(ids[c], t, v) for c, t, v in late], codes, plan.partitions.sensor_partition
 
 
 def without(lines: list[str], late: list[tuple]) -> list[str]:
@@ -162,6 +165,22 @@ def without(lines: list[str], late: list[tuple]) -> list[str]:
     return kept
 
 
+def expected_lateness(spec: str, batches: list[list[str]], partition_of: dict[str, int], sensors):
+    """The late readings by SPEC §6's rule for `spec` (tests/oracles/lateness.py), computed here, not
+    taken from the job. `sensors`: those some workflow reads (only they have a watermark);
+    `partition_of`: the plan's partition of each."""
+    readings = [[(r.sensor_id, r.ts, r.value) for r in map(parse_line, batch)
+                 if isinstance(r, Reading) and r.sensor_id in sensors] for batch in batches]
+    return judge(spec, readings, partition_of)
+
+
+def assert_same_late(job_late: list[tuple], expected: list[tuple]) -> None:
+    """The same late readings (which ones, as a multiset), not only as many."""
+    job, rule = Counter(job_late), Counter(expected)
+    assert job == rule, f"late by the job only: {sorted((job - rule).elements())[:20]}; " \
+                        f"late by SPEC's rule only: {sorted((rule - job).elements())[:20]}"
+
+
 def disordered_batches(lines: list[str], batches: int, seed: int) -> list[list[str]]:
     """The lines in a random arrival order, cut into batches."""
     rng = np.random.default_rng(seed)
@@ -174,16 +193,122 @@ def disordered_batches(lines: list[str], batches: int, seed: int) -> list[list[s
 @given(scripts=random_scripts(), seed=st.integers(0, 2**16), partitions=st.integers(1, 3),
        spec=st.sampled_from(["fixed:0", "fixed:2s", "adaptive:5s,k=8", "quality:0.1,0.1"]))
 def test_results_are_those_of_the_readings_on_time(scripts, seed, partitions, spec):
-    """Whatever the policy: the results equal the reference over every reading that was not late,
-    and every reading is either on time or in the late store."""
+    """Whatever the policy: the late readings are those SPEC §6's rule for it makes late (computed by
+    the test, tests/oracles/lateness.py), the results equal the reference over the others, and every
+    reading is either on time or in the late store."""
     rng = np.random.default_rng(seed)
     lines = [f"S{rng.integers(0, 5)},{int(t)},{rng.integers(-8, 8) / 4}"
              for t in np.sort(rng.integers(0, 30_000, 120))]
     batches = disordered_batches(lines, 6, seed)
-    rows, late, codes = run_with_policy(scripts, batches, spec, partitions)
-    on_time = without([line for batch in batches for line in batch], late)
+    rows, late, codes, partition_of = run_with_policy(scripts, batches, spec, partitions)
+    judged = expected_lateness(spec, batches, partition_of, codes)
+    assert_same_late(late, judged.late)
+    on_time = without([line for batch in batches for line in batch], judged.late)
     expected = evaluate(load([f"{n}.ss" for n in scripts],
                              texts={f"{n}.ss": t for n, t in scripts.items()}).workflows, [on_time])
     same_rows(rows, expected.rows)
     referenced = sum(1 for line in lines if line.split(",")[0] in codes)
     assert expected.late == 0 and len(late) + sum(1 for l in on_time if l.split(",")[0] in codes) == referenced
+
+
+BURSTY = """
+A   = avg(S1, 2s, 1s);
+U   = union(S2, S3);
+B   = max(U, 2s, 1s);
+D   = A - B;
+ALL = union(S1, U);
+N   = count(ALL, 1s, 1s);   // every reading counts: one judged wrongly changes a count
+"""
+
+
+def bursty(seed: int, batches: int, burst_ms: float = 1500) -> list[list[str]]:
+    """60 s of S1..S3 at 20 Hz in arrival order, cut into batches: every other 10 s the gateway holds
+    readings back (exponential delays of mean `burst_ms`), otherwise they come nearly in order."""
+    rng = np.random.default_rng(seed)
+    lines, arrival = [], []
+    for sensor in ("S1", "S2", "S3"):
+        ts = np.arange(0, 60_000, 50) + rng.integers(0, 5)
+        delay = rng.exponential(burst_ms, len(ts)) * ((ts // 10_000) % 2 == 1) + rng.exponential(30, len(ts))
+        lines += [f"{sensor},{int(t)},{rng.integers(-8, 9) / 4}" for t in ts]
+        arrival += list(ts + delay)
+    order = np.argsort(arrival, kind="stable")
+    return [[lines[i] for i in part] for part in np.array_split(order, batches)]
+
+
+@pytest.mark.parametrize("spec", ["adaptive:3s", "adaptive:3s,k=20", "quality:0.05,0.05",
+                                  "quality:0.1,0.1,kp=0.5,kd=1"])
+def test_the_job_makes_late_exactly_what_the_policy_makes_late(spec):
+    """A bursty feed over two partitions: the job's late readings are those SPEC §6's rule for the
+    policy makes late (which ones, not only how many), and its results are the reference's over the
+    others. A watermark that dropped on-time readings, or kept late ones, fails here."""
+    batches = bursty(seed=1, batches=12)
+    rows, late, codes, partition_of = run_with_policy({"w": BURSTY}, batches, spec, 2)
+    assert len(set(partition_of.values())) == 2  # two watermarks
+    judged = expected_lateness(spec, batches, partition_of, codes)
+    assert len(judged.late) > 50 and judged.ahead == 0
+    assert_same_late(late, judged.late)
+    on_time = without([line for batch in batches for line in batch], judged.late)
+    same_rows(rows, evaluate(load(["w.ss"], texts={"w.ss": BURSTY}).workflows, [on_time]).rows)
+
+
+def readings_of(*ts: int, sensor: str = "S") -> list[tuple]:
+    return [(sensor, t, 0.0) for t in ts]
+
+
+def test_the_lateness_rule_on_inputs_worked_by_hand():
+    """The oracle itself (tests/oracles/lateness.py) on inputs whose watermarks are worked out here
+    from SPEC §6, so that the job is held to the spec and not to a slip of the oracle."""
+    # adaptive:2s: [1000, 3000, 2000] has 2 ordered pairs of 3, P = 2/3: W = 3000 - 2000 * 1/3.
+    judged = judge("adaptive:2s", [readings_of(1000, 3000, 2000), readings_of(2333, 2334, 500)])
+    assert judged.watermarks[1] == {0: Fraction(7000, 3)} and judged.late == readings_of(2333, 500)
+    # In order (equal times too): P = 1 and W = N.
+    assert judge("adaptive:2s", [readings_of(10, 20, 20), readings_of(19, 20)]).late == readings_of(19)
+    # Only the latest k arrivals count: with k = 2, (50, 200) is in order, so W = N = 200.
+    assert judge("adaptive:1s,k=2", [readings_of(100, 50, 200), readings_of(199)]).watermarks[1] == {0: 200}
+    # Never decreasing: P falls from 1 to 1/2 in the second batch (W would be 200 - 500), W stays at 200.
+    judged = judge("adaptive:1s", [readings_of(100, 200), readings_of(150, 120), readings_of(199)])
+    assert judged.watermarks[2] == {0: 200} and judged.late == readings_of(150, 120, 199)
+    # fixed:100 per partition: each its own N; the watermark holds for the whole batch.
+    judged = judge("fixed:100", [[("A", 1000, 0.0), ("B", 50, 0.0)], [("A", 850, 0.0), ("B", 0, 0.0), ("A", 5000, 0.0)]],
+                   {"A": 0, "B": 1})
+    assert judged.watermarks[1] == {0: 900, 1: -50} and judged.late == [("A", 850, 0.0)]
+    # quality:0.1,0.1 aims at coverage 1 - 0.1 * 0.1 / 2 = 0.995.
+    judged = judge("quality:0.1,0.1", [readings_of(1000, 0), readings_of(500, 400, 300, 2000),
+                                       readings_of(3000, 2500, 1900), readings_of(2000)])
+    # Batch 1: all on time (no watermark yet); 0 arrives 1000 behind N; err = -0.005, alpha = 0: W = N = 1000.
+    assert judged.watermarks[1] == {0: 1000}
+    # Batch 2: 3 of 4 late; coverage faded over batches 2.8 / 5.8; the controller's output
+    # 0 + 0.2 err + 4 (err + 0.005) passes 2, so it is 2 and alpha 1: W = 2000 - 1 * 1000.
+    err1, err2 = 0.995 - 1, 0.995 - 2.8 / 5.8
+    assert 0.2 * err2 + 4 * (err2 - err1) > 2 and judged.watermarks[2] == {0: 1000}
+    # Batch 3: none late: 5.52 / 8.22; output 2 + 0.2 err + 4 (err - err2), still above 1, so alpha
+    # stays 1; largest delay 1100 (1900 behind 3000): W = 3000 - 1100.
+    err3 = 0.995 - 5.52 / 8.22
+    output = 2 + 0.2 * err3 + 4 * (err3 - err2)
+    assert 1 < output < 2 and judged.watermarks[3] == {0: 1900}
+    assert judged.late == readings_of(500, 400, 300)  # 2000 in batch 4 is above 1900
+    # The guard: a reading an hour ahead of the others does not move N (nor is it late).
+    judged = judge("fixed:0", [readings_of(1000, 3_600_000 + 1000, 900) + readings_of(950, sensor="T"),
+                               readings_of(999)])
+    assert judged.ahead == 1 and judged.watermarks[1] == {0: 1000} and judged.late == readings_of(999)
+
+
+def test_a_reading_a_third_of_a_millisecond_below_the_adaptive_watermark_is_late():
+    """W = 3000 - 2000 * (1 - 2/3) = 2333.33: 2333 is late, 2334 is not (the job keeps ceil(W),
+    not a rounded W)."""
+    batches = [["S,1000,0", "S,3000,0", "S,2000,0"], ["S,2333,0", "S,2334,0"]]
+    assert judge("adaptive:2s", [readings_of(1000, 3000, 2000), readings_of(2333, 2334)]).late == readings_of(2333)
+    _, late, _, _ = run_with_policy({"w": "X = count(S, 1s, 1s);\n"}, batches, "adaptive:2s", 1)
+    assert late == readings_of(2333)
+
+
+def test_the_quality_controller_keeps_what_a_burst_taught():
+    """The controller's output goes on to 2 and alpha is it clamped at 1 (docs/LANGUAGE.md): after
+    the burst of batch 2 the whole buffer stays, so 1900 (1100 behind 3000) is on time in batch 4,
+    where a controller clamped at 1 would have let alpha fall to 0.31 and W rise to 2659."""
+    stamps = [(1000, 0), (500, 400, 300, 2000), (3000, 2500, 1900), (2000, 1900)]
+    judged = judge("quality:0.1,0.1", [readings_of(*b) for b in stamps])
+    assert judged.watermarks[3] == {0: 1900} and judged.late == readings_of(500, 400, 300)
+    _, late, _, _ = run_with_policy({"w": "X = count(S, 1s, 1s);\n"}, [[f"S,{t},0" for t in b] for b in stamps],
+                                    "quality:0.1,0.1", 1)
+    assert late == judged.late
