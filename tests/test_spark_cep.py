@@ -59,9 +59,15 @@ def test_the_pier_workflows_agree_with_the_reference(spark, tmp_path):
     assert {"pier_alarms.SURGE", "pier_alarms.FLOOD", "pier_alarms.JUMP", "pier_report.SURGES_PER_HOUR"} <= streams
     assert summary.matches == sum(1 for r in rows if r[7] is not None) > 20
     assert (out / "selectivity.json").exists()  # the measured pass rates, for the next compile
-    # JUMP is partitioned by sensor: it runs on both partitions, each for its own tilt meter.
+    # JUMP is partitioned by sensor: it runs on both partitions, each for its own tilt meter (the
+    # two tilt meters are placed apart), and each piece where its meter's readings land.
     jump = next(n for n in compiled.plan.patterns if compiled.plan.graph.node(n).label == "JUMP")
-    assert compiled.plan.partitions_of(jump) == (0, 1) or len(compiled.plan.partitions_of(jump)) == 1
+    placement = compiled.plan.partitions.node_partition
+    meters = {f"sensor:{s}": placement[f"sensor:{s}"] for s in ("8TL3-N", "8TL3-S")}
+    assert sorted(meters.values()) == [0, 1]
+    assert compiled.plan.partitions_of(jump) == (0, 1)
+    pieces = compiled.plan.pieces[jump]
+    assert set(pieces) == set(meters) and all(placement[pieces[m]] == p for m, p in meters.items())
     event = json.loads(next(r[7] for r in rows if r[0] == "pier_alarms.FLOOD"))
     assert [e["var"] for e in event] == ["w", "t"] and event[0]["sensor"] == "WATER"
 

@@ -171,7 +171,13 @@ def test_an_update_that_restarts_shared_windows_needs_force(scripts):
         update_workflows(files, out, SENSORS)
     assert versions.numbers(out) == [1] and versions.requested(out) is None
     updated = update_workflows(files, out, SENSORS, force=True)
-    assert set(updated.changes.restarted) == {n for n in updated.changes.restarted}
+    # Restarted: exactly the computations both versions share that read 8MD4-AZ through a window
+    # (bridge.MD4Z alone), for the reason --force was needed; nothing that merely moved, nothing else.
+    old_nodes = json.loads((versions.folder(out, 1) / "plan.json").read_text())["nodes"]
+    sliced = {n["id"] for n in old_nodes if n["kind"] == "window" and n["inputs"] == ["sensor:8MD4-AZ"]}
+    assert [n["defined_in"] for n in old_nodes if n["id"] in sliced] == [["bridge.ss:9 bridge.MD4Z"]]
+    assert updated.changes.restarted == {node: "its stream is sliced anew for the new windows beside it"
+                                         for node in sliced}
     job, _ = versions.load(out, 2)
     assert any(key.startswith("slices:") and v == 2 for key, v in job.version.restarted.items())
 
