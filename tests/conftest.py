@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,25 @@ def write_scripts(tmp_path):
         return paths
 
     return write
+
+
+def need_browser() -> None:
+    """A browser test's first line: skip where no browser can be driven, but fail in CI (CI=true),
+    where a missing chromium must not quietly turn the dashboard's browser tests into skips."""
+    from sensorscript.dashboard.browser import why_no_browser
+
+    reason = why_no_browser()
+    if reason is None:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true and the browser tests cannot run: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def browser_here():
+    """For a test that drives chromium: see `need_browser`."""
+    need_browser()
 
 
 GOLDEN = ROOT / "tests" / "golden"

@@ -13,7 +13,7 @@ import pytest
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.dashboard import Dashboard
-from sensorscript.dashboard.browser import chromium, why_no_browser
+from sensorscript.dashboard.browser import chromium
 from sensorscript.dashboard.figures import alarms, output_streams
 from sensorscript.registry import read_csv
 from sensorscript.runtime.output.sinks import BatchRows, SQLiteSink
@@ -23,7 +23,7 @@ from sensorscript.workload import write_readings
 from tests.conftest import EXAMPLES, ROOT
 
 SENSORS = ROOT / "workflows" / "sensors.csv"
-needs_browser = pytest.mark.skipif(why_no_browser() is not None, reason=str(why_no_browser()))
+needs_browser = pytest.mark.usefixtures("browser_here")  # fails in CI without chromium, skips elsewhere
 WAIT_MS = 60_000  # a page's refresh is 3 s; the machine may be busy
 
 
