@@ -2,6 +2,7 @@
 
     bash scripts/flink_env.sh     # once: .venv-flink with the pinned apache-flink (not a project dependency)
     .venv/bin/python scripts/bench_flink.py [--sensors 1000] [--rows 10000000] [--windows 8] [--keep DIR]
+    .venv/bin/python scripts/bench_flink.py --without-flink ...   # ours only, where Flink is not installed
 
 Generates the seeded bridge fleet (`--sensors` sensors of 21 types, most at 20 Hz or more) and
 enough seconds of readings for about `--rows` readings, in `--files` CSV files, once. Every sensor
@@ -19,7 +20,8 @@ The Flink watermark lags the event time by the input's whole span (`--flink-dela
 because Flink's file source reads the files in no fixed order and a shorter delay would drop
 readings as late; so Flink, like ours with --once, fires its windows when the input ends.
 Then both results are compared window by window (same windows, values within 1e-9), and
-readings per second of both and their ratio are printed.
+readings per second of both and their ratio are printed. `--without-flink` runs everything but
+Flink (no .venv-flink needed: tests/test_scripts.py smoke-runs it so) and says that Flink was not run.
 """
 
 from __future__ import annotations
@@ -220,9 +222,14 @@ def main() -> None:
     parser.add_argument("--flink-parallelism", type=int, default=2)
     parser.add_argument("--flink-delay", type=int, help="Flink's watermark delay in ms (default: the input's span)")
     parser.add_argument("--skip-ours", action="store_true", help="run Flink only (no comparison)")
+    parser.add_argument("--without-flink", action="store_true",
+                        help="run ours only, without .venv-flink: no Flink figures and no comparison (said so)")
     parser.add_argument("--keep", help="work in this folder and keep it")
     args = parser.parse_args()
-    work, sensors, seconds, registry = fleet(args.sensors, args.rows, args.keep, "sscript-flink-", need_flink=True)
+    if args.skip_ours and args.without_flink:
+        parser.error("--skip-ours with --without-flink leaves nothing to run")
+    work, sensors, seconds, registry = fleet(args.sensors, args.rows, args.keep, "sscript-flink-",
+                                             need_flink=not args.without_flink)
     windows = window_specs(args.windows)
     data = work / "data"
     shutil.rmtree(data, ignore_errors=True)
@@ -236,27 +243,32 @@ def main() -> None:
     if not args.skip_ours:
         summary, compile_seconds, compiled, ours = run_ours(work, files, registry, data, args.partitions)
     delay = args.flink_delay if args.flink_delay is not None else int(seconds * 1000) + 1000
-    flink, theirs = run_flink(work, data, windows, args.flink_parallelism, delay, sensors)
+    if not args.without_flink:
+        flink, theirs = run_flink(work, data, windows, args.flink_parallelism, delay, sensors)
 
     print()
     if not args.skip_ours:
         print(f"ours:  {len(files):,} workflows, {len(compiled.plan.graph.sensors()):,} sensors, "
               f"{args.partitions} partitions, compile {compile_seconds:.1f} s")
-    print(f"Flink: apache-flink {flink_version()}, parallelism {args.flink_parallelism}, "
-          f"watermark delay {delay:,} ms")
-    print("results:")
-    same = compare(ours, theirs, windows, sensors) if not args.skip_ours else None
+    if not args.without_flink:
+        print(f"Flink: apache-flink {flink_version()}, parallelism {args.flink_parallelism}, "
+              f"watermark delay {delay:,} ms")
+        print("results:")
+    same = compare(ours, theirs, windows, sensors) if not (args.skip_ours or args.without_flink) else None
     print()
-    flink_rate = readings / flink["job_seconds"]
     if not args.skip_ours:
         ours_rate = readings / summary.seconds
         print(f"ours  (--once, SQLite sink):   {ours_rate:>12,.0f} readings/s  ({summary.seconds:.1f} s, "
               f"{summary.readings:,} readings, {summary.late:,} late, {summary.results:,} results)")
-    print(f"Flink (streaming, CSV sink):   {flink_rate:>12,.0f} readings/s  ({flink['job_seconds']:.1f} s from "
-          f"submission; net job {flink['net_seconds'] or float('nan'):.1f} s; JVM + PyFlink start "
-          f"{flink['startup_seconds']:.1f} s; process {flink['wall_seconds']:.1f} s; {len(theirs):,} results)")
-    if not args.skip_ours:
-        print(f"ours / Flink: {ours_rate / flink_rate:.2f}   same results: {'yes' if same else 'NO'}")
+    if args.without_flink:
+        flink_not_run(FLINK_PROGRAM, "--without-flink")
+    else:
+        flink_rate = readings / flink["job_seconds"]
+        print(f"Flink (streaming, CSV sink):   {flink_rate:>12,.0f} readings/s  ({flink['job_seconds']:.1f} s from "
+              f"submission; net job {flink['net_seconds'] or float('nan'):.1f} s; JVM + PyFlink start "
+              f"{flink['startup_seconds']:.1f} s; process {flink['wall_seconds']:.1f} s; {len(theirs):,} results)")
+        if not args.skip_ours:
+            print(f"ours / Flink: {ours_rate / flink_rate:.2f}   same results: {'yes' if same else 'NO'}")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -274,6 +286,12 @@ def run_flink_program(program: Path, config: dict, out: Path) -> tuple[dict, lis
     timings = json.loads(line[len("BENCH "):])
     timings["wall_seconds"] = wall
     return timings, [p for p in out.rglob("*") if p.is_file() and p.stat().st_size and not p.name.endswith(".crc")]
+
+
+def flink_not_run(program: str, flag: str) -> None:
+    """Say plainly that Flink was not run; the program it would have run is only compiled (its syntax checked)."""
+    compile(program, "the Flink program", "exec")
+    print(f"Flink: NOT RUN ({flag}): no Flink figures and no comparison; its program was only checked for syntax")
 
 
 def flink_version() -> str:

@@ -2,7 +2,7 @@
 
     bash scripts/flink_env.sh     # once: .venv-flink with the pinned apache-flink (not a project dependency)
     .venv/bin/python scripts/bench_flink_cep.py [--sensors 1000] [--rows 10000000] [--pattern ab|abcd] [--keep DIR]
-                                                [--flink-batch]
+                                                [--flink-batch] [--skip-flink]
 
 The seeded bridge fleet (`--sensors` sensors, most at 20 Hz or more) writes about `--rows` readings
 (a slow sine per sensor plus noise) in `--files` CSV files. One pattern, per sensor, strict
@@ -39,7 +39,8 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_flink import compile_and_run, fleet, flink_version, run_flink_program  # noqa: E402 (the same Flink environment)
+from bench_flink import (compile_and_run, fleet, flink_not_run, flink_version,  # noqa: E402 (the same Flink environment)
+                         run_flink_program)
 
 from sensorscript.workload import write_readings  # noqa: E402
 
@@ -175,6 +176,9 @@ def main() -> None:
           f"{len(ours):,} matches; compile {compile_seconds:.1f} s; "
           f"pattern on partitions {compiled.plan.partitions_of(next(iter(compiled.plan.patterns)))})")
     if args.skip_flink:
+        flink_not_run(FLINK_PROGRAM, "--skip-flink")
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
         return
     delay = args.flink_delay if args.flink_delay is not None else int(seconds * 1000) + 1000
     flink, theirs = run_flink(work, data, args.pattern, args.flink_parallelism, delay, args.flink_batch)

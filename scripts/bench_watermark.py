@@ -66,7 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sensorscript.codegen.program import programs, sensor_codes
+from sensorscript.codegen.program import programs
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
 from sensorscript.registry import Sensor, SensorRegistry
@@ -230,7 +230,7 @@ def compile_workflow(sensors: int):
     plan = make_plan(load(["w.ss"], texts={"w.ss": text}).workflows, registry, partitions=1)
     (first,), (second,) = programs(plan)
     assert second is None, "one partition, no cut edge: no stage 2"
-    by_id = sensor_codes(plan)
+    by_id = plan.codes
     return first, np.array([by_id[f"S{i}"] for i in range(sensors)], np.int64)
 
 

@@ -1,0 +1,222 @@
+"""The feed, paced by the wall clock: a reading's event time is the wall-clock time (ms) at which it is
+generated; sensor i reads at ts = (k + phase_i) * period, period = 1000 * sensors / rate ms.
+  file:   every second, the readings of the last second ([k s + 0.5 s, k s + 1.5 s): Spark triggers on
+          whole seconds, so a file lands half a trigger interval from one) go into a new CSV file in
+          OUT/input, written as a dot-file and renamed (os.replace), which Spark's file source ignores
+          until the rename. Files more than a minute behind what the job has processed are deleted.
+  socket: a TCP server on 127.0.0.1 (`--input socket://127.0.0.1:PORT`); every 100 ms the readings of
+          the last 100 ms, as CSV lines, written with sendall. Spark's socket source reads every line
+          into the driver as it comes, so a send blocked for 60 s means the job stopped reading: the
+          run ends there.
+Each chunk's wall time once written (the rename done, sendall returned) is recorded with the newest
+event time in it. The job is started on a priming chunk (one second of readings); the paced feed
+begins when told (`go`) and runs until `until`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import math
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+
+from .job import JobProcess
+
+HEADER = b"sensor_id,ts,value\n"
+FILE_CHUNK_MS, FILE_PHASE_MS = 1000, 500
+SOCKET_CHUNK_MS = 100
+SEND_TIMEOUT = 60.0
+
+
+class Readings:
+    """The fleet's readings, paced by the wall clock: sensor i at ts = (k + phase_i) * period."""
+
+    def __init__(self, sensors: list[str], referenced: frozenset[str], rate: float, seed: int = 7):
+        rng = np.random.default_rng(seed)
+        self.names = pa.array(sensors, pa.string())
+        self.phase = rng.random(len(sensors))
+        self.wave = rng.uniform(0, 2 * np.pi, len(sensors))
+        self.is_referenced = np.array([s in referenced for s in sensors])
+        self.rng = rng
+        self.rate = rate
+
+    def between(self, start_ms: int, end_ms: int) -> tuple[bytes, int, int, int]:
+        """CSV lines of the readings with start_ms <= ts < end_ms: (text, readings, referenced, newest ts)."""
+        period = 1000.0 * len(self.phase) / self.rate
+        k = np.arange(math.floor(start_ms / period) - 1, math.ceil(end_ms / period) + 1)
+        times = (k[:, None] + self.phase[None, :]) * period
+        ts = np.floor(times).astype(np.int64)
+        inside = (ts >= start_ms) & (ts < end_ms)
+        row, sensor = np.nonzero(inside)
+        ts = ts[row, sensor]
+        order = np.argsort(ts, kind="stable")
+        ts, sensor = ts[order], sensor[order]
+        value = np.round(10 * np.sin(2 * np.pi * ts / 600_000 + self.wave[sensor])
+                         + self.rng.normal(0, 1, len(ts)), 3)
+        table = pa.table({"sensor_id": self.names.take(pa.array(sensor)), "ts": pa.array(ts), "value": value})
+        buffer = io.BytesIO()
+        pa_csv.write_csv(table, buffer, pa_csv.WriteOptions(include_header=False, quoting_style="none"))
+        return (buffer.getvalue(), len(ts), int(self.is_referenced[sensor].sum()),
+                int(ts[-1]) if len(ts) else start_ms - 1)
+
+
+@dataclass
+class Chunk:
+    written: float  # wall time once written (s since the epoch)
+    newest_ts: int  # ms
+    readings: int
+    referenced: int
+    rate: float  # the rate it was fed at
+    lateness: float  # written - end of the chunk's event time (s): the feed's own delay
+    span: float  # the event time it covers (s)
+
+
+class Feed(threading.Thread):
+    """Writes the fleet's readings in chunks paced by the wall clock, and records every chunk."""
+
+    chunk_ms = FILE_CHUNK_MS
+    phase_ms = 0
+
+    def __init__(self, readings: Readings):
+        super().__init__(daemon=True, name=type(self).__name__)
+        self.readings = readings
+        self.chunks: list[Chunk] = []
+        self.started_at: float | None = None  # wall time the paced feed began
+        self.until: float = math.inf
+        self.go = threading.Event()
+        self.done = threading.Event()
+        self.error: str | None = None
+        self.cursor_ms = 0
+
+    def prime(self) -> None:
+        """One second of readings before the paced feed, to start the job on."""
+        now = int(time.time() * 1000)
+        self.write_chunk(now - 1000, now)
+
+    def write_chunk(self, start_ms: int, end_ms: int) -> None:
+        text, count, referenced, newest = self.readings.between(start_ms, end_ms)
+        self.emit(text, newest)
+        written = time.time()
+        self.chunks.append(Chunk(written, newest, count, referenced, self.readings.rate, written - end_ms / 1000,
+                                 (end_ms - start_ms) / 1000))
+        self.cursor_ms = end_ms
+
+    def run(self) -> None:
+        self.go.wait()
+        try:
+            self.started_at = time.time()
+            start = self._boundary(self.started_at * 1000)
+            self.cursor_ms = start - self.chunk_ms  # the first chunk ends at the first boundary
+            while not self.done.is_set():
+                end = self._boundary(max(time.time() * 1000, self.cursor_ms + 1))
+                if end / 1000 > self.until:
+                    break
+                time.sleep(max(0.0, end / 1000 - time.time()))
+                if self.done.is_set():  # closed while it slept (--find-max's failed step): nothing more to write
+                    break
+                self.write_chunk(self.cursor_ms, end)
+        except TimeoutError:
+            self.error = f"the job read nothing from the socket for {SEND_TIMEOUT:.0f} s"
+        except (OSError, ValueError) as exc:
+            if not self.done.is_set():  # else close() shut the socket under a write: not the job's failure
+                self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.done.set()
+
+    def _boundary(self, ms: float) -> int:
+        """The next chunk boundary at or after `ms`."""
+        return int(math.ceil((ms - self.phase_ms) / self.chunk_ms) * self.chunk_ms + self.phase_ms)
+
+    def emit(self, text: bytes, newest_ts: int) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.done.set()
+
+    # Read by the watcher and the sampler (lists only grow; a snapshot of their length is safe).
+    def newest_written(self, at: float | None = None) -> int | None:
+        chunks = self.chunks[:]
+        if at is None:
+            return chunks[-1].newest_ts if chunks else None
+        index = bisect.bisect_right([c.written for c in chunks], at)  # written times only grow
+        return chunks[index - 1].newest_ts if index else None
+
+
+class FileFeed(Feed):
+    chunk_ms, phase_ms = FILE_CHUNK_MS, FILE_PHASE_MS
+
+    def __init__(self, readings: Readings, folder: Path):
+        super().__init__(readings)
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.files: list[tuple[Path, int]] = []  # (file, newest ts), until deleted
+        self.written = 0
+
+    @property
+    def source(self) -> str:
+        return str(self.folder)
+
+    def emit(self, text: bytes, newest_ts: int) -> None:
+        name = f"readings-{self.written:06d}.csv"
+        temporary = self.folder / f".{name}"
+        temporary.write_bytes(HEADER + text)
+        os.replace(temporary, self.folder / name)
+        self.written += 1
+        self.files.append((self.folder / name, newest_ts))
+
+    def clean(self, processed_ms: int) -> None:
+        """Delete files more than a minute of event time behind what every partition has processed:
+        Spark read them in a committed batch (files are read in modification-time order, whole)."""
+        while self.files and self.files[0][1] < processed_ms - 60_000:
+            path, _ = self.files.pop(0)
+            path.unlink(missing_ok=True)
+
+
+class SocketFeed(Feed):
+    chunk_ms, phase_ms = SOCKET_CHUNK_MS, 0
+
+    def __init__(self, readings: Readings):
+        super().__init__(readings)
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.connection: socket.socket | None = None
+
+    @property
+    def source(self) -> str:
+        return f"socket://127.0.0.1:{self.port}"
+
+    def accept(self, job: "JobProcess", timeout: float) -> None:
+        """Wait for the job's socket source to connect (while the job lives)."""
+        self.server.settimeout(1.0)
+        deadline = time.time() + timeout
+        while self.connection is None:
+            try:
+                self.connection, _ = self.server.accept()
+            except TimeoutError:
+                if not job.alive() or time.time() > deadline:
+                    raise SystemExit("the job did not connect to the socket:\n" + "\n".join(job.tail[-20:]))
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Spark's socket source reads every line into the driver as it comes; a send that blocks this
+        # long means the job has stopped reading.
+        self.connection.settimeout(SEND_TIMEOUT)
+
+    def emit(self, text: bytes, newest_ts: int) -> None:
+        self.connection.sendall(text)
+
+    def close(self) -> None:
+        super().close()
+        for end in (self.connection, self.server):
+            if end is not None:
+                try:
+                    end.close()
+                except OSError:
+                    pass

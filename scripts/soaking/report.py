@@ -1,0 +1,61 @@
+"""The report of a run: its lines (the per-minute table, then the verdict, or --find-max's steps and
+the highest rate sustained), printed and written to OUT/report.txt, and the JSON document with every
+sample, batch and latency, written to OUT/soak.json (and --json).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from .figures import batch_lags, latencies, minute_rows, minute_table, percentile, shown
+from .findmax import step_table
+from .run import Soak
+from .verdict import verdict
+from .workload import Workload
+
+
+def report(args, out: Path, workload: Workload, soak: Soak) -> tuple[list[str], dict]:
+    """The report's lines and the JSON document of a run."""
+    feed, watcher, sampler = soak.feed, soak.watcher, soak.sampler
+    lat = latencies(watcher.results, feed, args.warmup)
+    state_from = args.state_from if args.state_from is not None else args.warmup + workload.fill_ms / 1000
+    rows = minute_rows(feed, watcher, sampler.samples, latencies(watcher.results, feed, 0.0), soak.observed_s)
+    lines = ["", f"soak through the {args.source} source: {len(workload.sensors):,} sensors, {workload.workflows} "
+                 f"workflows ({len(workload.referenced)} sensors read), {args.partitions} partitions, "
+             + (f"find-max from {args.start_rate:,.0f} readings/s" if args.find_max else f"{args.rate:,.0f} readings/s")
+             + f"; fed {soak.fed_s / 60:.1f} min; drained in {soak.drained_s:.1f} s; work folder {out}",
+             "", minute_table(rows), "",
+             "(per minute of feed, the warm-up's included; latency per minute is by commit time; the verdict "
+             "leaves the warm-up out)"]
+    found: dict = {}
+    if soak.failure:
+        lines.append(f"the run FAILED: {soak.failure}")
+    if args.find_max:
+        best = max((s["rate"] for s in soak.steps if s["passed"]), default=None)
+        lines += [step_table(soak.steps),
+                  f"highest rate sustained: {shown(best, ',.0f')} readings/s"
+                  + (" (no step failed: raise --minutes or --start-rate)"
+                     if soak.steps and soak.steps[-1]["passed"] else "")]
+        found["highest_sustained_rate"] = best
+    else:
+        judged, found = verdict(sampler.samples, batch_lags(watcher, feed), lat, args.warmup, state_from,
+                                workload.fill_ms / 1000, args.max_lag, soak.failure)
+        lines += [f"warm-up {args.warmup:.0f} s; the state judged from {state_from:.0f} s of feed on "
+                  f"(it fills for {workload.fill_ms / 1000:.0f} s)", *judged]
+    document = {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]), "source": args.source, "rate": args.rate,
+        "minutes": args.minutes, "sensors": len(workload.sensors), "referenced": len(workload.referenced),
+        "workflows": workload.workflows, "partitions": args.partitions, "fill_s": workload.fill_ms / 1000,
+        "warmup_s": args.warmup, "state_from_s": state_from, "fed_s": soak.fed_s, "drained_s": soak.drained_s,
+        "exit_code": soak.exit_code, "failure": soak.failure, "minutes_table": rows, "verdict": found,
+        "steps": soak.steps, "samples": [asdict(s) for s in sampler.samples],
+        "batches": [asdict(b) for b in watcher.committed()],
+        "batch_lags": batch_lags(watcher, feed),
+        "chunks": {"count": len(feed.chunks), "lateness_p99_s": percentile([c.lateness for c in feed.chunks], 99),
+                   "written_newest_ts_readings": [(c.written, c.newest_ts, c.readings) for c in feed.chunks]},
+        "window_results": len(watcher.results), "other_results": watcher.other_results,
+        "latency_from_write_s": [x[1] for x in lat],
+    }
+    return lines, document

@@ -1,0 +1,222 @@
+"""Smoke runs of every script under scripts/, so that a refactor breaks a test and not a benchmark nobody
+runs: each `scripts/*.py` runs as its own process (`python scripts/NAME.py ARGS`, from the repository's
+root) on a tiny input and must exit 0 and print what SMOKE says it prints; each `scripts/*.sh` must
+parse (`bash -n`: running them installs things or runs the whole suite).
+
+The scripts are found by globbing: a new script without an entry in SMOKE fails `test_script`. Scripts
+that need an external peer run without it and must say so (bench_flink.py --without-flink,
+bench_flink_cep.py --skip-flink: CI has no Flink). Scripts that use Spark use it for real (local[2]);
+their runs start together, two at a time, when the first of them is asked for (a Spark start is about
+10 s, and soak.py mostly waits on the wall clock), and each test waits for its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, need_browser
+
+SCRIPTS = ROOT / "scripts"
+PARALLEL = 2  # Spark runs at once: the machine has 2 cores, and each job's JVM takes its whole heap
+OTHER = re.compile(r"\{work:([\w.]+)\}")  # in a case's arguments: the folder of another script's first case
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run of a script: its arguments ("{work}" is a fresh folder of its own; "{work:NAME}" the folder
+    of NAME's first case, run before it), the patterns (re.search) its output must hold and the files
+    it must write (not empty)."""
+
+    args: tuple[str, ...]
+    says: tuple[str, ...]
+    writes: tuple[str, ...] = ()
+    spark: bool = False  # starts Spark (marked `spark`; run in the background pool)
+    browser: bool = False  # drives chromium (skipped where there is none, as the dashboard's tests are)
+    timeout: float = 300.0  # a busy machine makes a Spark start several times slower
+
+
+SMOKE: dict[str, tuple[Case, ...]] = {
+    "bench_cep.py": (Case(("--events", "300", "--batches", "2", "--sizes", "2,3"),
+                          (r"pushdown speedup", r"\n   3 .* of 2 ")),),
+    "bench_flink.py": (Case(("--without-flink", "--sensors", "8", "--rows", "3000", "--windows", "2", "--files", "1",
+                             "--keep", "{work}"),
+                            (r"Flink: NOT RUN \(--without-flink\)", r"ours  \(--once, SQLite sink\): .* [1-9][\d,]* results"),
+                            spark=True),),
+    "bench_flink_cep.py": (Case(("--skip-flink", "--sensors", "30", "--rows", "6000", "--files", "1", "--keep", "{work}"),
+                                (r"Flink: NOT RUN \(--skip-flink\)", r"events/s .*; [1-9][\d,]* matches;"),
+                                spark=True),),
+    "bench_frontend.py": (Case(("--workflows", "8", "--repeat", "1"), (r"workflows: 8  statements: 56",)),),
+    "bench_job.py": (Case(("--workflows", "2", "--sensors", "20", "--seconds", "5", "--files", "1", "--keep", "{work}"),
+                          (r"raw \(read \+ parse, noop sink\): ", r"job / raw: \d"),
+                          spark=True),),
+    "bench_naive.py": (Case(("--workflows", "1", "--sensors", "20", "--seconds", "5", "--files", "1", "--timeout", "600",
+                             "--keep", "{work}"),
+                            (r"\n +1 +[\d,]+ +[\d,]+ +[\d.]+  yes  \(",),
+                            spark=True),),
+    "bench_plan.py": (Case(("--workflows", "8", "--sensors", "60", "--partitions", "2"),
+                           (r"tuples/minute at n=2: ours",)),),
+    "bench_watermark.py": (Case(("--sensors", "5", "--seconds", "20", "--levels", "3"),
+                                (r"target: adaptive E >= fixed E at every level: met", r"target \(long tail\)")),),
+    "generate_data.py": (Case(("{work}/data", "--seconds", "30", "--files", "2", "--bad-lines", "2"),
+                              (r"wrote 7,830 readings of 12 sensors \(30 s\) and 2 bad line\(s\)",),
+                              writes=("{work}/data/readings-000.csv", "{work}/data/readings-001.csv")),),
+    "generate_parser.py": (Case(("--check",), (r"generated parser is up to date",)),),
+    # On the pattern job bench_flink_cep.py ran (its matches are alarms), into a file of its own.
+    "screenshot_dashboard.py": (Case(("{work:bench_flink_cep.py}/out", "--to", "{work}/dashboard.png", "--height", "600"),
+                                     (r"wrote .*dashboard\.png",), writes=("{work}/dashboard.png",), browser=True),),
+    "show_results.py": (Case(("{work:bench_flink_cep.py}/out/results.db", "--alarms", "2"),
+                             (r"cep\.P +[1-9]", r"alarms \(pattern matches\): [1-9][\d,]*, the newest 2:")),),
+    "soak.py": (
+        Case(("--rate", "400", "--sensors", "20", "--workflows", "4", "--minutes", "0.3", "--warmup", "5",
+              "--out", "{work}"),
+             (r"job stopped \(exit code 0\)", r"\| 1 \(\d+ s\) \| 400 \|", r"verdict: memory flat after warm-up: ",
+              r"  lag: trend at the \d+ commits"),
+             spark=True),
+        Case(("--source", "socket", "--find-max", "--start-rate", "400", "--step-seconds", "12", "--warmup", "4",
+              "--minutes", "0.3", "--sensors", "20", "--workflows", "4", "--out", "{work}"),
+             (r"job stopped \(exit code 0\)", r"step at 400 readings/s: ", r"\| 400 \| \d+ \| ",
+              r"highest rate sustained: "),
+             spark=True),
+    ),
+}
+
+
+def _discovered(pattern: str) -> list[str]:
+    return sorted(p.name for p in SCRIPTS.glob(pattern))
+
+
+def _reads(name: str) -> set[str]:
+    """The scripts whose folders the cases of `name` read ("{work:NAME}")."""
+    return {found for case in SMOKE.get(name, ()) for arg in case.args for found in OTHER.findall(arg)}
+
+
+def _uses_spark(name: str) -> bool:
+    """Whether running the cases of `name` starts Spark, in them or in a script they read from."""
+    return any(c.spark for c in SMOKE.get(name, ())) or any(_uses_spark(other) for other in _reads(name))
+
+
+def _params(names: list[str]) -> list:
+    return [pytest.param(name, marks=[pytest.mark.spark] if _uses_spark(name) else []) for name in names]
+
+
+class Runs:
+    """Every case's run, started once: Spark cases in a pool of PARALLEL workers, the rest when asked."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.futures: dict[tuple[str, int], Future] = {}
+        self.lock = threading.Lock()
+        self.pool = ThreadPoolExecutor(PARALLEL, thread_name_prefix="smoke")
+
+    def folder(self, name: str, index: int) -> Path:
+        return self.base / f"{name.removesuffix('.py')}-{index}"
+
+    def start(self, names) -> None:
+        """Start the Spark cases of these scripts in the background: those other cases read first."""
+        read = set().union(*map(_reads, SMOKE))
+        with self.lock:
+            for name in sorted(names, key=lambda n: n not in read):
+                for index, case in enumerate(SMOKE.get(name, ())):
+                    if case.spark and (name, index) not in self.futures:
+                        self.futures[(name, index)] = self.pool.submit(self._run, name, index)
+
+    def result(self, name: str, index: int) -> tuple[list[str], subprocess.CompletedProcess]:
+        """(the command, its run) of a case, run here and now unless it was started before."""
+        with self.lock:
+            future = self.futures.get((name, index))
+            if future is None:
+                future = self.futures[(name, index)] = Future()
+                mine = True
+            else:
+                mine = False
+        if mine:
+            try:
+                future.set_result(self._run(name, index))
+            except BaseException as exc:
+                future.set_exception(exc)
+        return future.result()
+
+    def fill(self, name: str, index: int, arg: str) -> str:
+        """A case's argument with its folders in place; a script it reads from runs first."""
+        def other(found: re.Match) -> str:
+            self.result(found.group(1), 0)
+            return str(self.folder(found.group(1), 0))
+        return OTHER.sub(other, arg).replace("{work}", str(self.folder(name, index)))
+
+    def _run(self, name: str, index: int):
+        case = SMOKE[name][index]
+        self.folder(name, index).mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, str(SCRIPTS / name), *(self.fill(name, index, a) for a in case.args)]
+        environment = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+                       "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+        with subprocess.Popen(command, cwd=ROOT, env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, start_new_session=True) as process:
+            try:
+                output, _ = process.communicate(timeout=case.timeout)
+            except subprocess.TimeoutExpired:  # Ctrl-C first: soak.py then stops its job; then everything
+                output = f"(stopped after {case.timeout:.0f} s)\n"
+                for sent, wait in ((signal.SIGINT, 60), (signal.SIGKILL, 30)):
+                    try:
+                        os.killpg(process.pid, sent)
+                        output = process.communicate(timeout=wait)[0] + output
+                        break
+                    except ProcessLookupError:
+                        break
+                    except subprocess.TimeoutExpired:
+                        continue
+        return command, subprocess.CompletedProcess(command, process.returncode, output)
+
+
+@pytest.fixture(scope="module")
+def runs(request):
+    """The runs of this module; the Spark cases of the tests selected start at once, in the background.
+    Their folders are in a temporary folder of their own, not under pytest's: another pytest run on the
+    machine removes pytest's older numbered folders while these scripts may still be writing there."""
+    base = Path(tempfile.mkdtemp(prefix="sscript-smoke-"))
+    started = Runs(base)
+    selected = [item.callspec.params["script"] for item in request.session.items
+                if item.module is request.module and hasattr(item, "callspec") and "script" in item.callspec.params]
+    started.start(selected)
+    yield started
+    started.pool.shutdown(wait=True, cancel_futures=True)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("script", _params(_discovered("*.py")))
+def test_script(script, runs):
+    cases = SMOKE.get(script)
+    assert cases, f"scripts/{script} has no smoke case: add its tiny arguments to SMOKE in {Path(__file__).name}"
+    if any(c.browser for c in cases):
+        need_browser()
+    for index, case in enumerate(cases):
+        command, done = runs.result(script, index)
+        shown = " ".join(command[1:])
+        output = done.stdout
+        assert done.returncode == 0, f"{shown} exited with {done.returncode}:\n{output[-4000:]}"
+        for pattern in case.says:
+            assert re.search(pattern, output), f"{shown} did not print /{pattern}/:\n{output[-4000:]}"
+        for written in (Path(runs.fill(script, index, w)) for w in case.writes):
+            assert written.is_file() and written.stat().st_size, f"{shown} did not write {written}"
+
+
+def test_smoke_table_names_only_scripts_that_exist():
+    assert sorted(set(SMOKE) - set(_discovered("*.py"))) == []
+
+
+@pytest.mark.parametrize("script", _discovered("*.sh"))
+def test_shell_script_parses(script):
+    done = subprocess.run(["bash", "-n", str(SCRIPTS / script)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+
