@@ -296,7 +296,8 @@ def update(out, files, sensors, operators, mode, force, rebalance, pattern_limit
                f"{plan.cost.ours:,.0f} tuples/min cross the network (lower bound {plan.cost.lower_bound:,.0f})")
     for line in updated.changes.describe():
         click.echo(f"  {line}")
-    running.await_version(Path(out), updated.version, timeout, echo=click.echo)
+    streams = {*updated.changes.outputs_added, *updated.changes.outputs_changed}
+    running.await_version(Path(out), updated.version, timeout, echo=click.echo, streams=streams)
 
 
 @main.command()

@@ -134,9 +134,11 @@ def stop(out: Path, mode: str, timeout: float, echo=print) -> str:
                                                  f"stops it at once)")])
 
 
-def await_version(out: Path, number: int, timeout: float, echo=print) -> None:
+def await_version(out: Path, number: int, timeout: float, echo=print, streams=None) -> None:
     """After `sscript update`: wait until the job running in OUT runs version `number` of its plan
-    and say so; a job that is not running takes it when it next runs."""
+    and say so, then (within the same time) until its first batch on that version, and say from
+    when each of `streams` (the added and changed output streams) is written whole; a job that is
+    not running takes the version when it next runs."""
     import time
 
     from sensorscript.runtime.output.status import describe_state, describe_version, run_state
@@ -153,6 +155,7 @@ def await_version(out: Path, number: int, timeout: float, echo=print) -> None:
         status = job_status(out)
         if status.get("plan_version") == number:
             echo(f"the job in {out} runs {describe_version(status)}")
+            _await_exact(out, status, deadline, echo, streams)
             return
         if run_state(status) != "running":
             echo(f"the job in {out} is no longer running ({describe_state(status)}); its next run switches "
@@ -161,6 +164,25 @@ def await_version(out: Path, number: int, timeout: float, echo=print) -> None:
         time.sleep(0.25)
     echo(f"the job in {out} has not switched within {timeout:g} s; it will at its next batch boundary "
          f"('sscript status {out}' shows the version it runs)")
+
+
+def _await_exact(out: Path, status: dict, deadline: float, echo, streams) -> None:
+    """After the switch: the first batch on the new version reports from when its streams are whole."""
+    import time
+
+    from sensorscript.runtime.output.status import describe_exact, run_state
+
+    after = status.get("plan_after_batch")
+    while (status.get("last_batch") is None or after is not None and status["last_batch"] <= after) \
+            and run_state(status) == "running" and time.monotonic() < deadline:
+        time.sleep(0.25)
+        status = job_status(out)
+    lines = describe_exact(status, streams)
+    if streams and not lines:
+        lines = [f"from when the new streams are written whole: 'sscript status {out}' says once the job has "
+                 f"run a batch on the new version"]
+    for line in lines:
+        echo(line)
 
 
 def package_zip(out: Path) -> Path:

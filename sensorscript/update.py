@@ -222,14 +222,17 @@ def _restart_keys(changes: Changes, firsts, seconds) -> list[str]:
 
 
 def fill_times(plan: Plan, changes: Changes) -> dict[str, int]:
-    """Node id -> how long after the switch a node the update added has filled: the largest sum of
-    window lengths (a pattern's `within`) on a path from a node it added to it, itself included."""
+    """Node id -> how long after the switch a node the update added is whole at the latest (its
+    exact-from time, runtime/state/exactness.py, when it does not depend on the data): the largest
+    sum, on a path from a node it added to it, itself included, of what each step adds: a window
+    its length plus its slide (its first window that starts at or after its input's time ends
+    before that), a pattern its `within`."""
     added = set(changes.added) | set(changes.restarted)
     fill: dict[str, int] = {}
     for node in plan.graph.nodes():
         if node.id not in added:
             continue
-        own = node.length if node.kind == WINDOW else node.key[1][2] if node.kind == PATTERN else 0
+        own = node.length + node.slide if node.kind == WINDOW else node.key[1][2] if node.kind == PATTERN else 0
         fill[node.id] = own + max((fill[i] for i in node.inputs if i in fill), default=0)
     return fill
 

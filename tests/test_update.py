@@ -22,6 +22,7 @@ from sensorscript.parser import load
 from tests.oracles.streams import evaluate
 from sensorscript.runtime.plan import versions
 from sensorscript.runtime.state.engine import NEG_INF
+from sensorscript.runtime.state.exactness import UNKNOWN
 from sensorscript.runtime.plan.program import Version
 from sensorscript.runtime.ingest.records import parse_line
 from sensorscript.runtime.state.tasks import LocalRun
@@ -66,20 +67,33 @@ def scripts(tmp_path):
     return tmp_path
 
 
-def started_at(out: Path, number: int, switch_at: int) -> dict[str, int]:
-    """"WORKFLOW.NAME" -> switch time of every statement whose computation version `number` added."""
-    plan = json.loads((versions.folder(out, number) / "plan.json").read_text())
-    before = {n["id"] for n in json.loads((versions.folder(out, number - 1) / "plan.json").read_text())["nodes"]}
-    return {origin.split(" ", 1)[1]: switch_at for node in plan["nodes"] if node["id"] not in before
-            for origin in node["defined_in"]}
+def exact_or_absent(got: list[tuple], reference: list[tuple], stream: str, after: int,
+                    whole_from: int | None) -> list[tuple]:
+    """The job's rows of `stream` from event time `after` on against the reference over ALL the
+    readings with the new workflows: every row is one of the reference's, with its value (exact or
+    absent), and from `whole_from` (what the job said) on none is missing. Returns the rows the
+    job left out (each before `whole_from`)."""
+    mine = [r for r in got if r[0] == stream and r[1] >= after]
+    want = {r[:4]: r for r in reference if r[0] == stream and r[1] >= after}
+    for row in mine:
+        assert row[:4] in want, f"{stream}: a row the workflows never compute: {row}"
+        expected = want[row[:4]][4]
+        assert math.isclose(row[4], expected, rel_tol=1e-9, abs_tol=1e-9), \
+            f"{stream}: a partial value {row[4]!r} where the workflows compute {expected!r} over all readings: {row}"
+    assert whole_from is not None, f"{stream}: the job never said from when it is whole"
+    written = {r[:4] for r in mine}
+    missing = sorted(key for key in want if key not in written)
+    assert all(key[1] < whole_from for key in missing), \
+        f"{stream}: rows missing after {whole_from}, from when the job said it is whole: {missing[:5]}"
+    return missing
 
 
 def run_timeline(old_job, new_job, batches: list[list[str]], switch_after: int):  # noqa: C901
     """The job's rows per output stream: LocalRun with the old programs, then (after batch
     `switch_after`) the new ones, then the end of the input. Returns (rows, switch_at, watermarks at
-    the switch per partition)."""
+    the switch per partition, output stream -> the exact-from time the job reported last)."""
     run = LocalRun(old_job.first_stage, old_job.second_stage, old_job.watermark, version=old_job.version)
-    rows, job, switch_at, marks = [], old_job, None, None
+    rows, job, switch_at, marks, exact = [], old_job, None, None, {}
     for index, batch in enumerate(batches):
         parsed = [parse_line(line) for line in batch]
         known = [r for r in parsed if r.sensor_id in job.sensors]
@@ -87,28 +101,35 @@ def run_timeline(old_job, new_job, batches: list[list[str]], switch_after: int):
         ts = np.array([r.ts for r in known], np.int64)
         value = np.array([r.value for r in known], np.float64)
         for program, result in run.batch(code, ts, value, end_of_input=index == len(batches) - 1):
+            for node_id, at in result.exact.items():  # the latest each partition said
+                for name in program.outputs[node_id]:
+                    exact[(program.partition, name)] = at
             for node_id, all_tuples in result.outputs.items():
                 for name in program.outputs[node_id]:
-                    written = program.written(node_id, name, all_tuples.ts, switch_at)  # mode dual
+                    written = program.written(node_id, name, all_tuples.ts, switch_at, result.handovers)  # dual
                     tuples = all_tuples if written is None else all_tuples.take(written)
                     rows += [(name, int(t), None if tuples.start is None else int(s),
                               None if tuples.end is None else int(e), float(v))
                              for t, s, e, v in zip(tuples.ts, *(tuples.start, tuples.end) if tuples.start is not None
                                                    else ([None] * len(tuples),) * 2, tuples.value)]
-        if index == switch_after:
-            newest = max(int(s.policy.frontier.largest) for s in run.first_states)
-            switch_at = newest + 1
+        if index == switch_after:  # just after the newest reading seen, of any sensor (as the run loop does)
+            switch_at = max(r.ts for b in batches[:index + 1] for r in map(parse_line, b) if hasattr(r, "ts")) + 1
             marks = [s.engine.watermark for s in run.first_states]
             job = new_job
             run.switch(new_job.first_stage, new_job.second_stage,
                        Version(new_job.version.number, new_job.version.restarted, switch_at))
-    return sorted(rows, key=lambda r: (r[0], r[1], r[2] if r[2] is not None else -1)), switch_at, marks
+    rows = sorted(rows, key=lambda r: (r[0], r[1], r[2] if r[2] is not None else -1))
+    whole_from = {}  # a stream on several partitions is whole from the latest of them
+    for (_, name), at in exact.items():
+        whole_from[name] = max(whole_from.get(name, NEG_INF), at)
+    return rows, switch_at, marks, {name: None if at == UNKNOWN else at for name, at in whole_from.items()}
 
 
-def reference_rows(files: list[str], batches, since=None) -> list[tuple]:
+def reference_rows(files: list[str], batches) -> list[tuple]:
+    """The rows the workflows compute over all the readings."""
     workflows = load(files).workflows
     return sorted(((r.stream, r.ts, r.window_start, r.window_end, r.value)
-                   for r in evaluate(workflows, batches, since=since).rows),
+                   for r in evaluate(workflows, batches).rows),
                   key=lambda r: (r[0], r[1], r[2] if r[2] is not None else -1))
 
 
@@ -136,7 +157,7 @@ def test_an_update_keeps_what_both_versions_compute_and_starts_what_it_adds(scri
     assert new_job.sensors["8WL3"][0] == max(c for c, _ in old_job.sensors.values()) + 1
 
     batches = batches_of(readings(), 12)
-    rows, switch_at, marks = run_timeline(old_job, new_job, batches, switch_after=5)
+    rows, switch_at, marks, exact = run_timeline(old_job, new_job, batches, switch_after=5)
     by_stream = {}
     for row in rows:
         by_stream.setdefault(row[0], []).append(row)
@@ -145,20 +166,25 @@ def test_an_update_keeps_what_both_versions_compute_and_starts_what_it_adds(scri
     whole = reference_rows(old_files, batches)
     for stream in ("bridge.out_MZ", "bridge.out_AZ"):
         assert_rows(by_stream[stream], [r for r in whole if r[0] == stream])
+    assert not {"bridge.out_MZ", "bridge.out_AZ"} & set(exact)  # nothing they read was started
     # Removed: bridge_limits.* wrote what it emitted before the switch (below its partition's watermark).
     partition_of = {name: p.partition for p in old_job.first_stage for names in p.outputs.values() for name in names}
     for stream in updated.changes.outputs_removed:
         mark = marks[partition_of[stream]]
         assert mark > NEG_INF
         assert_rows(by_stream[stream], [r for r in whole if r[0] == stream and r[1] < mark])
-    # Added: extra.* from the switch on; MD1Z, which bridge computes too, with its whole history.
-    since = started_at(out, 2, switch_at)
-    assert set(since) == {"extra.PEAK4", "extra.HIGH", "extra.LEVEL"}
-    new = reference_rows(new_files, batches, since=since)
+    # Added: extra.* against the new workflows over ALL the readings: exact or absent, and whole
+    # from the time the job said, which is no later than the workflows allow: LEVEL (a 10-minute
+    # mean every 5 minutes of a sensor first read at the switch) from its first window that starts
+    # at the switch or later; HIGH (PEAK4, a 20-minute max every 5 minutes of a sensor read before,
+    # against MD1Z, kept) from PEAK4's first such window.
+    new = reference_rows(new_files, batches)
+    five, ten, twenty = 5 * 60_000, 10 * 60_000, 20 * 60_000
+    first_start = -(-switch_at // five) * five
+    assert exact == {"extra.LEVEL": first_start + ten - 1, "extra.HIGH": first_start + twenty - 1}
     for stream in ("extra.HIGH", "extra.LEVEL"):
-        expected = [r for r in new if r[0] == stream]
-        assert expected and all(r[1] >= switch_at for r in expected)
-        assert_rows(by_stream[stream], expected)
+        exact_or_absent(rows, new, stream, switch_at, exact[stream])
+        assert sum(1 for r in by_stream[stream] if r[1] >= exact[stream]) >= 6
 
 
 def test_an_update_that_restarts_shared_windows_needs_force(scripts):
@@ -183,12 +209,22 @@ def test_an_update_that_restarts_shared_windows_needs_force(scripts):
 
     old_job, _ = versions.load(out, 1)
     batches = batches_of(readings(), 12)
-    rows, switch_at, _ = run_timeline(old_job, job, batches, switch_after=5)
-    # The restarted window emits only windows that start at the switch or later; the reference says which.
-    since = {"bridge.MD4Z": switch_at, **started_at(out, 2, switch_at)}
-    expected = reference_rows(files, batches, since=since)
-    outputs = {"finer.PEAK4"}
-    assert_rows([r for r in rows if r[0] in outputs], [r for r in expected if r[0] in outputs])
+    rows, switch_at, marks, exact = run_timeline(old_job, job, batches, switch_after=5)
+    # The restarted window (bridge.MD4Z) sees 8MD4-AZ from the switch on, and so does everything
+    # that reads it: bridge's cross-deck max and mean too, which ran before. Against the new
+    # workflows over all the readings, each is exact or absent, and whole from the time the job
+    # said: MD4Z's first 10-minute window starting at the switch or later, then the first 10-minute
+    # window over the union starting there or later; PEAK4's first 2-minute window.
+    expected = reference_rows(files, batches)
+    five = 5 * 60_000
+    md4z = -(-switch_at // five) * five + 2 * five - 1
+    assert exact == {"finer.PEAK4": -(-switch_at // 60_000) * 60_000 + 2 * 60_000 - 1,
+                     "bridge.out_MZ": -(-md4z // five) * five + 2 * five - 1,
+                     "bridge.out_AZ": -(-md4z // five) * five + 2 * five - 1}
+    for stream in ("finer.PEAK4", "bridge.out_MZ", "bridge.out_AZ"):
+        missing = exact_or_absent(rows, expected, stream, NEG_INF, exact[stream])
+        # The cross-deck windows over the restart are left out, none written before the switch.
+        assert stream == "finer.PEAK4" or missing and all(key[1] >= min(marks) for key in missing)
 
 
 def test_an_update_that_does_not_compile_leaves_the_job_alone(scripts):
@@ -234,20 +270,24 @@ def test_a_changed_window_or_threshold_in_both_modes(scripts, mode, change):
     old_job, _ = versions.load(out, 1)
     new_job, _ = versions.load(out, 2)
     batches = batches_of(readings(), 12)
-    rows, switch_at, _ = run_timeline(old_job, new_job, batches, switch_after=5)
-    since = started_at(out, 2, switch_at)
-    assert set(since) == ({"bridge_limits.MD1Z", *changed} if change == "window" else set(changed))
+    rows, switch_at, _, exact = run_timeline(old_job, new_job, batches, switch_after=5)
+    assert set(exact) == set(changed)
     before = reference_rows(old_files, batches)
-    after = reference_rows(new_files, batches, since=since)
+    after = reference_rows(new_files, batches)
     for stream in updated.changes.outputs_changed:
         got = [r for r in rows if r[0] == stream]
         if mode == "clear":
-            # The old computation is gone at the switch: what it emitted before, then the new one's.
-            assert_rows([r for r in got if r[1] >= switch_at], [r for r in after if r[0] == stream])
+            # The old computation is gone at the switch: what it emitted before, then the new one's,
+            # exact or absent against the new workflows over all the readings.
+            exact_or_absent(got, after, stream, switch_at, exact[stream])
+            assert any(r[1] >= exact[stream] for r in got)
         else:
             handover = dict(updated.changes.handed_over)[stream]
-            cut = switch_at + handover.fill
-            assert handover.fill == (20 * 60_000 if change == "window" else 0)
+            # The fill: the new 20-minute mean's first window (a slide of 5 minutes) at the latest,
+            # so the handover is there; a new threshold over kept means hands over at its first value.
+            assert handover.fill == (25 * 60_000 if change == "window" else 0)
+            cut = max(switch_at + handover.fill, exact[stream])
+            assert change == "threshold" or cut == switch_at + handover.fill
             expected = ([r for r in before if r[0] == stream and r[1] < cut]
                         + [r for r in after if r[0] == stream and r[1] >= cut])
             assert_rows(got, expected)
@@ -283,3 +323,57 @@ def test_new_sensors_are_placed_around_the_running_ones_and_a_drift_is_reported(
     assert rebalanced.plan.partitions.balance < updated.plan.partitions.balance
     moved = {n for n in rebalanced.plan.partitions.moved if not n.startswith("sensor:")}
     assert moved and moved <= set(rebalanced.changes.restarted)
+
+
+# The case of issue #24: a workflow added beside the running one shares its MD1Z and builds a
+# window over a union of MD1Z, a new 7-second mean and a raw sensor. Its 10-second sum must not
+# be written from part of its input: the new mean's windows that began before the switch were
+# never computed, so the sum is whole only from the first 10-second window that starts after the
+# new mean's first whole window.
+SHARED = """
+x = avg("8MD1-AZ", 600_000, 300_000);
+y = avg("8AC1-Z", 7s, 3s);
+z = union(x, y, "8AC2-Z");
+w = sum(z, 10s, 10s);
+"""
+
+
+def deck_and_accelerometers(minutes: int = 40, seed: int = 5) -> list[str]:
+    """8MD1-AZ every 10 s; 8AC1-Z and 8AC2-Z every 500 ms, in time order."""
+    rng = np.random.default_rng(seed)
+    start = 1_767_225_600_000
+    lines = []
+    for ts in range(start, start + minutes * 60_000, 500):
+        if (ts - start) % 10_000 == 0:
+            lines.append(f"8MD1-AZ,{ts},{12 + rng.normal(0, 0.5):.4f}")
+        lines.append(f"8AC1-Z,{ts},{rng.normal(0, 1):.4f}")
+        lines.append(f"8AC2-Z,{ts},{rng.normal(0, 1):.4f}")
+    return lines
+
+
+@pytest.mark.parametrize("mode", ["clear", "dual"])
+def test_an_added_window_over_a_new_window_is_exact_or_absent(tmp_path, mode):
+    (tmp_path / "seed.ss").write_text((ROOT / "workflows" / "bridge.ss").read_text())
+    (tmp_path / "shared.ss").write_text(SHARED)
+    out = tmp_path / "out"
+    old_files, new_files = [str(tmp_path / "seed.ss")], [str(tmp_path / "seed.ss"), str(tmp_path / "shared.ss")]
+    compile_workflows(old_files, out, SENSORS)
+    update_workflows(new_files, out, SENSORS, mode=mode)
+    old_job, _ = versions.load(out, 1)
+    new_job, _ = versions.load(out, 2)
+    batches = batches_of(deck_and_accelerometers(), 16)
+    rows, switch_at, _, exact = run_timeline(old_job, new_job, batches, switch_after=6)
+    reference = reference_rows(new_files, batches)
+    # y: its first 7-second window starting at the switch or later (a slide of 3 s); z: whole from
+    # there (the latest of its inputs: x ran before, 8AC2-Z was read from the switch); w: its first
+    # 10-second window that starts at or after that.
+    y_from = -(-switch_at // 3_000) * 3_000 + 7_000 - 1
+    w_from = -(-y_from // 10_000) * 10_000 + 10_000 - 1
+    assert exact == {"shared.w": w_from}  # its only output
+    missing = exact_or_absent(rows, reference, "shared.w", switch_at, exact["shared.w"])
+    assert missing  # the sums over the switch are left out, not written from part of their input
+    assert sum(1 for r in rows if r[0] == "shared.w" and r[1] >= w_from) > 50
+    # The running workflow is untouched: all its rows over the whole input.
+    whole = reference_rows(old_files, batches)
+    for stream in ("seed.out_MZ", "seed.out_AZ"):
+        assert_rows([r for r in rows if r[0] == stream], [r for r in whole if r[0] == stream])

@@ -5,6 +5,7 @@ killed during an update and started again ends with the same rows."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -15,8 +16,8 @@ from sensorscript.compiler import compile_workflows
 from sensorscript.runtime.plan import versions
 from tests.differential import write_replay
 from tests.test_restart import Run, sscript
-from tests.test_update import (EXTRA, LIMITS_TIGHTER, LIMITS_V2, ROOT, SENSORS, assert_rows, batches_of, readings,
-                               reference_rows, started_at)
+from tests.test_update import (EXTRA, LIMITS_TIGHTER, LIMITS_V2, ROOT, SENSORS, assert_rows, batches_of,
+                               exact_or_absent, readings, reference_rows)
 
 pytestmark = pytest.mark.spark
 
@@ -65,13 +66,22 @@ def check(out: Path, batches, old: list[str], new: list[str]) -> None:
         mark = plans["_watermarks"][partition_of[stream]]
         assert_rows(found.get(stream, []), [r for r in whole if r[0] == stream and r[1] < mark])
         assert plans.get(stream, {1}) == {1}
-    since = started_at(out, 2, applied["switch_at"])
-    expected = reference_rows(new, batches, since=since)
+    # Added: against the new workflows over ALL the readings, exact or absent, whole from the time
+    # the job said (sscript status), which is no later than their first windows after the switch
+    # (LEVEL: 10 minutes every 5; HIGH: PEAK4's 20 minutes every 5).
+    expected = reference_rows(new, batches)
+    exact = exact_from(out)
+    first_start = -(-applied["switch_at"] // 300_000) * 300_000
+    assert exact == {"extra.LEVEL": first_start + 600_000 - 1, "extra.HIGH": first_start + 1_200_000 - 1}
     for stream in ("extra.HIGH", "extra.LEVEL"):
-        want = [r for r in expected if r[0] == stream]
-        assert want, stream
-        assert_rows(found[stream], want)
+        exact_or_absent(found[stream], expected, stream, applied["switch_at"], exact[stream])
+        assert sum(1 for r in found[stream] if r[1] >= exact[stream]) >= 6
         assert plans[stream] == {2}
+
+
+def exact_from(out: Path) -> dict[str, int | None]:
+    """From when each stream an update started is written whole, as the job says (status.json)."""
+    return json.loads((out / "status.json").read_text())["exact_from"]
 
 
 def test_a_running_job_takes_an_update_between_two_batches(setup):
@@ -85,6 +95,7 @@ def test_a_running_job_takes_an_update_between_two_batches(setup):
                 "PEAK4 (extra.PEAK4)") in updated.stdout
         assert "computations removed: 2: EXCEEDED (bridge_limits.EXCEEDED), TWIST (bridge_limits.TWIST)" in updated.stdout
         assert "runs plan version 2 (OUT/versions/2), after batch" in updated.stdout
+        assert "rows written whole from" in updated.stdout and "  extra.LEVEL: 20" in updated.stdout
         status = sscript("status", str(out))
         assert "plan version 2" in status.stdout
         run.drain(sum(map(len, batches)))
@@ -117,7 +128,8 @@ def test_a_job_killed_during_an_update_ends_with_the_same_rows(setup):
 
 def test_mode_dual_hands_a_changed_stream_over_once_the_new_windows_have_filled(setup):
     """bridge_limits' MD1Z becomes a 20-minute mean: EXCEEDED and TWIST are written by the old
-    computations until 20 minutes after the switch (plan_version 1), by the new ones after (2)."""
+    computations until 25 minutes after the switch (plan_version 1: the new mean's first window that
+    starts at the switch or later has ended by then), by the new ones after (2)."""
     out, data, batches, old, _ = setup
     (out.parent / "v2").mkdir()
     (out.parent / "v2" / "bridge_limits.ss").write_text(LIMITS_V2)
@@ -127,15 +139,16 @@ def test_mode_dual_hands_a_changed_stream_over_once_the_new_windows_have_filled(
         run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
         updated = sscript("update", str(out), *new, "--sensors", SENSORS, "--mode", "dual")
         assert updated.returncode == 0, updated.stdout + updated.stderr
-        assert "bridge_limits.TWIST: the old computation's rows until 20min after the switch" in updated.stdout
+        assert "bridge_limits.TWIST: the old computation's rows until 25min after the switch" in updated.stdout
         run.drain(sum(map(len, batches)))
     finally:
         run.cleanup()
     found, plans = rows(out)
     switch_at = versions.applied(out, 2)["switch_at"]
-    cut = switch_at + 20 * 60_000
+    cut = switch_at + 25 * 60_000  # the fill: the new 20-minute mean's first window (slide 5 minutes)
+    assert exact_from(out)["bridge_limits.TWIST"] <= cut
     before = reference_rows(old, batches)
-    after = reference_rows(new, batches, since=started_at(out, 2, switch_at))
+    after = reference_rows(new, batches)
     for stream in ("bridge.out_MZ", "bridge.out_AZ"):
         assert_rows(found[stream], [r for r in before if r[0] == stream])
     db = sqlite3.connect(out / "results.db")
@@ -189,12 +202,11 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
     for stream in ("bridge.out_MZ", "bridge.out_AZ", "bridge_limits.TWIST"):
         assert_rows(sorted(latest[stream], key=lambda r: (r[1], r[2])),
                     [r for r in reference_rows(old, everything) if r[0] == stream])
-    since = started_at(out, 2, versions.applied(out, 2)["switch_at"])
-    expected = reference_rows(new, everything, since=since)
-    assert set(since) >= {"extra.HIGH", "extra.LEVEL", "bridge_limits.EXCEEDED"}
+    expected = reference_rows(new, everything)
     switch_at = versions.applied(out, 2)["switch_at"]
+    exact = exact_from(out)
+    assert set(exact) == {"extra.HIGH", "extra.LEVEL", "bridge_limits.EXCEEDED"}
     for stream in ("extra.HIGH", "extra.LEVEL", "bridge_limits.EXCEEDED"):
-        want = [r for r in expected if r[0] == stream]
-        assert want, stream
-        assert_rows(sorted([r for r in latest[stream] if r[1] >= switch_at],
-                           key=lambda r: (r[1], r[2] if r[2] is not None else -1)), want)
+        got = sorted(latest[stream], key=lambda r: (r[1], r[2] if r[2] is not None else -1))
+        exact_or_absent(got, expected, stream, switch_at, exact[stream])
+        assert any(r[1] >= exact[stream] for r in got)

@@ -73,23 +73,17 @@ class StreamTuple:
 
 
 def evaluate(workflows: list[ast.Workflow], batches: list[list[str]], delay_ms: int = 0,
-             partition_of: dict[str, int] | None = None, since: dict[str, int] | None = None,
-             operators: dict | None = None) -> Evaluation:
+             partition_of: dict[str, int] | None = None, operators: dict | None = None) -> Evaluation:
     """Every output row of every workflow for the input lines, read micro-batch by micro-batch.
 
-    `since` ("WORKFLOW.NAME" -> event time): statements a `sscript update` started (mode clear) at
-    that time: each reads its inputs' tuples from then on, and a window of it counts only if it
-    starts then or later. `operators`: the user's pattern operators the workflows name, by name
-    (see `patterns.match`)."""
+    `operators`: the user's pattern operators the workflows name, by name (see `patterns.match`)."""
     sensors = referenced_sensors(workflows)
     readings, quarantine, late = admit(batches, sensors, delay_ms, partition_of or {})
     rows: list[ResultRow] = []
     division_by_zero: dict[str, int] = {}
     codes = {sensor_id: code for code, sensor_id in enumerate(sorted(sensors))}
     for workflow in workflows:
-        started = {name.split(".", 1)[1]: at for name, at in (since or {}).items()
-                   if name.split(".", 1)[0] == workflow.name}
-        streams = evaluate_workflow(workflow, readings, division_by_zero, codes, started, operators)
+        streams = evaluate_workflow(workflow, readings, division_by_zero, codes, operators)
         for name in workflow.outputs:
             rows.extend(ResultRow(f"{workflow.name}.{name}", t.ts, t.window_start, t.window_end, t.value,
                                   1, *(t.match or (None, None, None)))
@@ -143,11 +137,9 @@ def admit(batches: list[list[str]], sensors: set[str], delay_ms: int,
 
 
 def evaluate_workflow(workflow: ast.Workflow, readings: list[Reading], division_by_zero: dict[str, int],
-                      codes: dict[str, int], since: dict[str, int] | None = None,
-                      operators: dict | None = None) -> dict[str, list[StreamTuple]]:
+                      codes: dict[str, int], operators: dict | None = None) -> dict[str, list[StreamTuple]]:
     """Every stream of one workflow, each a list of tuples in event-time order. `codes`: sensor id ->
-    the code a pattern's operators see; `since`: statement -> the event time an update started it at
-    (see `evaluate`); `operators`: the user's pattern operators."""
+    the code a pattern's operators see; `operators`: the user's pattern operators."""
     defined = workflow.defined
     sources = Sources(workflow, codes)
     # Streams may be read before the line that defines them: evaluate in dependency order.
@@ -162,12 +154,9 @@ def evaluate_workflow(workflow: ast.Workflow, readings: list[Reading], division_
 
     for name in TopologicalSorter(dependencies).static_order():
         value = defined[name].value
-        start = (since or {}).get(name)
-        read = tuples_of if start is None else (lambda ref, start=start: [t for t in tuples_of(ref) if t.ts >= start])
+        read = tuples_of
         if isinstance(value, ast.Window):
             streams[name] = window(name, value, read(value.stream))
-            if start is not None:
-                streams[name] = [t for t in streams[name] if t.window_start >= start]
         elif isinstance(value, ast.Union_):
             streams[name] = union([read(ref) for ref in value.streams])
         elif isinstance(value, ast.Pattern):

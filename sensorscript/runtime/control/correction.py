@@ -232,9 +232,11 @@ class JobGraph:
         # As the job runs them: what an update added reads from its switch on, and (mode dual) the
         # previous version's computations run until their handover.
         run = LocalRun(tuple(firsts), seconds, "fixed:0", version=self.job.version)
-        for state in (*(s.engine for s in run.first_states),
-                      *(s.engine for stage in run.later_states for s in stage if s is not None)):
-            state.since = {n: t for n, t in self.started.items() if n in state.nodes}
+        tasks = [*zip(run.firsts, run.first_states),
+                 *((t, s) for tasks, states in zip(run.later, run.later_states) for t, s in zip(tasks, states)
+                   if t is not None)]
+        for task, state in tasks:
+            task.engine.start_at(state.engine, self.started)
         emitted = run.batch(code, ts, value, end_of_input=True)
         times: dict[str, list[np.ndarray]] = {}
         frames = []

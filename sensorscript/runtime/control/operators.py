@@ -23,7 +23,7 @@ from sensorscript.runtime.output import archive
 from sensorscript.runtime.output import rows as output  # noqa: E402 (after the warning filter)
 from sensorscript.runtime.state.engine import Tuples  # noqa: E402
 from sensorscript.runtime.ingest.packets import CONTROL_CODE  # noqa: E402
-from sensorscript.runtime.plan.program import Job  # noqa: E402
+from sensorscript.runtime.plan.program import NEG_INF, Job  # noqa: E402
 from sensorscript.runtime.state.tasks import FirstStage, LaterStage  # noqa: E402
 
 
@@ -101,9 +101,12 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     value_state = _load(state, task)
     codes, stamps, values, rejected = [], [], [], []
     unread = skipped = 0  # readings of sensors no workflow reads, lines the rules skip (stage 0 counted them)
+    unread_newest = NEG_INF  # the newest event time among those readings
     for frame in frames:
         unread += int(frame["unread"].sum())
         skipped += int(frame["skipped"].sum())
+        if "unread_newest" in frame and len(frame):
+            unread_newest = max(unread_newest, int(frame["unread_newest"].max()))
         packets = frame["code"].notna().to_numpy()
         for blob, ts_blob, value_blob in zip(frame["code"][packets], frame["ts"][packets],
                                              frame["value"][packets]):
@@ -121,6 +124,9 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     if job.archive is not None:  # late policy `correct`: every reading, on time or late, kept to recompute from
         archive.write(job.archive, partition, _batch_id(), code[good], ts[good], value[good])
     step.gauges["state_bytes"] = _save(state, value_state)
+    step.gauges.update(output.exact_from(step.results, task.engine.program))
+    if unread_newest != NEG_INF:
+        step.gauges["unread_newest"] = float(unread_newest)
     own = job.bucket_keys[partition]
     parts = [output.quarantine(pd.concat(rejected, ignore_index=True) if rejected else output.empty(), own)]
     parts += [output.results(r, task.engine.program, own, job) for r in step.results]
@@ -176,7 +182,8 @@ class LaterStageProcessor(_processor_base()):
         self.state.update((pickle.dumps(state, protocol=5),))
         yield from output.frames([passing, output.results(result, program, own, job), output.forwards(result, job),
                                   output.heartbeats(program, result.mark, job),
-                                  output.counters([result], program, own)])
+                                  output.counters([result], program, own),
+                                  output.gauges(output.exact_from([result], program), own)])
 
     def close(self) -> None:
         pass

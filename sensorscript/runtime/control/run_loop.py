@@ -412,12 +412,14 @@ def last_committed(checkpoint: Path) -> int | None:
 def _switched(job: Job, out: Path, status: Status, after: int | None, switching: bool, echo) -> Job:
     """The job with the event time its version took over at (`Version.switch_at`): as the run that
     switched recorded it, or (`switching` now, and none recorded it yet) now: just after the newest
-    reading the job has seen, so that every reading a computation the update started reads arrives
-    after the switch. A switch now is said with `echo`."""
+    reading the job has seen (of any sensor: one the update starts reading too), so that every
+    reading a computation the update started reads arrives after the switch. A switch now is said
+    with `echo`."""
     number = job.version.number
     found = versions.applied(out, number)
     if found is None and switching:
         newest = [gauges["max_ts"] for gauges in status.partitions.values() if "max_ts" in gauges]
+        newest += [status.unread_newest] if status.unread_newest is not None else []
         switch_at = int(max(newest)) + 1 if newest else None
         versions.record_applied(out, number, after, switch_at)
         found = versions.applied(out, number)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sensorscript.runtime.plan.program import Job
+from sensorscript.runtime.plan.program import NEG_INF, Job
 
 END_OF_INPUT = "__sscript_end_of_input__"  # the control line that ends the input
 CONTROL_CODE = -2  # the code of the end-of-input marker in a control packet
@@ -21,8 +21,10 @@ CONTROL_CODE = -2  # the code of the end-of-input marker in a control packet
 # (a million readings as a thousand packets cost it a thousandth of the time); they also keep
 # the shuffle at a few Spark records per batch. `unread` and `skipped` count, per Arrow batch, the
 # readings of sensors no workflow reads and the lines the rules skip (blank, the CSV header): an
-# empty packet to partition 0 carries them.
-PACKET_SCHEMA = "pkey int, code binary, ts binary, value binary, raw string, reason string, unread int, skipped int"
+# empty packet to partition 0 carries them, with `unread_newest`, the newest event time among those
+# readings (an update that starts reading such a sensor must start after it: runtime/state/exactness.py).
+PACKET_SCHEMA = ("pkey int, code binary, ts binary, value binary, raw string, reason string, unread int, "
+                 "skipped int, unread_newest long")
 
 
 def assign_partitions(records, job: Job):
@@ -41,7 +43,7 @@ def control_rows(lines, job: Job):
         F.lit(bytearray(np.zeros(1, np.int64).tobytes())).alias("ts"),
         F.lit(bytearray(np.zeros(1, np.float64).tobytes())).alias("value"),
         F.lit(None).cast("string").alias("raw"), F.lit(None).cast("string").alias("reason"),
-        F.lit(0).alias("unread"), F.lit(0).alias("skipped"))
+        F.lit(0).alias("unread"), F.lit(0).alias("skipped"), F.lit(NEG_INF).cast("long").alias("unread_newest"))
 
 
 class Packer:
@@ -87,6 +89,10 @@ class Packer:
             found = ~np.isnan(where)
             good = ~bad & found
             unread, skipped = int((~bad & named & ~found).sum()), int((~bad & ~named).sum())
+            unread_newest = NEG_INF
+            if unread:
+                stamps = pc.fill_null(batch.column("ts"), NEG_INF).to_numpy(zero_copy_only=False)
+                unread_newest = int(stamps[~bad & named & ~found].max())
             index = where[good].astype(np.int64)
             code, key = self.codes[index], self.keys[index]
             # Nulls (quarantined rows) filled first: numpy would make the column float64, which
@@ -107,8 +113,10 @@ class Packer:
             raw = batch.column("raw").take(pa.array(rejected)).to_pylist() if len(rejected) else []
             reason = batch.column("reason").take(pa.array(rejected)).to_pylist() if len(rejected) else []
             counts = np.zeros((2, len(packets) + len(raw)), np.int32)
+            newest = np.full(len(packets) + len(raw), NEG_INF, np.int64)
             if unread or skipped:
                 counts[:, len(packets) - 1] = unread, skipped
+                newest[len(packets) - 1] = unread_newest
             yield pa.RecordBatch.from_pydict({
                 "pkey": pa.array([p[0] for p in packets] + [self.quarantine_key] * len(raw), pa.int32()),
                 "code": pa.array([p[1] for p in packets] + [None] * len(raw), pa.binary()),
@@ -118,5 +126,6 @@ class Packer:
                 "reason": pa.array([None] * len(packets) + reason, pa.string()),
                 "unread": pa.array(counts[0]),
                 "skipped": pa.array(counts[1]),
+                "unread_newest": pa.array(newest, pa.int64()),
             })
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from sensorscript.runtime.state.cep import events_json
 from sensorscript.runtime.state.engine import BatchResult
+from sensorscript.runtime.state.exactness import UNKNOWN
 from sensorscript.runtime.plan.program import Job, Pattern, Program, sender_id
 
 # `dest` is the key of the partition a row goes to, `stage` the stage that takes a forward or a
@@ -60,7 +61,7 @@ def results(result: BatchResult, program: Program, dest: int, job: Job) -> pd.Da
     patterns = {n.id: n for n in program.nodes if isinstance(n, Pattern)}
     for node_id, all_tuples in result.outputs.items():
         for name in program.outputs[node_id] if len(all_tuples) else ():
-            written = program.written(node_id, name, all_tuples.ts, job.version.switch_at)  # mode dual
+            written = program.written(node_id, name, all_tuples.ts, job.version.switch_at, result.handovers)  # dual
             tuples = all_tuples if written is None else all_tuples.take(written, matches=True)
             if not len(tuples):
                 continue
@@ -100,6 +101,18 @@ def gauges(values: dict[str, float], dest: int) -> pd.DataFrame:
         return empty()
     return pd.DataFrame({"kind": "gauge", "stream": list(values), "ts": 0,
                          "value": [float(v) for v in values.values()], "dest": dest})
+
+
+def exact_from(results: list[BatchResult], program: Program) -> dict[str, float]:
+    """Gauges `exact_from:WORKFLOW.NAME`: the event time from which an output stream an update
+    started is written whole (runtime/state/exactness.py), when it is set or moves; +inf while it
+    is not known yet (a combine's first value)."""
+    found = {}
+    for result in results:
+        for node_id, at in result.exact.items():
+            for name in program.outputs.get(node_id, ()):
+                found[f"exact_from:{name}"] = float("inf") if at == UNKNOWN else float(at)
+    return found
 
 
 def forwards(result: BatchResult, job: Job) -> pd.DataFrame:

@@ -6,6 +6,7 @@ latency and state size."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
@@ -51,6 +52,12 @@ class Status:
     plan_version: int = 1
     plan_after_batch: int | None = None
     plan_switch_at: int | None = None
+    # Output streams an update started: the event time from which each is written whole (every row
+    # before it that is written is exact too); None while not known yet (a combine's first value).
+    exact_from: dict[str, int | None] = field(default_factory=dict)
+    # The newest event time among the readings of sensors no workflow reads (an update that starts
+    # reading one switches after it).
+    unread_newest: float | None = None
 
     @staticmethod
     def start(out: Path, job, sink_spec: str, sink: str, fresh: bool, source: str = "") -> "Status":
@@ -71,6 +78,8 @@ class Status:
             status.batches = earlier.get("batches", 0)
             status.corrections = earlier.get("corrections", {})
             status.last_batch = earlier.get("last_batch")
+            status.exact_from = earlier.get("exact_from", {})
+            status.unread_newest = earlier.get("unread_newest")
         status._save()
         return status
 
@@ -97,9 +106,18 @@ class Status:
                 stream = name.split(":", 1)[1]
                 self.late_by_stream[stream] = self.late_by_stream.get(stream, 0.0) + float(value)
         gauges = measures[measures["partition"].notna()]
+        exact: dict[str, float] = {}
         for partition, name, value in zip(gauges["partition"], gauges["name"], gauges["value"]):
             if name in GAUGES:
                 self.partitions.setdefault(str(int(partition)), {})[name] = float(value)
+            elif name == "unread_newest":  # of every batch so far
+                earlier = self.unread_newest if self.unread_newest is not None else float(value)
+                self.unread_newest = max(earlier, float(value))
+            elif name.startswith("exact_from:"):  # a stream on several partitions is whole from the latest
+                stream = name.split(":", 1)[1]
+                exact[stream] = max(exact.get(stream, -math.inf), float(value))
+        for stream, at in exact.items():  # JSON has no infinity: None while not known yet
+            self.exact_from[stream] = None if math.isinf(at) else int(at)
         self._save()
 
     def switched(self, number: int, after_batch: int | None, switch_at: int | None) -> None:
@@ -222,6 +240,7 @@ def describe(status: dict, tz: tzinfo = UTC) -> str:
     lines = [f"job {status['job']}: workflows {', '.join(status['workflows'])}",
              f"  {describe_state(status, tz)}",
              f"  {describe_version(status, tz)}",
+             *(f"  {line}" for line in describe_exact(status, tz=tz)),
              f"  watermark {status['watermark']}, late readings: {status['late_policy']}; results in {status['sink']}"]
     if status.get("last_batch") is None:
         lines.append("  no batch yet")
@@ -259,6 +278,20 @@ def describe_version(status: dict, tz: tzinfo = UTC) -> str:
     return (f"plan version {number} (OUT/versions/{number}), "
             + ("from the first batch" if after is None else f"after batch {after}")
             + ("" if switch_at is None else f"; what it added starts at {human_time(switch_at, tz)}"))
+
+
+def describe_exact(status: dict, streams=None, tz: tzinfo = UTC) -> list[str]:
+    """From when the output streams an update started are written whole (of `streams`, or all):
+    every row written is exact; before that time some rows are absent (not computed from part of
+    their input)."""
+    exact = {name: at for name, at in status.get("exact_from", {}).items() if streams is None or name in streams}
+    if not exact:
+        return []
+    lines = ["rows written whole from (an update started these streams; before, a row is exact or absent):"]
+    for name, at in sorted(exact.items()):
+        when = human_time(at, tz) if at is not None else "not known yet: from the stream's first value"
+        lines.append(f"  {name}: {when}")
+    return lines
 
 
 def describe_results(rows, limit: int, tz: tzinfo = UTC) -> str:

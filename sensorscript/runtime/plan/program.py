@@ -13,6 +13,12 @@ from functools import cached_property
 
 import numpy as np
 
+# Event times are int64 milliseconds; these two stand beyond them. NEG_INF: before any event time
+# (no watermark yet; a stream whole from the start). POS_INF: past every event time (the end of
+# the input); as an exact-from time, UNKNOWN: not known yet (runtime/state/exactness.py).
+NEG_INF = int(np.iinfo(np.int64).min)
+POS_INF = UNKNOWN = int(np.iinfo(np.int64).max)
+
 
 @dataclass(frozen=True)
 class Sensor:
@@ -232,12 +238,24 @@ class Handover:
     fill: int
     old_version: int  # the version of the plan the old computation belongs to (what its rows say)
 
-    def written(self, node_id: str, ts: np.ndarray, switch_at: int | None) -> np.ndarray:
+    def cut(self, switch_at: int | None, new_exact: int) -> tuple[int, int]:
+        """(the old computation's rows are written below, the new one's from): the switch plus the
+        fill, or the new computation's exact-from time if that is later (runtime/state/exactness.py:
+        `new_exact`, NEG_INF when whole from the start, UNKNOWN while not known: then the old rows
+        stop at the fill and no new row is written yet). The old rows never reach past where the new
+        ones start, so a row is written once, and never a partial one."""
+        base = switch_at + self.fill
+        if new_exact == UNKNOWN:
+            return base, UNKNOWN
+        cut = max(base, new_exact)
+        return cut, cut
+
+    def written(self, node_id: str, ts: np.ndarray, switch_at: int | None, new_exact: int = NEG_INF) -> np.ndarray:
         """Which rows of `node_id` under this output name are written."""
         if switch_at is None:  # a run that started with this version: the new computation only
             return np.full(len(ts), node_id == self.new)
-        cut = switch_at + self.fill
-        return ts < cut if node_id == self.old else ts >= cut
+        old_below, new_from = self.cut(switch_at, new_exact)
+        return ts < old_below if node_id == self.old else ts >= new_from
 
 
 @dataclass(frozen=True)
@@ -265,18 +283,21 @@ class Program:
     handovers: tuple[Handover, ...] = ()
     retiring: tuple[str, ...] = ()
 
-    def written(self, node_id: str, name: str, ts: np.ndarray, switch_at: int | None) -> np.ndarray | None:
-        """Which of a node's rows are written under output `name` (None: all of them)."""
+    def written(self, node_id: str, name: str, ts: np.ndarray, switch_at: int | None,
+                exact: dict[str, int] | None = None) -> np.ndarray | None:
+        """Which of a node's rows are written under output `name` (None: all of them); `exact`: the
+        exact-from time of the handovers' new computations (BatchResult.handovers)."""
         for handover in self.handovers:
             if handover.name == name and node_id in (handover.old, handover.new):
-                return handover.written(node_id, ts, switch_at)
+                return handover.written(node_id, ts, switch_at, (exact or {}).get(handover.new, NEG_INF))
         return None
 
-    def retired_at(self, switch_at: int | None) -> int | None:
-        """The event time from which the retiring computations are no longer needed (None: never ran)."""
+    def retired_at(self, switch_at: int | None, exact: dict[str, int]) -> int | None:
+        """The event time from which the retiring computations are no longer needed (None: never ran):
+        once every handover's new computation writes the rows (UNKNOWN while one's cut is not known)."""
         if not self.retiring or switch_at is None:
             return None
-        return switch_at + max(h.fill for h in self.handovers)
+        return max(h.cut(switch_at, exact.get(h.new, NEG_INF))[1] for h in self.handovers)
 
 
 def sender_id(stage: int, partition: int, partitions: int) -> int:

@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from sensorscript.runtime.plan import program as p
+from sensorscript.runtime.state import exactness
 from sensorscript.runtime.state.expressions import evaluate
 
-NEG_INF = np.iinfo(np.int64).min
-POS_INF = np.iinfo(np.int64).max
+NEG_INF, POS_INF = p.NEG_INF, p.POS_INF
 
 
 @dataclass
@@ -94,14 +94,16 @@ class EngineState:
     # output back until no partial match can produce an earlier one.
     marks: dict[str, int] = field(default_factory=dict)
     # The plan version this state belongs to and its nodes (an update carries it into the next:
-    # `Engine.migrate`), and the event time each node added by an update starts from.
+    # `Engine.migrate`), the event time each node an update started starts from (T, the switch),
+    # and each node's exact-from time where it is not -infinity (runtime/state/exactness.py).
     version: int = 1
     nodes: frozenset = frozenset()
     since: dict[str, int] = field(default_factory=dict)
+    exact: dict[str, int] = field(default_factory=dict)
 
     def __setstate__(self, values: dict) -> None:
         """A state pickled before a field existed (a checkpoint of an older release) gets its default."""
-        self.__dict__.update({"version": 1, "nodes": frozenset(), "since": {}, **values})
+        self.__dict__.update({"version": 1, "nodes": frozenset(), "since": {}, "exact": {}, **values})
 
 
 @dataclass
@@ -114,6 +116,10 @@ class BatchResult:
     division_by_zero: dict[str, int] = field(default_factory=dict)
     mark: int = NEG_INF  # the watermark this stage's forwarded streams have reached (its heartbeat)
     patterns: dict[str, dict[str, int]] = field(default_factory=dict)  # node id -> counters this batch
+    # Output nodes whose exact-from time (runtime/state/exactness.py) was set or moved this batch.
+    exact: dict[str, int] = field(default_factory=dict)
+    # Mode dual: each handover's new computation -> its exact-from time (Handover.cut).
+    handovers: dict[str, int] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ slicing
@@ -271,10 +277,14 @@ def combine_latest(state: CombineState, node: p.Combine, arrivals: list[Tuples],
 
 # ------------------------------------------------------------------ engine
 
-def _from(since: int, streams: dict[str, Tuples], node: p.Node) -> dict[str, Tuples]:
-    """A node's input streams from event time `since` on (a node an update started)."""
-    names = (node.input,) if isinstance(node, p.Window) else node.inputs
-    return {name: streams[name].take(streams[name].ts >= since) for name in names}
+def _inputs(node: p.Node) -> tuple[str, ...]:
+    return (node.input,) if isinstance(node, p.Window) else node.inputs
+
+
+def _from(starts: dict[str, int], streams: dict[str, Tuples]) -> dict[str, Tuples]:
+    """Each input stream from its own event time on (exactness.reads_from)."""
+    return {name: streams[name] if start == NEG_INF else streams[name].take(streams[name].ts >= start)
+            for name, start in starts.items()}
 
 
 class Engine:
@@ -287,7 +297,7 @@ class Engine:
         self.program = program
         # Mode dual: the previous version's computations that run beside this one's until handed over.
         self.retiring = frozenset(program.retiring)
-        self.retire_at = program.retired_at(switch_at)
+        self.switch_at = switch_at
         self.sensors = {n.code: n.id for n in program.nodes if isinstance(n, p.Sensor)}
         self.slices = {s.stream: s for s in program.slices}
         self.windows_by_stream: dict[str, list[p.Window]] = {}
@@ -304,9 +314,27 @@ class Engine:
         state = EngineState(version=version.number, nodes=frozenset(n.id for n in self.program.nodes))
         for node in self.program.nodes:
             self._start(state, node)
-        if version.switch_at is not None:
-            state.since = {n.id: version.switch_at for n in self.program.nodes if not isinstance(n, p.Sensor)}
+            if version.switch_at is not None:
+                self._started_at(state, node, version.switch_at)
         return state
+
+    def start_at(self, state: EngineState, started: dict[str, int]) -> None:
+        """A new state as the job's: each node an update started (node id -> its switch time,
+        runtime/plan/versions.py `started`) starting there, every other one whole from the start
+        (a correction recomputes so)."""
+        state.since, state.exact = {}, {}
+        for node in self.program.nodes:
+            if node.id in started:
+                self._started_at(state, node, started[node.id])
+
+    def _started_at(self, state: EngineState, node: p.Node, switch_at: int) -> None:
+        """A node an update started (runtime/state/exactness.py): a computation reads its inputs from
+        the switch on; a sensor first read here is exact from the switch, a stream first forwarded
+        here from its first tuple."""
+        if isinstance(node, p.Sensor):
+            state.exact[node.id] = switch_at if self.program.stage == 1 else exactness.UNKNOWN
+        else:
+            state.since[node.id] = switch_at
 
     def _start(self, state: EngineState, node: p.Node) -> None:
         """A computation's state before its first tuple (combines and patterns hold one up front)."""
@@ -329,9 +357,15 @@ class Engine:
         # (A state of an older release does not list its nodes: those it holds state of.)
         had = state.nodes or {*state.slices, *state.combines, *state.patterns, *state.marks}
         fresh = {n for n in current if n not in had or version.restarted.get(n, 0) > state.version}
-        for mapping, wanted in ((state.combines, current), (state.patterns, current), (state.marks, current),
-                                (state.since, current)):
-            for key in [k for k in mapping if k not in wanted or k in fresh]:
+        # A combine or pattern that reads, at any depth, what the update started starts anew too: its
+        # latest values and partial matches hold what the restarted input no longer gives (a window
+        # keeps its slices and emits only the windows its input holds whole: `process`).
+        for node in self.program.nodes:
+            if isinstance(node, (p.Combine, p.Pattern)) and node.id not in fresh and \
+                    any(i in fresh or i in state.exact for i in _inputs(node)):
+                fresh.add(node.id)
+        for mapping in (state.combines, state.patterns, state.marks, state.since, state.exact):
+            for key in [k for k in mapping if k not in current or k in fresh]:
                 del mapping[key]
         # A stream's slices go when no window here reads it any more, or when the update cuts it anew.
         for stream in [k for k in state.slices if k not in self.slices
@@ -340,8 +374,8 @@ class Engine:
         for node_id in sorted(fresh):
             node = current[node_id]
             self._start(state, node)
-            if not isinstance(node, p.Sensor) and version.switch_at is not None:
-                state.since[node_id] = version.switch_at
+            if version.switch_at is not None:
+                self._started_at(state, node, version.switch_at)
         # A stream whose slices carry over may need a partial its new windows read: unknown (NaN)
         # in the slices before the switch, which only windows of the old version read.
         for stream, slices in self.slices.items():
@@ -367,6 +401,8 @@ class Engine:
         """
         current = max(state.watermark, watermark)
         source = code if source is None else source
+        exact_before = dict(state.exact)
+        retire_at = self.program.retired_at(self.switch_at, state.exact) if self.retiring else None
         # Stage 2 receives tuples forwarded from stage 1, where lateness was decided already;
         # they lie below its new watermark by construction, never below the previous one.
         late_mask = ts < current if self.program.stage == 1 else np.zeros(len(ts), bool)
@@ -387,6 +423,8 @@ class Engine:
                 node_id = self.sensors.get(int(code[start]))
                 if node_id is not None:
                     streams[node_id] = Tuples(ts[start:end], value[start:end], source[start:end].astype(np.int32))
+                    if state.exact.get(node_id) == exactness.UNKNOWN:  # a stream first forwarded here
+                        state.exact[node_id] = int(ts[start:end].min())
         # Dependency order: a stream's tuples of this batch are in its slices before any window
         # over it is emitted, which matters for derived inputs (their new tuples lie below the
         # watermark and belong to windows that close in this very batch).
@@ -395,11 +433,14 @@ class Engine:
                 tuples = streams.get(node.id, Tuples.empty())
                 marks[node.id] = current
             else:
-                mark = min(marks[i] for i in ((node.input,) if isinstance(node, p.Window) else node.inputs))
-                since = state.since.get(node.id)
-                inputs = streams if since is None else _from(since, streams, node)
+                mark = min(marks[i] for i in _inputs(node))
+                started = state.since.get(node.id)
+                starts = {i: exactness.reads_from(started, state.exact.get(i, NEG_INF)) for i in _inputs(node)}
+                if isinstance(node, p.Pattern):  # every input from the latest of them (exactness.py)
+                    starts = dict.fromkeys(starts, max(starts.values()))
+                inputs = _from(starts, streams)
                 # Handed over once the last batch emitted everything before the handover (its watermark).
-                if node.id in self.retiring and (self.retire_at is None or state.watermark >= self.retire_at):
+                if node.id in self.retiring and (retire_at is None or state.watermark >= retire_at):
                     for held in (state.combines, state.patterns, state.marks):  # no longer run
                         held.pop(node.id, None)
                     tuples = Tuples.empty()
@@ -410,8 +451,8 @@ class Engine:
                     tuples = emit_windows(state.slices.get(node.input, SliceState()), self.slices[node.input],
                                           node, after, mark)
                     state.marks[node.id] = max(after, mark)
-                    if since is not None and len(tuples):  # started by an update: windows from the switch on
-                        tuples = tuples.take(tuples.start >= since)
+                    if starts[node.input] != NEG_INF and len(tuples):  # only windows its input holds whole
+                        tuples = tuples.take(tuples.start >= starts[node.input])
                 elif isinstance(node, p.Pattern):
                     tuples, mark = self._match(state, node, inputs, marks, counters)
                 else:
@@ -420,6 +461,8 @@ class Engine:
                 if not isinstance(node, p.Union):
                     tuples.source = np.full(len(tuples), self.codes[node.id], np.int32)
                 marks[node.id] = mark
+                if any(start != NEG_INF for start in starts.values()):
+                    state.exact[node.id] = self._exact_from(node, starts, tuples, state.exact.get(node.id))
             streams[node.id] = tuples
             if node.id in self.slices:
                 add_to_slices(state.slices.setdefault(node.id, SliceState()), self.slices[node.id], tuples)
@@ -428,9 +471,34 @@ class Engine:
                           marks[stream])
         state.watermark = current
         outputs = {node_id: streams[node_id] for node_id in self.program.outputs if node_id in streams}
-        forwards = [(f, streams[f.node]) for f in self.program.forwards if len(streams[f.node])]
+        forwards = [(f, self._exact_part(state, f.node, streams[f.node])) for f in self.program.forwards]
+        forwards = [(f, tuples) for f, tuples in forwards if len(tuples)]
         mark = min([current] + [marks[f.node] for f in self.program.forwards])
-        return BatchResult(outputs, forwards, late, late_readings, dbz, mark, counters)
+        exact = {n: e for n, e in state.exact.items() if n in self.program.outputs and exact_before.get(n) != e}
+        handovers = {h.new: state.exact.get(h.new, NEG_INF) for h in self.program.handovers}
+        return BatchResult(outputs, forwards, late, late_readings, dbz, mark, counters, exact, handovers)
+
+    @staticmethod
+    def _exact_from(node: p.Node, starts: dict[str, int], tuples: Tuples, known: int | None) -> int:
+        """The node's exact-from time after this batch (runtime/state/exactness.py)."""
+        if isinstance(node, p.Union):
+            return exactness.union_from(list(starts.values()))
+        if isinstance(node, p.Window):
+            return exactness.window_from(starts[node.input], node)
+        if isinstance(node, p.Pattern):
+            return exactness.pattern_from(max(starts.values()), node)
+        if known is not None and known != exactness.UNKNOWN:  # a combine: the ts of its first value
+            return known
+        return int(tuples.ts.min()) if len(tuples) else exactness.UNKNOWN
+
+    @staticmethod
+    def _exact_part(state: EngineState, node_id: str, tuples: Tuples) -> Tuples:
+        """What a stage forwards of a node: its tuples from its exact-from time on, so that the later
+        stage can take the first tuple it receives as where the stream is whole."""
+        exact = state.exact.get(node_id, NEG_INF)
+        if exact == NEG_INF or not len(tuples):
+            return tuples
+        return tuples.take(tuples.ts >= exact, matches=True)
 
     def _match(self, state: EngineState, node: p.Pattern, streams: dict[str, Tuples], marks: dict[str, int],
                counters: dict) -> tuple[Tuples, int]:
