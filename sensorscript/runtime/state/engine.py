@@ -73,6 +73,7 @@ class SliceState:
 
     index: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     partials: dict[str, np.ndarray] = field(default_factory=dict)
+    cut: tuple | None = None  # (period, offsets) the slices were cut by; None in a state of an older release
 
 
 @dataclass
@@ -100,10 +101,13 @@ class EngineState:
     nodes: frozenset = frozenset()
     since: dict[str, int] = field(default_factory=dict)
     exact: dict[str, int] = field(default_factory=dict)
+    # Per node: the newest event time of the tuples it let go of while an input was not known whole.
+    dropped: dict[str, int] = field(default_factory=dict)
 
     def __setstate__(self, values: dict) -> None:
         """A state pickled before a field existed (a checkpoint of an older release) gets its default."""
-        self.__dict__.update({"version": 1, "nodes": frozenset(), "since": {}, "exact": {}, **values})
+        self.__dict__.update({"version": 1, "nodes": frozenset(), "since": {}, "exact": {}, "dropped": {},
+                              **values})
 
 
 @dataclass
@@ -277,6 +281,12 @@ def combine_latest(state: CombineState, node: p.Combine, arrivals: list[Tuples],
 
 # ------------------------------------------------------------------ engine
 
+def _node_of(key: str) -> str:
+    """The node a key of the state's maps is of ("forward:NODE", "handover:NODE" or NODE)."""
+    kind, _, node = key.partition(":")
+    return node if kind in ("forward", "handover") else key
+
+
 def _inputs(node: p.Node) -> tuple[str, ...]:
     return (node.input,) if isinstance(node, p.Window) else node.inputs
 
@@ -322,7 +332,7 @@ class Engine:
         """A new state as the job's: each node an update started (node id -> its switch time,
         runtime/plan/versions.py `started`) starting there, every other one whole from the start
         (a correction recomputes so)."""
-        state.since, state.exact = {}, {}
+        state.since, state.exact, state.dropped = {}, {}, {}
         for node in self.program.nodes:
             if node.id in started:
                 self._started_at(state, node, started[node.id])
@@ -357,6 +367,15 @@ class Engine:
         # (A state of an older release does not list its nodes: those it holds state of.)
         had = state.nodes or {*state.slices, *state.combines, *state.patterns, *state.marks}
         fresh = {n for n in current if n not in had or version.restarted.get(n, 0) > state.version}
+        # A stream's slices go when no window here reads it any more, or when the update cuts it anew
+        # (restarted, or cut otherwise now that the windows that read it are others); the windows that
+        # read slices cut anew start at the switch.
+        recut = {k for k, kept in state.slices.items() if k in self.slices and (
+            version.restarted.get(f"slices:{k}", 0) > state.version
+            or kept.cut not in (None, (self.slices[k].period, self.slices[k].offsets)))}
+        for stream in [k for k in state.slices if k not in self.slices or k in recut]:
+            del state.slices[stream]
+        fresh |= {n.id for n in self.program.nodes if isinstance(n, p.Window) and n.input in recut}
         # A combine or pattern that reads, at any depth, what the update started starts anew too: its
         # latest values and partial matches hold what the restarted input no longer gives (a window
         # keeps its slices and emits only the windows its input holds whole: `process`).
@@ -364,13 +383,9 @@ class Engine:
             if isinstance(node, (p.Combine, p.Pattern)) and node.id not in fresh and \
                     any(i in fresh or i in state.exact for i in _inputs(node)):
                 fresh.add(node.id)
-        for mapping in (state.combines, state.patterns, state.marks, state.since, state.exact):
-            for key in [k for k in mapping if k not in current or k in fresh]:
+        for mapping in (state.combines, state.patterns, state.marks, state.since, state.exact, state.dropped):
+            for key in [k for k in mapping if _node_of(k) not in current or _node_of(k) in fresh]:
                 del mapping[key]
-        # A stream's slices go when no window here reads it any more, or when the update cuts it anew.
-        for stream in [k for k in state.slices if k not in self.slices
-                       or version.restarted.get(f"slices:{k}", 0) > state.version]:
-            del state.slices[stream]
         for node_id in sorted(fresh):
             node = current[node_id]
             self._start(state, node)
@@ -401,7 +416,7 @@ class Engine:
         """
         current = max(state.watermark, watermark)
         source = code if source is None else source
-        exact_before = dict(state.exact)
+        exact_before, handovers_before = dict(state.exact), self._handovers(state)
         retire_at = self.program.retired_at(self.switch_at, state.exact) if self.retiring else None
         # Stage 2 receives tuples forwarded from stage 1, where lateness was decided already;
         # they lie below its new watermark by construction, never below the previous one.
@@ -435,10 +450,14 @@ class Engine:
             else:
                 mark = min(marks[i] for i in _inputs(node))
                 started = state.since.get(node.id)
-                starts = {i: exactness.reads_from(started, state.exact.get(i, NEG_INF)) for i in _inputs(node)}
+                starts = {i: exactness.reads_from(started, state.exact.get(i, NEG_INF), state.dropped.get(node.id))
+                          for i in _inputs(node)}
                 if isinstance(node, p.Pattern):  # every input from the latest of them (exactness.py)
                     starts = dict.fromkeys(starts, max(starts.values()))
                 inputs = _from(starts, streams)
+                if not isinstance(node, p.Window):  # what it lets go of while an input is not known whole
+                    self._let_go(state, node.id, [streams[i] for i, start in starts.items()
+                                                  if start == exactness.UNKNOWN])
                 # Handed over once the last batch emitted everything before the handover (its watermark).
                 if node.id in self.retiring and (retire_at is None or state.watermark >= retire_at):
                     for held in (state.combines, state.patterns, state.marks):  # no longer run
@@ -451,7 +470,10 @@ class Engine:
                     tuples = emit_windows(state.slices.get(node.input, SliceState()), self.slices[node.input],
                                           node, after, mark)
                     state.marks[node.id] = max(after, mark)
-                    if starts[node.input] != NEG_INF and len(tuples):  # only windows its input holds whole
+                    if starts[node.input] == exactness.UNKNOWN:
+                        self._let_go(state, node.id, [tuples])
+                        tuples = Tuples.empty()
+                    elif starts[node.input] != NEG_INF and len(tuples):  # only windows its input holds whole
                         tuples = tuples.take(tuples.start >= starts[node.input])
                 elif isinstance(node, p.Pattern):
                     tuples, mark = self._match(state, node, inputs, marks, counters)
@@ -465,7 +487,9 @@ class Engine:
                     state.exact[node.id] = self._exact_from(node, starts, tuples, state.exact.get(node.id))
             streams[node.id] = tuples
             if node.id in self.slices:
-                add_to_slices(state.slices.setdefault(node.id, SliceState()), self.slices[node.id], tuples)
+                kept = state.slices.setdefault(node.id, SliceState())
+                kept.cut = (self.slices[node.id].period, self.slices[node.id].offsets)
+                add_to_slices(kept, self.slices[node.id], tuples)
         for stream, slices in self.slices.items():
             forget_slices(state.slices.setdefault(stream, SliceState()), slices, self.windows_by_stream[stream],
                           marks[stream])
@@ -474,9 +498,27 @@ class Engine:
         forwards = [(f, self._exact_part(state, f.node, streams[f.node])) for f in self.program.forwards]
         forwards = [(f, tuples) for f, tuples in forwards if len(tuples)]
         mark = min([current] + [marks[f.node] for f in self.program.forwards])
-        exact = {n: e for n, e in state.exact.items() if n in self.program.outputs and exact_before.get(n) != e}
-        handovers = {h.new: state.exact.get(h.new, NEG_INF) for h in self.program.handovers}
+        for h in self.program.handovers:  # rows of a new computation not written while its time is unknown
+            if state.exact.get(h.new) == exactness.UNKNOWN and h.new in streams:
+                self._let_go(state, f"handover:{h.new}", [streams[h.new]])
+        handovers = self._handovers(state)
+        exact = {n: e for n, e in {**state.exact, **handovers}.items()
+                 if n in self.program.outputs and {**exact_before, **handovers_before}.get(n) != e}
         return BatchResult(outputs, forwards, late, late_readings, dbz, mark, counters, exact, handovers)
+
+    def _handovers(self, state: EngineState) -> dict[str, int]:
+        """Mode dual: each handover's new computation -> from when its rows are written (its exact-from
+        time, after the rows it made while that was not known: Handover.cut)."""
+        return {h.new: exactness.reads_from(None, state.exact.get(h.new, NEG_INF), state.dropped.get(f"handover:{h.new}"))
+                for h in self.program.handovers}
+
+    @staticmethod
+    def _let_go(state: EngineState, node_id: str, dropped: list[Tuples]) -> None:
+        """Tuples a node did not take because an input was not known whole yet: once it is, the node
+        reads from after the newest of them (exactness.reads_from), since those will not come again."""
+        newest = [int(t.ts.max()) for t in dropped if len(t)]
+        if newest:
+            state.dropped[node_id] = max(state.dropped.get(node_id, NEG_INF), *newest)
 
     @staticmethod
     def _exact_from(node: p.Node, starts: dict[str, int], tuples: Tuples, known: int | None) -> int:
@@ -491,14 +533,19 @@ class Engine:
             return known
         return int(tuples.ts.min()) if len(tuples) else exactness.UNKNOWN
 
-    @staticmethod
-    def _exact_part(state: EngineState, node_id: str, tuples: Tuples) -> Tuples:
-        """What a stage forwards of a node: its tuples from its exact-from time on, so that the later
-        stage can take the first tuple it receives as where the stream is whole."""
+    def _exact_part(self, state: EngineState, node_id: str, tuples: Tuples) -> Tuples:
+        """What a stage forwards of a node: its tuples from its exact-from time on, and after those it
+        held back while that time was not known, so that the later stage can take the first tuple it
+        receives as where the stream is whole."""
         exact = state.exact.get(node_id, NEG_INF)
         if exact == NEG_INF or not len(tuples):
             return tuples
-        return tuples.take(tuples.ts >= exact, matches=True)
+        held = f"forward:{node_id}"
+        if exact == exactness.UNKNOWN:
+            self._let_go(state, held, [tuples])
+            return Tuples.empty()
+        start = exactness.reads_from(None, exact, state.dropped.get(held))
+        return tuples.take(tuples.ts >= start, matches=True)
 
     def _match(self, state: EngineState, node: p.Pattern, streams: dict[str, Tuples], marks: dict[str, int],
                counters: dict) -> tuple[Tuples, int]:

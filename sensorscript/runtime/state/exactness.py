@@ -23,7 +23,8 @@ before was not seen whole. Then, by kind:
                so the latest value of each is the true one (SPEC §3's combine-latest)
 
 E is UNKNOWN (a combine that has not emitted yet, a forwarded stream not received yet) until it
-is known; a node reading an input of unknown E reads none of it.
+is known; a node reading an input of unknown E reads none of it, and once it is known reads only
+after the newest tuple it let go of meanwhile (of any input: a union whose other inputs went on).
 """
 
 from __future__ import annotations
@@ -32,9 +33,13 @@ from sensorscript.runtime.plan import program as p
 from sensorscript.runtime.plan.program import NEG_INF, UNKNOWN
 
 
-def reads_from(node_started: int | None, input_exact: int) -> int:
-    """s_i: from when a node reads one input."""
-    return input_exact if node_started is None else max(input_exact, node_started)
+def reads_from(node_started: int | None, input_exact: int, dropped: int | None = None) -> int:
+    """s_i: from when a node reads one input; `dropped`: the newest event time among the tuples the
+    node let go of while an input was not known whole (they will not come again)."""
+    start = input_exact if node_started is None else max(input_exact, node_started)
+    if dropped is not None and start != UNKNOWN:
+        start = max(start, dropped + 1)
+    return start
 
 
 def window_from(start: int, window: p.Window) -> int:
