@@ -210,3 +210,42 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
         got = sorted(latest[stream], key=lambda r: (r[1], r[2] if r[2] is not None else -1))
         exact_or_absent(got, expected, stream, switch_at, exact[stream])
         assert any(r[1] >= exact[stream] for r in got)
+
+
+@pytest.mark.parametrize("mode", ["clear", "dual"])
+def test_the_issue_case_writes_no_partial_sum(tmp_path, mode):
+    """Issue #24 through the CLI: a job runs the bridge workflow; mid-run an update adds a workflow
+    that shares MD1Z and sums, every 10 s, a union of MD1Z, a new 7-second mean and a raw sensor.
+    No sum is written from part of its input: every row of shared.w is the workflows' value over
+    all the readings, and none is missing from the time `sscript update` printed."""
+    from tests.test_update import SHARED, deck_and_accelerometers
+
+    (tmp_path / "seed.ss").write_text((ROOT / "workflows" / "bridge.ss").read_text())
+    (tmp_path / "shared.ss").write_text(SHARED)
+    batches = batches_of(deck_and_accelerometers(minutes=20), FILES)
+    data = write_replay(tmp_path / "data", batches)
+    out = tmp_path / "out"
+    old, new = [str(tmp_path / "seed.ss")], [str(tmp_path / "seed.ss"), str(tmp_path / "shared.ss")]
+    compile_workflows(old, out, SENSORS)
+    run = Run(out, data)
+    try:
+        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
+        updated = sscript("update", str(out), *new, "--sensors", SENSORS, "--mode", mode)
+        assert updated.returncode == 0, updated.stdout + updated.stderr
+        run.drain(sum(map(len, batches)))
+    finally:
+        run.cleanup()
+    found, _ = rows(out)
+    exact = exact_from(out)
+    printed = [line for line in updated.stdout.splitlines() if line.startswith("  shared.w: ")]
+    assert printed, updated.stdout  # said once the first batch on the new version was written
+    switch_at = versions.applied(out, 2)["switch_at"]
+    # w is whole from its first 10-second window after y's first whole window (7 s every 3 s).
+    y_from = -(-switch_at // 3_000) * 3_000 + 7_000 - 1
+    assert exact == {"shared.w": -(-y_from // 10_000) * 10_000 + 10_000 - 1}
+    missing = exact_or_absent(found["shared.w"], reference_rows(new, batches), "shared.w", switch_at,
+                              exact["shared.w"])
+    assert missing and sum(1 for r in found["shared.w"] if r[1] >= exact["shared.w"]) > 20
+    whole = reference_rows(old, batches)
+    for stream in ("seed.out_MZ", "seed.out_AZ"):
+        assert_rows(found[stream], [r for r in whole if r[0] == stream])
