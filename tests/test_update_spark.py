@@ -212,12 +212,12 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
         assert any(r[1] >= exact[stream] for r in got)
 
 
-@pytest.mark.parametrize("mode", ["clear", "dual"])
-def test_the_issue_case_writes_no_partial_sum(tmp_path, mode):
+def test_the_issue_case_writes_no_partial_sum(tmp_path, mode="dual"):
     """Issue #24 through the CLI: a job runs the bridge workflow; mid-run an update adds a workflow
     that shares MD1Z and sums, every 10 s, a union of MD1Z, a new 7-second mean and a raw sensor.
     No sum is written from part of its input: every row of shared.w is the workflows' value over
-    all the readings, and none is missing from the time `sscript update` printed."""
+    all the readings, and none is missing from the time `sscript update` printed. (Mode dual here;
+    both modes run without Spark in tests/test_update.py, where a run costs no JVM.)"""
     from tests.test_update import SHARED, deck_and_accelerometers
 
     (tmp_path / "seed.ss").write_text((ROOT / "workflows" / "bridge.ss").read_text())
