@@ -136,20 +136,21 @@ class Adaptive(Policy):
     max_delay_ms: int = 0
     k: int = ADAPTIVE_K
     recent: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
-    disorder: float = 1.0  # P
-    pairs: tuple[int, int] = (0, 0)  # P as a fraction: (ordered pairs, pairs)
+
+    @property
+    def disorder(self) -> float:
+        """P over the latest k arrivals (a state of an older release kept it as a field: not read)."""
+        return ordered_share(self.recent)
 
     def _observe(self, ts, previous, count):
         if not len(ts):
             return
         self.recent = np.concatenate([self.recent, ts.astype(np.int64)])[-self.k:]
-        self.pairs = ordered_pairs(self.recent)
-        self.disorder = self.pairs[0] / self.pairs[1] if self.pairs[1] else 1.0
 
     def buffer_ms(self) -> int:
         # W = N - M * (1 - P) is a real number and event times are whole milliseconds: a reading
         # is late when ts < W, that is ts < ceil(W) = N - floor(M * (1 - P)), computed exactly.
-        ordered, pairs = self.pairs
+        ordered, pairs = ordered_pairs(self.recent)
         return self.max_delay_ms * (pairs - ordered) // pairs if pairs else 0
 
     def metrics(self, in_force):
