@@ -88,16 +88,15 @@ class Packer:
             # index_in gives null (NaN here) for an id not in the set.
             found = ~np.isnan(where)
             good = ~bad & found
-            unread, skipped = int((~bad & named & ~found).sum()), int((~bad & ~named).sum())
-            unread_newest = NEG_INF
-            if unread:
-                stamps = pc.fill_null(batch.column("ts"), NEG_INF).to_numpy(zero_copy_only=False)
-                unread_newest = int(stamps[~bad & named & ~found].max())
+            not_read = ~bad & named & ~found
+            unread, skipped = int(not_read.sum()), int((~bad & ~named).sum())
             index = where[good].astype(np.int64)
             code, key = self.codes[index], self.keys[index]
             # Nulls (quarantined rows) filled first: numpy would make the column float64, which
             # rounds timestamps past 2^53.
-            ts = pc.fill_null(batch.column("ts"), 0).to_numpy(zero_copy_only=False)[good].astype(np.int64)
+            stamps = pc.fill_null(batch.column("ts"), 0).to_numpy(zero_copy_only=False)
+            unread_newest = int(stamps[not_read].max()) if unread else NEG_INF
+            ts = stamps[good].astype(np.int64)
             value = batch.column("value").to_numpy(zero_copy_only=False)[good].astype(np.float64)
             if self.copy_keys.size:
                 positions, key = self._replicated(index, key)
