@@ -54,7 +54,10 @@ class Status:
     plan_switch_at: int | None = None
     # Output streams an update started: the event time from which each is written whole (every row
     # before it that is written is exact too); None while not known yet (a combine's first value).
+    # A stream on several partitions is whole from the latest of theirs (`exact_by_partition`:
+    # stream -> partition -> the time it last reported, None while not known).
     exact_from: dict[str, int | None] = field(default_factory=dict)
+    exact_by_partition: dict[str, dict[str, int | None]] = field(default_factory=dict)
     # The newest event time among the readings of sensors no workflow reads (an update that starts
     # reading one switches after it).
     unread_newest: float | None = None
@@ -79,6 +82,7 @@ class Status:
             status.corrections = earlier.get("corrections", {})
             status.last_batch = earlier.get("last_batch")
             status.exact_from = earlier.get("exact_from", {})
+            status.exact_by_partition = earlier.get("exact_by_partition", {})
             status.unread_newest = earlier.get("unread_newest")
         status._save()
         return status
@@ -106,18 +110,17 @@ class Status:
                 stream = name.split(":", 1)[1]
                 self.late_by_stream[stream] = self.late_by_stream.get(stream, 0.0) + float(value)
         gauges = measures[measures["partition"].notna()]
-        exact: dict[str, float] = {}
         for partition, name, value in zip(gauges["partition"], gauges["name"], gauges["value"]):
             if name in GAUGES:
                 self.partitions.setdefault(str(int(partition)), {})[name] = float(value)
             elif name == "unread_newest":  # of every batch so far
                 earlier = self.unread_newest if self.unread_newest is not None else float(value)
                 self.unread_newest = max(earlier, float(value))
-            elif name.startswith("exact_from:"):  # a stream on several partitions is whole from the latest
+            elif name.startswith("exact_from:"):  # JSON has no infinity: None while not known yet
                 stream = name.split(":", 1)[1]
-                exact[stream] = max(exact.get(stream, -math.inf), float(value))
-        for stream, at in exact.items():  # JSON has no infinity: None while not known yet
-            self.exact_from[stream] = None if math.isinf(at) else int(at)
+                reported = self.exact_by_partition.setdefault(stream, {})
+                reported[str(int(partition))] = None if math.isinf(value) else int(value)
+                self.exact_from[stream] = None if None in reported.values() else max(reported.values())
         self._save()
 
     def switched(self, number: int, after_batch: int | None, switch_at: int | None) -> None:
