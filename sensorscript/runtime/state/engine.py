@@ -417,7 +417,7 @@ class Engine:
         current = max(state.watermark, watermark)
         source = code if source is None else source
         exact_before, handovers_before = dict(state.exact), self._handovers(state)
-        retire_at = self.program.retired_at(self.switch_at, state.exact) if self.retiring else None
+        retire_at = self.program.retired_at(self.switch_at, handovers_before) if self.retiring else None
         # Stage 2 receives tuples forwarded from stage 1, where lateness was decided already;
         # they lie below its new watermark by construction, never below the previous one.
         late_mask = ts < current if self.program.stage == 1 else np.zeros(len(ts), bool)
@@ -498,19 +498,27 @@ class Engine:
         forwards = [(f, self._exact_part(state, f.node, streams[f.node])) for f in self.program.forwards]
         forwards = [(f, tuples) for f, tuples in forwards if len(tuples)]
         mark = min([current] + [marks[f.node] for f in self.program.forwards])
-        for h in self.program.handovers:  # rows of a new computation not written while its time is unknown
-            if state.exact.get(h.new) == exactness.UNKNOWN and h.new in streams:
-                self._let_go(state, f"handover:{h.new}", [streams[h.new]])
-        handovers = self._handovers(state)
+        # The rows of a handover's new computation: written from `handovers` on (Handover.cut).
+        handovers = {h.new: self._released(state, f"handover:{h.new}", h.new, streams.get(h.new))
+                     for h in self.program.handovers}
         exact = {n: e for n, e in {**state.exact, **handovers}.items()
                  if n in self.program.outputs and {**exact_before, **handovers_before}.get(n) != e}
         return BatchResult(outputs, forwards, late, late_readings, dbz, mark, counters, exact, handovers)
 
     def _handovers(self, state: EngineState) -> dict[str, int]:
-        """Mode dual: each handover's new computation -> from when its rows are written (its exact-from
-        time, after the rows it made while that was not known: Handover.cut)."""
-        return {h.new: exactness.reads_from(None, state.exact.get(h.new, NEG_INF), state.dropped.get(f"handover:{h.new}"))
-                for h in self.program.handovers}
+        """Mode dual, as the last batch left it: each handover's new computation -> from when its rows
+        are written (`_released`)."""
+        return {h.new: self._released(state, f"handover:{h.new}", h.new) for h in self.program.handovers}
+
+    def _released(self, state: EngineState, held: str, node_id: str, tuples: Tuples | None = None) -> int:
+        """From when a node's tuples leave by way `held` (a forward, the rows of a handover's new
+        computation): its exact-from time, and after the tuples held back while that was not known
+        (`tuples`, this batch's, are held back if it still is not: then UNKNOWN). A later stage takes
+        the first tuple it receives as where the stream is whole, so none may come before it."""
+        exact = state.exact.get(node_id, NEG_INF)
+        if exact == exactness.UNKNOWN and tuples is not None:
+            self._let_go(state, held, [tuples])
+        return exactness.reads_from(None, exact, state.dropped.get(held))
 
     @staticmethod
     def _let_go(state: EngineState, node_id: str, dropped: list[Tuples]) -> None:
@@ -534,17 +542,10 @@ class Engine:
         return int(tuples.ts.min()) if len(tuples) else exactness.UNKNOWN
 
     def _exact_part(self, state: EngineState, node_id: str, tuples: Tuples) -> Tuples:
-        """What a stage forwards of a node: its tuples from its exact-from time on, and after those it
-        held back while that time was not known, so that the later stage can take the first tuple it
-        receives as where the stream is whole."""
-        exact = state.exact.get(node_id, NEG_INF)
-        if exact == NEG_INF or not len(tuples):
+        """What a stage forwards of a node: its tuples from where they are released (`_released`)."""
+        start = self._released(state, f"forward:{node_id}", node_id, tuples)
+        if start == NEG_INF or not len(tuples):
             return tuples
-        held = f"forward:{node_id}"
-        if exact == exactness.UNKNOWN:
-            self._let_go(state, held, [tuples])
-            return Tuples.empty()
-        start = exactness.reads_from(None, exact, state.dropped.get(held))
         return tuples.take(tuples.ts >= start, matches=True)
 
     def _match(self, state: EngineState, node: p.Pattern, streams: dict[str, Tuples], marks: dict[str, int],
