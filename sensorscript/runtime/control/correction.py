@@ -29,7 +29,9 @@ checks after every batch), at the end of a bounded input, or on `sscript correct
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import json
 import math
 import time
@@ -161,11 +163,13 @@ def correct(job: p.Job, out: Path, sink_spec: str, spark, until: int) -> Correct
         start = first_late - 2 * (first_late - start)
     found.start, found.until, found.readings = (int(ts.min()) if len(ts) else first_late), until, len(ts)
     lowest = {name: trust[graph.node_of[name]] for name in streams}
-    changed = _changes(rows, read_results(sink_spec, streams, min(lowest.values()), until), lowest, until)
-    if len(changed):
-        number = pending.runs() + 1
-        changed[PLAN_COLUMN] = job.plan_versions(changed["stream"].to_numpy(), changed["ts"].to_numpy(np.int64))
-        open_sink(sink_spec, matches=job.has_matches).write(-number, BatchRows(changed, pd.DataFrame()))
+    with writing(out):  # a backfill may compare and write beside it
+        changed = changes(rows, read_results(sink_spec, streams, min(lowest.values()), until), lowest,
+                          {name: until for name in streams})
+        if len(changed):
+            number = pending.runs() + 1
+            changed[PLAN_COLUMN] = job.plan_versions(changed["stream"].to_numpy(), changed["ts"].to_numpy(np.int64))
+            open_sink(sink_spec, matches=job.has_matches).write(-number, BatchRows(changed, pd.DataFrame()))
     found.rows = int(changed["value"].notna().sum()) if len(changed) else 0
     found.retracted = int(changed["value"].isna().sum()) if len(changed) else 0
     # Settled: every effect of a file's late readings lies before `until`.
@@ -196,6 +200,8 @@ class JobGraph:
                 self.nodes.setdefault(node.id, node)
                 self.inputs.setdefault(node.id, set()).update(_inputs(node))
         self.node_of = {name: node_id for q in self.programs for node_id, names in q.outputs.items() for name in names}
+        if job.version.switch_at is None:  # a run that started with this version: a handed-over stream is the new one's
+            self.node_of.update({h.name: h.new for h in job.handovers})
         self.order = _topological(self.inputs)
         slides = [n.slide for n in self.nodes.values() if isinstance(n, p.Window)]
         self.longest_slide = max(slides, default=1_000)
@@ -224,59 +230,108 @@ class JobGraph:
     def recompute(self, code, ts, value, start: int) -> tuple[pd.DataFrame, dict[str, int]]:
         """Every output row over these readings (the job's programs, one batch, then the end of the
         input), and each node's trust time."""
-        everything = [dataclasses.replace(q, outputs={**{n.id: (f"#{n.id}",) for n in q.nodes}, **q.outputs})
-                      for q in self.programs]
-        firsts = [q for q in everything if q.stage == 1]
-        seconds = tuple(next((q for q in everything if q.stage == 2 and q.partition == k), None)
-                        for k in range(len(firsts)))
-        # As the job runs them: what an update added reads from its switch on, and (mode dual) the
-        # previous version's computations run until their handover.
-        run = LocalRun(tuple(firsts), seconds, "fixed:0", version=self.job.version)
-        tasks = [*zip(run.firsts, run.first_states),
-                 *((t, s) for tasks, states in zip(run.later, run.later_states) for t, s in zip(tasks, states)
-                   if t is not None)]
-        for task, state in tasks:
-            task.engine.start_at(state.engine, self.started)
-        emitted = run.batch(code, ts, value, end_of_input=True)
-        times: dict[str, list[np.ndarray]] = {}
-        frames = []
-        for program, result in emitted:
-            for node_id, tuples in result.outputs.items():
-                times.setdefault(node_id, []).append(tuples.ts)
-            original = next(q for q in self.programs if q.stage == program.stage and q.partition == program.partition)
-            kept = {k: v for k, v in result.outputs.items() if k in original.outputs}
-            frame = output.results(dataclasses.replace(result, outputs=kept), original, 0, self.job)
-            if len(frame):
-                frames.append(frame)
-        rows = pd.concat(frames, ignore_index=True) if frames else output.empty()
-        stream_times = {k: np.sort(np.concatenate(v)) for k, v in times.items()}
-        return rows, self._trust(stream_times, start, code, ts)
+        run = self.runner()
+        run.feed(code, ts, value)
+        return run.finish(start)
 
-    def _trust(self, times: dict[str, np.ndarray], start: int, code, ts) -> dict[str, int]:
+    def runner(self, keep: set[str] | None = None) -> "Recompute":
+        """A recompute fed in pieces of event time, in order (`keep`: the output streams whose rows
+        to keep; None: all)."""
+        return Recompute(self, keep)
+
+    def trust(self, start: int, first_after, exact: dict[str, int]) -> dict[str, int]:
+        """Each node's trust time over readings from `start` on. `first_after(node id, t)`: the first
+        ts the node emitted at t or later (a sensor: its first reading there; POS_INF: none), for the
+        combines' inputs; `exact`: node id -> its exact-from time in the recompute (runtime/state/exactness.py: a node
+        an update started reads only from its start, `self.started`), which trust never precedes."""
         trust: dict[str, int] = {}
         for node_id in self.order:
             node = self.nodes[node_id]
             inputs = self.inputs[node_id]
             if isinstance(node, p.Sensor):
-                trust[node_id] = start
+                own = start
             elif isinstance(node, p.Window):
-                trust[node_id] = _later(trust[node.input], node.length)
+                own = _later(trust[node.input], node.length)
             elif isinstance(node, p.Union):
-                trust[node_id] = max(trust[i] for i in inputs)
+                own = max(trust[i] for i in inputs)
             elif isinstance(node, p.Pattern):
-                trust[node_id] = _later(max(trust[i] for i in inputs), node.within)
+                own = _later(max(trust[i] for i in inputs), node.within)
             else:  # combine-latest: each input's latest value is known from its first exact tuple on
-                firsts = []
-                for i in inputs:
-                    if trust[i] == NEG_INF:
-                        firsts.append(NEG_INF)
-                        continue
-                    seen = (ts[code == self.nodes[i].code] if isinstance(self.nodes[i], p.Sensor)
-                            else times.get(i, np.empty(0, np.int64)))
-                    after = seen[seen >= trust[i]]
-                    firsts.append(int(after.min()) if len(after) else POS_INF)
-                trust[node_id] = max(firsts)
+                own = max(NEG_INF if trust[i] == NEG_INF else first_after(i, trust[i]) for i in inputs)
+            trust[node_id] = max(own, exact.get(node_id, NEG_INF))
         return trust
+
+    def combined(self) -> set[str]:
+        """The nodes a combine reads (their first tuples set its trust time)."""
+        return {i for node_id, node in self.nodes.items() if isinstance(node, p.Combine) for i in self.inputs[node_id]}
+
+
+class Recompute:
+    """The job's programs run in this process over archived readings fed in event-time order: the
+    rows they emit, and what the trust times need (JobGraph.trust)."""
+
+    def __init__(self, graph: JobGraph, keep: set[str] | None = None):
+        self.graph, self.keep = graph, keep
+        everything = [dataclasses.replace(q, outputs={**{n.id: (f"#{n.id}",) for n in q.nodes}, **q.outputs})
+                      for q in graph.programs]
+        firsts = [q for q in everything if q.stage == 1]
+        seconds = tuple(next((q for q in everything if q.stage == 2 and q.partition == k), None)
+                        for k in range(len(firsts)))
+        # As the job runs them: what an update added reads from its switch on, and (mode dual) the
+        # previous version's computations run until their handover.
+        self.run = LocalRun(tuple(firsts), seconds, "fixed:0", version=graph.job.version)
+        self.tasks = [*zip(self.run.firsts, self.run.first_states),
+                      *((t, s) for tasks, states in zip(self.run.later, self.run.later_states)
+                        for t, s in zip(tasks, states) if t is not None)]
+        for task, state in self.tasks:
+            task.engine.start_at(state.engine, graph.started)
+        self.watched = graph.combined()
+        self.times: dict[str, list[np.ndarray]] = {}  # node id -> the ts of its tuples (combines' inputs)
+        self.watched_sensors = {graph.nodes[i].code: i for i in self.watched if isinstance(graph.nodes[i], p.Sensor)}
+        self.frames: list[pd.DataFrame] = []
+        self.readings = 0
+
+    def feed(self, code, ts, value) -> None:
+        """The next readings, all later than those fed before (their ts in order)."""
+        self.readings += len(ts)
+        for c, node_id in self.watched_sensors.items():
+            mine = ts[code == c]
+            if len(mine):
+                self.times.setdefault(node_id, []).append(mine)
+        self._take(self.run.batch(np.asarray(code, np.int64), np.asarray(ts, np.int64),
+                                  np.asarray(value, np.float64)))
+
+    def finish(self, start: int, floors: dict[str, int] | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
+        """The end of the input: every row, and each node's trust time over readings from `start` on
+        (`floors`: node id -> a time its trust time is not before, such as a sensor's archive start)."""
+        self._take(self.run.batch(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), end_of_input=True))
+        rows = pd.concat(self.frames, ignore_index=True) if self.frames else output.empty()
+        graph = self.graph
+        exact: dict[str, int] = dict(floors or {})
+        for _, state in self.tasks:
+            for node_id, at in state.engine.exact.items():
+                exact[node_id] = max(exact.get(node_id, NEG_INF), at)
+        return rows, graph.trust(start, self._first_after, exact)
+
+    def _first_after(self, node_id: str, at: int) -> int:
+        seen = np.concatenate(self.times[node_id]) if node_id in self.times else np.empty(0, np.int64)
+        after = seen[seen >= at]
+        return int(after.min()) if len(after) else POS_INF
+
+    def _take(self, emitted) -> None:
+        graph = self.graph
+        for program, result in emitted:
+            for node_id, tuples in result.outputs.items():
+                if node_id in self.watched and len(tuples):
+                    self.times.setdefault(node_id, []).append(tuples.ts)
+            original = next(q for q in graph.programs if q.stage == program.stage and q.partition == program.partition)
+            kept = {k: v for k, v in result.outputs.items() if k in original.outputs
+                    and (self.keep is None or not self.keep.isdisjoint(original.outputs[k]))}
+            frame = output.results(dataclasses.replace(result, outputs=kept), original, 0, graph.job)
+            if self.keep is not None and len(frame):
+                frame = frame[frame["stream"].isin(list(self.keep))]
+            if len(frame):
+                self.frames.append(frame)
 
 
 def _later(t: int, by: int) -> int:
@@ -295,18 +350,35 @@ def _topological(inputs: dict[str, set[str]]) -> list[str]:
     return list(TopologicalSorter({k: {i for i in v if i in inputs} for k, v in inputs.items()}).static_order())
 
 
-def _changes(recomputed: pd.DataFrame, stored: pd.DataFrame, lowest: dict[str, int], until: int) -> pd.DataFrame:
-    """The rows to write: per key, the recomputed rows with the next version where they differ from
-    the newest version stored, and a tombstone where a stored key has no rows any more."""
+@contextlib.contextmanager
+def writing(out: Path):
+    """Held while rows are compared with the sink's and the changes written (a correction, a
+    backfill: runtime/control/backfill.py): the two run in different processes, and each must see
+    the other's rows, or both would write the same key."""
+    folder = Path(out) / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".writing.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def changes(recomputed: pd.DataFrame, stored: pd.DataFrame, lowest: dict[str, int],
+            until: dict[str, int]) -> pd.DataFrame:
+    """The rows to write: per key of each stream with lowest <= ts < until, the recomputed rows with
+    the next version where they differ from the newest version stored, and a tombstone where a
+    stored key has no rows any more."""
     columns = [*RESULT_COLUMNS, *MATCH_COLUMNS]
     recomputed = recomputed.reindex(columns=columns)
     recomputed = recomputed[recomputed["stream"].isin(list(lowest))]
-    low = recomputed["stream"].map(lowest)
-    recomputed = recomputed[(recomputed["ts"] >= low) & (recomputed["ts"] < until)]
+    recomputed = recomputed[(recomputed["ts"] >= recomputed["stream"].map(lowest))
+                            & (recomputed["ts"] < recomputed["stream"].map(until))]
     stored = stored.reindex(columns=columns)
     if len(stored):
-        low = stored["stream"].map(lowest)
-        stored = stored[(stored["ts"] >= low) & (stored["ts"] < until)]
+        stored = stored[stored["stream"].isin(list(lowest))]
+        stored = stored[(stored["ts"] >= stored["stream"].map(lowest)) & (stored["ts"] < stored["stream"].map(until))]
     latest = newest(stored)
     versions = stored.groupby([_key(stored, c) for c in KEY_COLUMNS])["version"].max() if len(stored) else {}
     new_groups = {k: g for k, g in recomputed.groupby([_key(recomputed, c) for c in KEY_COLUMNS])} if len(recomputed) else {}
