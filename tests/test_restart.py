@@ -26,7 +26,7 @@ import pytest
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.runtime.plan.loading import load_job
-from sensorscript.runtime.output.status import _alive
+from sensorscript.runtime.output.status import alive
 from tests.cep_harness import reference_rows, same_rows
 from tests.conftest import EXAMPLES, ROOT
 from tests.differential import disordered_replay
@@ -107,9 +107,9 @@ class Run:
         self.process.kill()
         self.process.wait(timeout=30)
         deadline = time.monotonic() + 30
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _alive(pid)
+        assert not alive(pid)
 
     def finish(self) -> int:
         code = self.process.wait(timeout=TIMEOUT)

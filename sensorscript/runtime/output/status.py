@@ -177,12 +177,13 @@ def emitted_until(partitions: dict[str, dict[str, float]], job) -> int:
 def run_state(status: dict) -> str:
     """running, killed (left running by a process that is gone), stopped, ended or failed."""
     state = status.get("state", "stopped")
-    if state == "running" and status.get("host") == socket.gethostname() and not _alive(status.get("pid", 0)):
+    if state == "running" and status.get("host") == socket.gethostname() and not alive(status.get("pid", 0)):
         return "killed"
     return state
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """A process of this host is there (a zombie, dead but not yet reaped, is not)."""
     if pid <= 0:
         return False
     try:

@@ -4,6 +4,7 @@
     OUT/versions/2/        ... as the first update made them, with changes.txt
     OUT/versions/2/applied.json   written by the run that switched to version 2: after which
                                   batch, and the event time its new computations start at
+    OUT/versions/2/backfill.json  its backfill (sscript update --backfill), and how far it got
     OUT/update-request.json       the newest version, for a running job to switch to
 
 OUT/job.py, plan.json and plan.txt are always the newest version's, so `sscript run OUT` runs it:
@@ -25,6 +26,7 @@ from pathlib import Path
 VERSIONS = "versions"
 REQUEST = "update-request.json"
 APPLIED = "applied.json"
+BACKFILL = "backfill.json"  # a backfill of what the version started (runtime/control/backfill.py)
 FILES = ("job.py", "plan.json", "plan.txt")  # a version's plan; OUT holds a copy of the newest
 
 
@@ -93,8 +95,35 @@ def _write_json(path: Path, value: dict) -> None:
 
 def started(out: Path) -> dict[str, int]:
     """Node id -> the event time an update started it at (added, or restarted, by a version the
-    job switched to; the latest such switch): what a computation of the job's now reads from."""
+    job switched to; the latest such switch): what a computation of the job's now reads from. A
+    version whose backfill was asked for (`backfilled_from`) started its nodes that early instead:
+    the backfill writes their rows from there."""
     found: dict[str, int] = {}
+    for number, switch_at, nodes, present in switches(out):
+        begin = backfilled_from(out, number)
+        # A sensor first read at the switch is archived from there: a backfill has nothing earlier.
+        found.update({node_id: switch_at if begin is None or node_id.startswith("sensor:") else begin
+                      for node_id in nodes})
+        found = {n: t for n, t in found.items() if n in present}
+    return found
+
+
+def archived_from(out: Path) -> dict[str, int]:
+    """Sensor id -> from when the archive of late policy `correct` holds its readings whole: a
+    sensor the job has read since its first version from the start (NEG_INF), one an update started
+    reading from that update's switch (the job keeps the readings of the sensors it reads only)."""
+    from sensorscript.runtime.plan.program import NEG_INF
+
+    found: dict[str, int] = {}
+    for _, switch_at, _, present in switches(out):
+        sensors = {n[len("sensor:"):] for n in present if n.startswith("sensor:")}
+        found = {s: found.get(s, NEG_INF if switch_at is None else switch_at) for s in sensors}
+    return found
+
+
+def switches(out: Path):
+    """For each version the job switched to, oldest first: (number, switch_at, the node ids it
+    started there, the node ids of its plan)."""
     before: dict[str, object] | None = None  # node id -> its partition, in the version run before
     for number in numbers(out):
         record = applied(out, number)
@@ -108,9 +137,18 @@ def started(out: Path) -> dict[str, int]:
         if before is not None and record.get("switch_at") is not None:
             job, _ = load(out, number)
             restarted = {key for key, at in job.version.restarted.items() if at == number}
-            for node_id, partition in nodes.items():
-                if node_id not in before or before[node_id] != partition or node_id in restarted:
-                    found[node_id] = record["switch_at"]
-        found = {n: t for n, t in found.items() if n in nodes}
+            yield number, record["switch_at"], {node_id for node_id, partition in nodes.items()
+                                                if node_id not in before or before[node_id] != partition
+                                                or node_id in restarted}, set(nodes)
+        else:
+            yield number, None, set(), set(nodes)
         before = nodes
-    return found
+
+
+def backfilled_from(out: Path, number: int) -> int | None:
+    """The event time from which a backfill of version `number` (runtime/control/backfill.py) reads
+    the archive, once it has been asked for and that time is known; else None."""
+    try:
+        return json.loads((folder(out, number) / BACKFILL).read_text()).get("read_start")
+    except (OSError, ValueError, AttributeError):
+        return None
