@@ -279,17 +279,30 @@ def stop(out, drain, now, timeout) -> None:
                                                 "those that move restart, and are listed.")
 @click.option("--pattern-limit", default=10_000, show_default=True, type=click.IntRange(1, 1_000_000_000),
               metavar="N", help="Partial matches a pattern keeps per key and operator.")
+@click.option("--backfill", "backfill", is_flag=False, flag_value="start", default=None, metavar="[SINCE]",
+              callback=lambda ctx, param, value: _check_since(value),
+              help="Also compute what the update adds or changes over the archived readings (late policy correct) "
+                   "from SINCE (a date and time, UTC unless it names an offset; default: the start of the archive) "
+                   "up to where the running job writes it whole: no gap in its history.")
 @click.option("--timeout", default=120, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
-              help="How long to wait for a running job to switch.")
-def update(out, files, sensors, operators, mode, force, rebalance, pattern_limit, timeout) -> None:
+              help="How long to wait for a running job to switch (and, with --backfill, for the backfill to start).")
+def update(out, files, sensors, operators, mode, force, rebalance, pattern_limit, backfill, timeout) -> None:
     """Change the workflows of the job in OUT to FILES, keeping the state of what the old and new
     versions compute alike. A running job switches between two batches; the version goes to
     OUT/versions/N/ (with changes.txt) and becomes OUT/job.py."""
     from sensorscript import running
+    from sensorscript.runtime.control import backfill as backfills
     from sensorscript.update import update_workflows
 
+    if backfill is not None:
+        try:
+            running.check_backfill(Path(out))
+        except SensorScriptError as exc:
+            _fail(exc)
     updated = _compiled(lambda: update_workflows(files, out, sensors, force, rebalance, operators, pattern_limit,
                                                  mode))
+    if backfill is not None:
+        backfills.request(Path(out), updated.version, backfill[1])
     plan = updated.plan
     click.echo(f"plan version {updated.version} of {out}: {len(plan.graph.workflows)} workflow(s), "
                f"{len(plan.graph)} nodes, balance {plan.partitions.balance:.3f}, "
@@ -298,6 +311,51 @@ def update(out, files, sensors, operators, mode, force, rebalance, pattern_limit
         click.echo(f"  {line}")
     streams = {*updated.changes.outputs_added, *updated.changes.outputs_changed}
     running.await_version(Path(out), updated.version, timeout, echo=click.echo, streams=streams)
+    if backfill is not None:
+        try:
+            running.backfill_now(Path(out), timeout, echo=click.echo, after_update=True)
+        except SensorScriptError as exc:
+            _fail(exc)
+
+
+def _check_since(value):
+    """--backfill's SINCE: ("start", None) for the start of the archive, else (text, epoch ms)."""
+    from sensorscript.times import parse_time
+
+    if value is None or value == "start":
+        return None if value is None else (value, None)
+    try:
+        return value, parse_time(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@main.command(name="backfill")
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--since", default=None, metavar="SINCE", callback=lambda ctx, param, value: _check_since(value),
+              help="Ask for a backfill of the newest version from SINCE ('start': the start of the archive); "
+                   "without it, the backfill asked for last runs (again).")
+@click.option("--timeout", default=3600, show_default=True, type=click.FloatRange(min=0), metavar="SECONDS",
+              help="How long to wait for the backfill to be able to start.")
+def backfill_command(out, since, timeout) -> None:
+    """Compute what the newest update of the job in OUT added or changed over the archived readings
+    (late policy correct), so its streams are complete from SINCE with no gap at the switch. Run
+    again after a kill, it writes nothing twice."""
+    from sensorscript import running
+    from sensorscript.runtime.control import backfill as backfills
+    from sensorscript.runtime.plan import versions
+
+    try:
+        if since is not None:
+            running.check_backfill(Path(out))
+            numbers = versions.numbers(Path(out))
+            if len(numbers) < 2:
+                raise SensorScriptError([Diagnostic("error", f"the job in {out} has had no update: a backfill "
+                                                             f"computes what an update (sscript update) added")])
+            backfills.request(Path(out), numbers[-1], since[1])
+        running.backfill_now(Path(out), timeout, echo=click.echo)
+    except SensorScriptError as exc:
+        _fail(exc)
 
 
 @main.command()
@@ -353,10 +411,15 @@ def status(out, tz) -> None:
     from sensorscript import running
     from sensorscript.runtime.output.status import describe
 
+    from sensorscript.runtime.control import backfill as backfills
+
     try:
         click.echo(describe(running.job_status(Path(out)), tz))
     except SensorScriptError as exc:
         _fail(exc)
+    found = backfills.newest(Path(out))
+    for line in found.describe(Path(out), tz) if found else ():
+        click.echo(f"  {line}")
 
 
 @main.command()

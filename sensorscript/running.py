@@ -334,3 +334,86 @@ def _network_problem(exc: OSError) -> str:
     if isinstance(exc, socket.gaierror):
         return "unknown host"
     return exc.strerror or str(exc)
+
+
+def check_backfill(out: Path) -> None:
+    """A backfill reads the archive that late policy `correct` keeps: refuse it, before anything
+    changes, for a job that keeps none."""
+    out = Path(out)
+    if (out / "status.json").exists():
+        policy, source = job_status(out)["late_policy"], "ran with"
+    else:
+        policy, source = load_job(out).JOB.late, "is compiled with"
+    if not policy.startswith("correct"):
+        raise SensorScriptError([Diagnostic("error", f"--backfill reads the archive of every reading that late policy "
+                                                     f"'correct' keeps, and the job in {out} {source} late policy "
+                                                     f"'{policy}': run it with --late correct (sscript run "
+                                                     f"{out} --late correct ...) to keep one from then on")])
+
+
+def backfill_now(out: Path, timeout: float, echo=print, after_update: bool = False):
+    """`sscript backfill OUT` (and `sscript update --backfill` once it has switched): wait until the
+    newest version's backfill can run (runtime/control/backfill.py `ready`), then run it in a child
+    process (Spark's start-up chatter filtered), saying how far it got; returns it, or None when
+    `after_update` and the job is not running (it runs with `sscript backfill OUT` later)."""
+    import time
+
+    from sensorscript.runtime.control import backfill as backfills
+    from sensorscript.runtime.output.status import run_state
+    from sensorscript.runtime.plan import versions
+
+    out = Path(out)
+    found = backfills.newest(out)
+    if found is None:
+        raise SensorScriptError([Diagnostic("error", f"no backfill was asked for in {out}: 'sscript backfill {out} "
+                                                     f"--since SINCE' asks for one of the newest version")])
+    if found.alive:
+        raise SensorScriptError([Diagnostic("error", f"the backfill of plan version {found.version} is running "
+                                                     f"(process {found.pid}); 'sscript status {out}' shows how far")])
+    check_backfill(out)
+    job, _ = versions.load(out, found.version)
+    deadline, said = time.monotonic() + timeout, None
+    while True:
+        status = job_status(out)
+        ends, why = backfills.ready(out, found, status, job)
+        if ends is not None:
+            break
+        if run_state(status) != "running":
+            if after_update:
+                echo(f"the backfill of plan version {found.version} runs once {why.replace('yet', 'the job has run')}: "
+                     f"'sscript backfill {out}' then")
+                return None
+            raise SensorScriptError([Diagnostic("error", f"the backfill cannot run yet: {why}, and no job is running "
+                                                         f"in {out} (sscript run {out} ... runs it)")])
+        if time.monotonic() > deadline:
+            raise SensorScriptError([Diagnostic("error", f"the backfill has not started within {timeout:g} s: {why}; "
+                                                         f"'sscript backfill {out}' waits for it again")])
+        if why != said:
+            echo(f"the backfill waits: {why} ...")
+            said = why
+        time.sleep(0.5)
+    echo(f"backfilling {', '.join(sorted(ends))} from "
+         + ("the start of the archive" if found.since is None else _when(found.since)) + " ...")
+    lines: list[str] = []
+
+    def take(line: str) -> None:
+        lines.append(line)
+        if line.startswith("backfill: "):
+            echo(line)
+
+    code = run_quietly([sys.executable, "-m", "sensorscript.runtime.control.backfill", str(out)], take)
+    report = [line for line in lines if line.startswith("{")]
+    if code or not report:
+        problem = next((line for line in reversed(lines) if line.startswith("not ready: ")), lines[-1] if lines else "")
+        raise SensorScriptError([Diagnostic("error", f"the backfill failed: {problem or 'no output'}; "
+                                                     f"'sscript backfill {out}' runs it again, writing nothing twice")])
+    done = backfills.Backfill(**json.loads(report[-1]))
+    for line in done.describe(out):
+        echo(line)
+    return done
+
+
+def _when(ms: int) -> str:
+    from sensorscript.times import human_time
+
+    return human_time(ms)

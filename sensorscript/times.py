@@ -37,3 +37,20 @@ def human_time(ms: float, tz: tzinfo = UTC) -> str:
     except (OverflowError, OSError, ValueError):  # past year 9999: a watermark at the end of input
         return "+infinity" if ms > 0 else "-infinity"
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + (" UTC" if tz is UTC else moment.strftime(" %Z"))
+
+
+def parse_time(text: str, tz: tzinfo = UTC) -> int:
+    """A time a person writes, as epoch milliseconds: a date and time in ISO 8601 ("2026-01-01",
+    "2026-01-01 00:10", "2026-01-01T00:10:00+01:00"; without an offset, in `tz`) or epoch
+    milliseconds; ValueError, worded for the user, for anything else."""
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"'{text}' is not a time; write a date and time such as 2026-01-01T00:10:00 (ISO 8601, "
+                         f"{zone_name(tz)} unless it names an offset) or epoch milliseconds") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=tz)
+    return int(round(moment.timestamp() * 1000))
