@@ -73,6 +73,8 @@ def _header(snapshot: Snapshot, tz: tzinfo) -> list:
     lines = [html.H1(f"SensorScript job {name}", style={"marginBottom": "4px"}),
              html.Div(state, id="state"),
              *([html.Div(describe_version(status, tz), id="plan-version")] if status else []),
+             *([html.Div([html.Div(line) for line in snapshot.backfill.describe(snapshot.out, tz)], id="backfill")]
+               if snapshot.backfill else []),
              html.Div(f"times in {zone_name(tz)}; refreshed every few seconds, last at "
                       f"{human_time(snapshot.read_at * 1000, tz)}", style={"color": "#5b6675", "fontSize": "13px"})]
     if snapshot.problem:

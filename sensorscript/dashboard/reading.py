@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sensorscript.runtime.control.backfill import Backfill, newest as newest_backfill
 from sensorscript.runtime.control.correction import newest
 from sensorscript.runtime.output.sinks import MATCH_COLUMNS, METRIC_COLUMNS, RESULT_COLUMNS, SIDE_TABLES, read_results
 from sensorscript.runtime.output.status import STATUS, read_status
@@ -39,13 +40,16 @@ class Snapshot:
     metrics: pd.DataFrame  # METRIC_COLUMNS, the last BATCHES_SHOWN batches, METRICS_SHOWN only
     sink: str  # the sink as its spec says it
     problem: str = ""  # why the sink could not be read just now (shown; the last rows read stay)
+    backfill: Backfill | None = None  # the newest backfill asked for (runtime/control/backfill.py)
+    out: str = ""  # the job's folder
     read_at: float = field(default_factory=time.time)
 
     def version(self) -> tuple:
         """Changes whenever what the page shows (apart from the clock) may have changed."""
         status = self.status or {}
         return (status.get("started"), status.get("updated"), status.get("state"), len(self.results),
-                self.plan.get("_mtime"), self.problem)
+                self.plan.get("_mtime"), self.problem,
+                self.backfill.updated if self.backfill else None)
 
 
 class JobOutput:
@@ -94,7 +98,8 @@ class JobOutput:
             problem = f"the results could not be read just now ({exc}); the page shows what was read before"
         results = newest(self._rows[list(COLUMNS)]) if len(self._rows) else self._rows[list(COLUMNS)]
         results = results[results["value"].notna()]
-        return Snapshot(status, plan, results, quarantine, metrics, spec, problem)
+        return Snapshot(status, plan, results, quarantine, metrics, spec, problem, newest_backfill(self.out),
+                        str(self.out))
 
     def _status(self) -> dict | None:
         if not (self.out / STATUS).exists():
