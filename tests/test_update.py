@@ -137,6 +137,59 @@ def run_timeline(old_job, new_job, batches: list[list[str]], switch_after: int):
     return rows, switch_at, marks, {name: None if at == UNKNOWN else at for name, at in whole_from.items()}
 
 
+def backfilled(out: Path, rows: list[tuple], switch_at: int, exact: dict, batches, since: int | None,
+               write_live: bool = True):
+    """A backfill of version 2 (runtime/control/backfill.py) after `run_timeline`, without Spark: the
+    job's rows in a SQLite sink as it wrote them, the archive as late policy correct keeps it (every
+    reading of the sensors the job read: those of version 1 all along, the others from the switch on;
+    read from memory here, `archive.read` is the Spark side). Returns (the newest rows per key
+    afterwards, the backfill)."""
+    import pandas as pd
+
+    from sensorscript.runtime.control import backfill as backfills
+    from sensorscript.runtime.control.correction import newest
+    from sensorscript.runtime.output import archive
+    from sensorscript.runtime.output.sinks import BatchRows, open_sink, read_results
+
+    spec = f"sqlite:{out / 'results.db'}"
+    if write_live:
+        versions.record_applied(out, 2, 0, switch_at)
+        live = pd.DataFrame(rows, columns=["stream", "ts", "window_start", "window_end", "value"]).assign(
+            version=1, plan_version=2)
+        open_sink(spec).write(0, BatchRows(live, pd.DataFrame()))
+    job, _ = versions.load(out, 2)
+    parsed = [r for batch in batches for r in map(parse_line, batch) if hasattr(r, "ts") and r.sensor_id in job.sensors]
+    code = np.array([job.sensors[r.sensor_id][0] for r in parsed], np.int64)
+    ts = np.array([r.ts for r in parsed], np.int64)
+    value = np.array([r.value for r in parsed], np.float64)
+    read_before = {c for c, _ in versions.load(out, 1)[0].sensors.values()}
+    kept = np.isin(code, list(read_before)) | (ts >= switch_at)
+    code, ts, value = code[kept], ts[kept], value[kept]
+    order = np.argsort(ts, kind="stable")
+    code, ts, value = code[order], ts[order], value[order]
+
+    def read(codes, lo, hi):
+        mine = np.isin(code, codes) & (ts >= lo) & (ts < hi)
+        return code[mine], ts[mine], value[mine]
+
+    ends = backfills.ends_of(out, 2, job, exact, switch_at)
+    request = backfills.request(out, 2, since)
+    done = backfills.run(out, request, job, spec, ends, read, int(ts.min()) // archive.HOUR_MS * archive.HOUR_MS,
+                         echo=lambda line: None)
+    after = newest(read_results(spec))
+    after = after[after["value"].notna()]
+    bound = lambda x: None if x is None or x != x else int(x)  # noqa: E731  (empty: None or NaN)
+    found = sorted(((r.stream, int(r.ts), bound(r.window_start), bound(r.window_end), float(r.value))
+                    for r in after.itertuples()), key=lambda r: (r[0], r[1], r[2] if r[2] is not None else -1))
+    return found, done
+
+
+def assert_complete(found: list[tuple], reference: list[tuple], stream: str, since: int) -> None:
+    """Every row of `stream` from `since` on, none missing, none extra, each with the workflows' value."""
+    assert exact_or_absent(found, reference, stream, since, since) == []
+    assert any(r[0] == stream and r[1] >= since for r in found), stream
+
+
 def reference_rows(files: list[str], batches) -> list[tuple]:
     """The rows the workflows compute over all the readings."""
     workflows = load(files).workflows
@@ -391,6 +444,50 @@ def test_an_added_window_over_a_new_window_is_exact_or_absent(tmp_path, mode):
         assert_rows([r for r in rows if r[0] == stream], [r for r in whole if r[0] == stream])
 
 
+HISTORY = """
+h = max("8MD1-AZ", 10min, 5min);  // beside MD1Z (the same slices)
+"""
+
+
+@pytest.mark.parametrize("mode", ["clear", "dual"])
+def test_a_backfill_completes_the_added_workflows_from_since_with_no_gap(tmp_path, mode):
+    """The issue's case with a backfill, and a second added workflow over a sensor the job read all
+    along: the job's rows and the backfill's together are the workflows' over ALL the readings,
+    hist.h from SINCE on with no gap at the switch; shared.w, which needs sensors the job began to
+    read (and to archive) at the switch, from the first time its rows can be whole over the archive,
+    no partial row before. The rows the job wrote stay (the backfill writes only keys it computes
+    differently or the job left out); run again, it writes nothing."""
+    (tmp_path / "seed.ss").write_text((ROOT / "workflows" / "bridge.ss").read_text())
+    (tmp_path / "shared.ss").write_text(SHARED)
+    (tmp_path / "hist.ss").write_text(HISTORY)
+    out = tmp_path / "out"
+    old_files = [str(tmp_path / "seed.ss")]
+    new_files = [*old_files, str(tmp_path / "shared.ss"), str(tmp_path / "hist.ss")]
+    compile_workflows(old_files, out, SENSORS)
+    update_workflows(new_files, out, SENSORS, mode=mode)
+    old_job, _ = versions.load(out, 1)
+    new_job, _ = versions.load(out, 2)
+    batches = batches_of(deck_and_accelerometers(), 16)
+    rows, switch_at, _, exact = run_timeline(old_job, new_job, batches, switch_after=6)
+    since = 1_767_225_600_000 + 5 * 60_000  # five minutes into the readings, well before the switch
+    found, done = backfilled(out, rows, switch_at, exact, batches, since)
+    reference = reference_rows(new_files, batches)
+    assert done.state == "done" and done.streams == exact == {"shared.w": exact["shared.w"], "hist.h": exact["hist.h"]}
+    # h: from SINCE. w: y (7 s every 3 s over 8AC1-Z) is whole over the archive from 7 s after the
+    # switch, w (10 s every 10 s over z) from 10 s after that.
+    assert done.complete_from == {"hist.h": since, "shared.w": switch_at + 7_000 + 10_000}
+    for stream, complete_from in done.complete_from.items():
+        assert_complete(found, reference, stream, complete_from)
+        assert not any(r[0] == stream and r[1] < complete_from and r not in rows for r in found)  # none before
+    history = [r for r in reference if r[0] == "hist.h" and since <= r[1] < exact["hist.h"]]
+    assert len(history) >= 4 and done.rows >= len(history)
+    whole = reference_rows(old_files, batches)
+    for stream in ("seed.out_MZ", "seed.out_AZ"):  # untouched
+        assert_rows([r for r in found if r[0] == stream], [r for r in whole if r[0] == stream])
+    # Run again (after a kill, `sscript backfill OUT`): nothing written twice.
+    again, second = backfilled(out, rows, switch_at, exact, batches, since, write_live=False)
+    assert second.rows == 0 and second.retracted == 0 and again == found
+
 # ------------------------------------------------------------------ random updates
 
 @st.composite
@@ -413,7 +510,7 @@ def updates(draw):
     lines = [f"S{rng.integers(0, 5)},{int(t)},{rng.integers(-8, 9) / 4}" for t in stamps]
     batches = batches_of(lines, draw(st.integers(4, 8)))
     return old, new, batches, draw(st.integers(0, len(batches) - 2)), draw(st.integers(1, 3)), \
-        draw(st.sampled_from(("clear", "dual")))
+        draw(st.sampled_from(("clear", "dual"))), draw(st.none() | st.integers(0, 60_000))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -424,7 +521,7 @@ def test_random_updates_are_exact_or_absent(tmp_path_factory, example):
     output stream of the new workflows is, against the reference over ALL the readings, exact or
     absent, and whole from the time the job said (streams nothing started: from the switch; a
     stream handed over in mode dual: from the handover)."""
-    old, new, batches, switch_after, partitions, mode = example
+    old, new, batches, switch_after, partitions, mode, since = example
     folder = tmp_path_factory.mktemp("update")
     files = {}
     for version, scripts in (("old", old), ("new", new)):
@@ -452,8 +549,46 @@ def test_random_updates_are_exact_or_absent(tmp_path_factory, example):
         if stream in handovers and whole_from is not None:
             after = whole_from = max(switch_at + handovers[stream].fill, whole_from)
         exact_or_absent([r for r in rows if r[1] >= after], reference, stream, after, whole_from)
+    # With a backfill from SINCE (or the start of the archive), once the job has said from when it
+    # writes each stream whole: the backfill's rows and the job's together are the reference's.
+    if None in exact.values():
+        return  # a backfill waits for that (runtime/control/backfill.py `ready`)
+    found, done = backfilled(out, rows, switch_at, exact, batches, since)
+    for stream, complete_from in done.complete_from.items():
+        assert since is None or complete_from is None or complete_from >= since
+        assert exact_or_absent(found, reference, stream, complete_from or NEG_INF, complete_from or NEG_INF) == []
 
 
 def _outputs(files: dict[str, list[str]], workflow: str) -> set[str]:
     loaded = load(files["new"]).workflows
     return set(next(w for w in loaded if w.name == workflow).outputs)
+
+
+def test_a_backfill_needs_the_archive_and_a_time_it_can_read(scripts):
+    """`sscript update --backfill` on a job that keeps no archive is refused before anything changes;
+    a SINCE that is no time is a usage error; `sscript backfill` with none asked for says how to ask."""
+    from click.testing import CliRunner
+
+    from sensorscript.cli import main
+
+    out = scripts / "out"
+    compile_workflows([str(scripts / "bridge.ss")], out, SENSORS)  # late policy log: no archive
+    files = [str(scripts / "bridge.ss"), str(scripts / "extra.ss")]
+    refused = CliRunner().invoke(main, ["update", str(out), *files, "--sensors", SENSORS, "--backfill"])
+    assert refused.exit_code == 1, refused.output
+    assert "late policy 'correct'" in refused.output and "late policy 'log'" in refused.output
+    assert versions.numbers(out) == [1] and versions.requested(out) is None  # no version 2
+    bad = CliRunner().invoke(main, ["update", str(out), *files, "--sensors", SENSORS, "--backfill", "yesterday"])
+    assert bad.exit_code == 2 and "'yesterday' is not a time" in bad.output
+    none = CliRunner().invoke(main, ["backfill", str(out)])
+    assert none.exit_code == 1 and f"sscript backfill {out} --since SINCE" in none.output
+
+
+def test_a_time_a_person_writes():
+    from sensorscript.times import parse_time
+
+    assert parse_time("2026-01-01T00:03:00") == 1_767_225_780_000
+    assert parse_time("2026-01-01 01:03:00+01:00") == 1_767_225_780_000
+    assert parse_time("1767225780000") == 1_767_225_780_000
+    with pytest.raises(ValueError, match="epoch milliseconds"):
+        parse_time("noon")

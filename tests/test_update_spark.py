@@ -6,7 +6,11 @@ killed during an update and started again ends with the same rows."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -212,21 +216,25 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
         assert any(r[1] >= exact[stream] for r in got)
 
 
-def test_the_issue_case_writes_no_partial_sum(tmp_path, mode="dual"):
+def test_the_issue_case_writes_no_partial_sum_and_a_backfill_fills_its_history(tmp_path, mode="dual"):
     """Issue #24 through the CLI: a job runs the bridge workflow; mid-run an update adds a workflow
     that shares MD1Z and sums, every 10 s, a union of MD1Z, a new 7-second mean and a raw sensor.
     No sum is written from part of its input: every row of shared.w is the workflows' value over
-    all the readings, and none is missing from the time `sscript update` printed. (Mode dual here;
-    both modes run without Spark in tests/test_update.py, where a run costs no JVM.)"""
-    from tests.test_update import SHARED, deck_and_accelerometers
+    all the readings, and none is missing from the time `sscript update` printed. Then `sscript
+    backfill OUT --since SINCE`, killed once while it runs and run again, completes shared.w from
+    SINCE: the job's rows and the backfill's are the workflows' over all readings, no key twice.
+    (Mode dual here; both modes run without Spark in tests/test_update.py.)"""
+    from tests.test_update import HISTORY, SHARED, deck_and_accelerometers
 
     (tmp_path / "seed.ss").write_text((ROOT / "workflows" / "bridge.ss").read_text())
     (tmp_path / "shared.ss").write_text(SHARED)
+    (tmp_path / "hist.ss").write_text(HISTORY)  # over 8MD1-AZ, which the job read (and archived) all along
     batches = batches_of(deck_and_accelerometers(minutes=20), FILES)
     data = write_replay(tmp_path / "data", batches)
     out = tmp_path / "out"
-    old, new = [str(tmp_path / "seed.ss")], [str(tmp_path / "seed.ss"), str(tmp_path / "shared.ss")]
-    compile_workflows(old, out, SENSORS)
+    old = [str(tmp_path / "seed.ss")]
+    new = [*old, str(tmp_path / "shared.ss"), str(tmp_path / "hist.ss")]
+    compile_workflows(old, out, SENSORS, late="correct")  # the archive a backfill reads
     run = Run(out, data)
     try:
         run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
@@ -242,10 +250,47 @@ def test_the_issue_case_writes_no_partial_sum(tmp_path, mode="dual"):
     switch_at = versions.applied(out, 2)["switch_at"]
     # w is whole from its first 10-second window after y's first whole window (7 s every 3 s).
     y_from = -(-switch_at // 3_000) * 3_000 + 7_000 - 1
-    assert exact == {"shared.w": -(-y_from // 10_000) * 10_000 + 10_000 - 1}
+    assert exact["shared.w"] == -(-y_from // 10_000) * 10_000 + 10_000 - 1
     missing = exact_or_absent(found["shared.w"], reference_rows(new, batches), "shared.w", switch_at,
                               exact["shared.w"])
     assert missing and sum(1 for r in found["shared.w"] if r[1] >= exact["shared.w"]) > 20
     whole = reference_rows(old, batches)
     for stream in ("seed.out_MZ", "seed.out_AZ"):
         assert_rows(found[stream], [r for r in whole if r[0] == stream])
+
+    since = 1_767_225_600_000 + 3 * 60_000  # three minutes into the readings
+    backfill = subprocess.Popen([sys.executable, "-m", "sensorscript.cli", "backfill", str(out), "--since",
+                                 "2026-01-01T00:03:00"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+    record = out / "versions" / "2" / "backfill.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and backfill.poll() is None:
+        if record.exists() and json.loads(record.read_text())["state"] == "running":
+            os.killpg(backfill.pid, signal.SIGKILL)  # the command and the backfill it runs
+            break
+        time.sleep(0.02)
+    backfill.wait(timeout=60)
+    assert json.loads(record.read_text())["since"] == since
+    if json.loads(record.read_text())["state"] == "running":  # killed before it was done
+        assert "cut short" in sscript("status", str(out)).stdout
+    again = sscript("backfill", str(out))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "backfill of plan version 2 from 2026-01-01 00:03:00.000 UTC: done" in again.stdout, again.stdout
+    db = sqlite3.connect(out / "results.db")
+    latest = sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM latest WHERE stream IN "
+                               "('shared.w', 'hist.h')"), key=lambda r: (r[0], r[1]))
+    twice = db.execute("SELECT COUNT(*) FROM (SELECT 1 FROM results GROUP BY stream, ts, window_start, window_end, "
+                       "version HAVING COUNT(*) > 1)").fetchone()[0]
+    filled = db.execute("SELECT COUNT(*), MIN(plan_version), MAX(plan_version) FROM results WHERE stream = 'hist.h' "
+                        "AND ts < ?", (exact["hist.h"],)).fetchone()
+    db.close()
+    done = json.loads(record.read_text())
+    assert twice == 0 and done["state"] == "done"
+    # h: complete from SINCE. w needs sensors the job began to read, and to archive, at the switch:
+    # no partial row of it anywhere, and complete from when the archive allows (7 s + 10 s after it).
+    reference = reference_rows(new, batches)
+    assert done["complete_from"] == {"hist.h": since, "shared.w": switch_at + 17_000}
+    assert exact_or_absent(latest, reference, "hist.h", since, since) == []
+    exact_or_absent(latest, reference, "shared.w", since, switch_at + 17_000)  # none partial, none missing after
+    assert filled[0] >= 2 and filled[1:] == (2, 2)  # the history, written by version 2
+    assert "hist.h: from 2026-01-01 00:03:00.000 UTC" in sscript("status", str(out)).stdout
