@@ -405,11 +405,10 @@ def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_
     assert quarantine == sorted(evaluation.quarantine) and len(quarantine) == 3
 
 
-def test_an_executor_killed_while_archiving_leaves_nothing_the_archive_reader_trips_over(spark, tmp_path,
-                                                                                          monkeypatch):
+def test_an_executor_killed_while_archiving_leaves_nothing_the_archive_reader_trips_over(tmp_path, monkeypatch):
     """Late policy correct: stage 1 archives readings on the executors. One killed between writing a
-    file and moving it into place leaves the file behind; Spark reads every file of a folder but
-    hidden ones, so the archive's reader (a correction's) must neither fail on it nor count it."""
+    file and moving it into place leaves the file behind, hidden; the archive's reader (a
+    correction's, a backfill's) must neither fail on it nor count it."""
     import numpy as np
 
     from sensorscript.runtime.output import archive
@@ -426,6 +425,6 @@ def test_an_executor_killed_while_archiving_leaves_nothing_the_archive_reader_tr
     assert [p for p in folder.rglob("*") if p.is_file()]  # what the dead writer left
     archive.write(str(folder), 1, 0, np.array([2, 2]), np.array([hour + 1, hour + 2]), np.array([1.0, 2.0]))
 
-    code, ts, value = archive.read(spark, folder, [1, 2], hour, 2 * hour)
+    code, ts, value = archive.read(folder, [1, 2], hour, 2 * hour)
     assert (list(code), list(ts), list(value)) == ([2, 2], [hour + 1, hour + 2], [1.0, 2.0])
     assert archive.earliest(folder) == hour

@@ -7,7 +7,7 @@ checks after every batch), at the end of a bounded input, or on `sscript correct
 
 1. The pending late readings name the sensors they came from; the result streams those sensors
    reach are the streams to correct, and the sensors those streams read are the ones to read back.
-2. A Spark batch job reads those sensors' archived readings from `start` to `until`: `until` is
+2. The driver reads those sensors' archived readings from `start` to `until` (archive.read): `until` is
    the smallest watermark of the job's partitions (what the stream has emitted), `start` lies far
    enough before the first late reading that every stream to correct is exact from there on.
 3. The job's own engine (the programs it runs, in one process) recomputes every stream over them.
@@ -135,7 +135,7 @@ class Pending:
         return state["runs"]
 
 
-def correct(job: p.Job, out: Path, sink_spec: str, spark, until: int) -> Correction:
+def correct(job: p.Job, out: Path, sink_spec: str, until: int) -> Correction:
     """Run a correction now: recompute what the pending late readings touched, up to event time
     `until` (POS_INF at the end of the input), and write the rows that changed."""
     started = time.monotonic()
@@ -156,7 +156,7 @@ def correct(job: p.Job, out: Path, sink_spec: str, spark, until: int) -> Correct
     while True:
         if earliest is not None and start <= earliest:
             start = NEG_INF  # the archive holds nothing earlier: recompute from its beginning
-        code, ts, value = archive.read(spark, job.archive, graph.sensors_read(streams), start, until)
+        code, ts, value = archive.read(job.archive, graph.sensors_read(streams), start, until)
         rows, trust = graph.recompute(code, ts, value, start)
         if start == NEG_INF or all(trust[graph.node_of[name]] <= first_late for name in streams):
             break
@@ -432,15 +432,13 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     from sensorscript.runtime.plan.loading import load_job
-    from sensorscript.runtime.control.session import spark_session
     from sensorscript.runtime.output.status import emitted_until, read_status
 
     out = Path((argv or sys.argv[1:])[0])
     status = read_status(out)
     job = dataclasses.replace(load_job(out).JOB, late=status["late_policy"],
                               archive=str((out / archive.FOLDER).resolve()))
-    spark = spark_session(job, "local[2]")
-    found = correct(job, out, status["sink_spec"], spark, emitted_until(status.get("partitions", {}), job))
+    found = correct(job, out, status["sink_spec"], emitted_until(status.get("partitions", {}), job))
     print(json.dumps(dataclasses.asdict(found)))
     return 0
 

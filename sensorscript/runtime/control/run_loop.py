@@ -206,7 +206,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     ended = threading.Event()  # a batch carried the end of the input to every partition
 
     def run_correction(until: int) -> None:
-        found = correction.correct(job, out, sink_spec, spark, until)
+        found = correction.correct(job, out, sink_spec, until)
         summary.corrected += found.rows + found.retracted
         status.corrected(found)
         echo(found.describe())
