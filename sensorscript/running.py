@@ -386,6 +386,10 @@ def backfill_now(out: Path, timeout: float, echo=print, after_update: bool = Fal
             raise SensorScriptError([Diagnostic("error", f"the backfill cannot run yet: {why}, and no job is running "
                                                          f"in {out} (sscript run {out} ... runs it)")])
         if time.monotonic() > deadline:
+            if after_update:  # the update itself is done: the backfill waits for a later command
+                echo(f"the backfill has not started within {timeout:g} s ({why}): 'sscript backfill {out}' "
+                     f"waits for it and runs it")
+                return None
             raise SensorScriptError([Diagnostic("error", f"the backfill has not started within {timeout:g} s: {why}; "
                                                          f"'sscript backfill {out}' waits for it again")])
         if why != said:

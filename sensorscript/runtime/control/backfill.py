@@ -12,7 +12,7 @@ its own:
    time from which the running job writes it whole (its E; the switch for a stream the job had
    whole all along), once that is known and every partition's watermark has passed it (the archive
    holds what came before it; what comes later than that is late, and corrections take it).
-2. A Spark batch job reads the archive hour by hour, from SINCE less the longest a stream's row
+2. It reads the archive hour by hour (archive.read), from SINCE less the longest a stream's row
    looks back; the version's own programs (runtime/control/correction.py `Recompute`: the new
    computations only, a handed-over stream's old one left out) run over it in this process.
    A row of a stream is exact from its trust time on (as for a correction); where that is later
@@ -266,10 +266,19 @@ def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[st
                 -(IDS + backfill.version * 10_000 + backfill.attempts), BatchRows(written, pd.DataFrame()))
     backfill.rows = int(written["value"].notna().sum()) if len(written) else 0
     backfill.retracted = int(written["value"].isna().sum()) if len(written) else 0
-    backfill.complete_from = {name: (None if low == NEG_INF else int(low)) for name, low in lowest.items()}
+    # Complete from where its rows begin, or the job's if those begin earlier (nothing to add).
+    backfill.complete_from = {name: (None if low == NEG_INF else int(min(low, ends[name]))) for name, low in lowest.items()}
     backfill.state, backfill.seconds = "done", time.monotonic() - t0
     backfill.save(out)
     return backfill
+
+
+def yield_to_the_job() -> None:
+    """A backfill runs beside the job on the same machine: it takes the CPU the job leaves (nice 10)."""
+    try:
+        os.nice(10)
+    except OSError:  # not allowed here: it runs as it is
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,7 +286,6 @@ def main(argv: list[str] | None = None) -> int:
     newest version's backfill, once `ready`); prints progress lines and the backfill as one JSON line."""
     import sys
 
-    from sensorscript.runtime.control.session import spark_session
     from sensorscript.runtime.output.status import read_status
 
     out = Path((argv or sys.argv[1:])[0])
@@ -289,10 +297,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not ready: {why}")
         return 3
     folder = out / archive.FOLDER
-    spark = spark_session(job, "local[1]", app_name=f"sensorscript:{job.name}:backfill")
+    yield_to_the_job()
     try:
         found = run(out, backfill, job, status["sink_spec"], ends,
-                    lambda codes, lo, hi: archive.read(spark, folder, codes, lo, hi), archive.earliest(folder))
+                    lambda codes, lo, hi: archive.read(folder, codes, lo, hi), archive.earliest(folder))
     except Exception as exc:  # said in the record, and by `sscript backfill` in one line
         backfill.state, backfill.problem = "failed", f"{type(exc).__name__}: {exc}"
         backfill.save(out)
