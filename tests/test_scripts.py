@@ -48,6 +48,11 @@ class Case:
 
 
 SMOKE: dict[str, tuple[Case, ...]] = {
+    "bench_backfill.py": (Case(("--workflows", "2", "--sensors", "20", "--archive-minutes", "60", "--live-seconds", "5",
+                                "--pairs", "1", "--keep", "{work}"),
+                               (r"backfill alone: [\d,]+ archived readings .* [1-9][\d,]* rows written",
+                                r"live job with a backfill / alone: \d"),
+                               spark=True),),
     "bench_cep.py": (Case(("--events", "300", "--batches", "2", "--sizes", "2,3"),
                           (r"pushdown speedup", r"\n   3 .* of 2 ")),),
     "bench_flink.py": (Case(("--without-flink", "--sensors", "8", "--rows", "3000", "--windows", "2", "--files", "1",
