@@ -4,7 +4,9 @@ job's folder, the page served in this process as `sscript dashboard` serves it."
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import sqlite3
 import threading
 
@@ -181,3 +183,26 @@ def test_alarms_are_matches_and_flags_turning_on():
                             "events": [None] * 5 + ["[]", None, None]})
     found = alarms(results, kinds)
     assert list(zip(found["ts"], found["stream"])) == [(4, "w.F"), (3, "w.M"), (1, "w.F")]
+
+
+def test_the_header_shows_the_newest_backfill(tmp_path):
+    """A backfill asked for (sscript update --backfill) shows under the plan's version, as
+    `sscript status` says it, and changes the page's version (it is redrawn) as it goes."""
+    from sensorscript.dashboard.app import _header
+    from sensorscript.dashboard.reading import JobOutput
+    from sensorscript.runtime.control import backfill as backfills
+    from sensorscript.runtime.plan import versions
+
+    out = tmp_path / "out"
+    compile_workflows([str(ROOT / "workflows" / "bridge.ss")], out, str(SENSORS))
+    versions.folder(out, 2).mkdir(parents=True)
+    asked = backfills.request(out, 2, 1_767_225_780_000)
+    before = JobOutput(out).snapshot()
+    shown = [part for part in _header(before, UTC) if getattr(part, "id", None) == "backfill"]
+    assert [line.children for line in shown[0].children] == asked.describe(out)
+    assert "backfill of plan version 2 from 2026-01-01 00:03:00.000 UTC: asked for" in shown[0].children[0].children
+    asked.state, asked.hours, asked.hours_done, asked.pid, asked.host = "running", 4, 1, os.getpid(), socket.gethostname()
+    asked.save(out)
+    after = JobOutput(out).snapshot()
+    assert after.version() != before.version()
+    assert "running: 1 of 4 hours of archive read (25 %)" in after.backfill.describe(out)[0]

@@ -191,12 +191,13 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
     run = Run(out, data)
     try:
         run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
-        updated = sscript("update", str(out), *new, "--sensors", SENSORS)
+        updated = sscript("update", str(out), *new, "--sensors", SENSORS, "--backfill", "--timeout", "240")
         assert updated.returncode == 0, updated.stdout + updated.stderr
         run.drain(sum(map(len, batches)))
     finally:
         run.cleanup()
     assert "corrected" in run.output() or "correction" in run.output()
+    assert "backfill of plan version 2 from the start of the archive: done" in updated.stdout, updated.stdout
     db = sqlite3.connect(out / "results.db")
     latest = {}
     for stream, ts, start, end, value in db.execute("SELECT stream, ts, window_start, window_end, value FROM latest"):
@@ -214,6 +215,17 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
         got = sorted(latest[stream], key=lambda r: (r[1], r[2] if r[2] is not None else -1))
         exact_or_absent(got, expected, stream, switch_at, exact[stream])
         assert any(r[1] >= exact[stream] for r in got)
+    # The backfill (`--backfill`: from the start of the archive) ran beside the job, corrections of
+    # late data before and after it: from when it says each stream is complete, the newest rows are
+    # the new workflows' over all the readings. HIGH reads sensors the job read all along: complete
+    # from the start; LEVEL reads 8WL3, which the update began to read: from 10 minutes after the
+    # switch; EXCEEDED (a threshold changed) restated from the start with the new one.
+    done = json.loads((versions.folder(out, 2) / "backfill.json").read_text())
+    assert done["complete_from"] == {"extra.HIGH": None, "extra.LEVEL": switch_at + 600_000,
+                                     "bridge_limits.EXCEEDED": None}
+    for stream, complete_from in done["complete_from"].items():
+        got = sorted(latest[stream], key=lambda r: (r[1], r[2] if r[2] is not None else -1))
+        assert exact_or_absent(got, expected, stream, complete_from or 0, complete_from or 0) == []
 
 
 def test_the_issue_case_writes_no_partial_sum_and_a_backfill_fills_its_history(tmp_path, mode="dual"):
