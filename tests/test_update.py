@@ -416,18 +416,28 @@ def deck_and_accelerometers(minutes: int = 40, seed: int = 5) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("mode", ["clear", "dual"])
-def test_an_added_window_over_a_new_window_is_exact_or_absent(tmp_path, mode):
-    (tmp_path / "seed.ss").write_text((ROOT / "workflows" / "bridge.ss").read_text())
-    (tmp_path / "shared.ss").write_text(SHARED)
-    out = tmp_path / "out"
-    old_files, new_files = [str(tmp_path / "seed.ss")], [str(tmp_path / "seed.ss"), str(tmp_path / "shared.ss")]
+def issue_case(folder: Path, mode: str, added: dict[str, str]):
+    """The issue's timeline without Spark: the bridge workflow (seed.ss) runs, and after batch 6 of
+    16 an update adds the workflows `added` (name -> text). Returns (OUT, old files, new files,
+    rows, switch_at, exact-from times, batches) as run_timeline gives them."""
+    (folder / "seed.ss").write_text((ROOT / "workflows" / "bridge.ss").read_text())
+    for name, text in added.items():
+        (folder / f"{name}.ss").write_text(text)
+    out = folder / "out"
+    old_files = [str(folder / "seed.ss")]
+    new_files = [*old_files, *(str(folder / f"{name}.ss") for name in added)]
     compile_workflows(old_files, out, SENSORS)
     update_workflows(new_files, out, SENSORS, mode=mode)
     old_job, _ = versions.load(out, 1)
     new_job, _ = versions.load(out, 2)
     batches = batches_of(deck_and_accelerometers(), 16)
     rows, switch_at, _, exact = run_timeline(old_job, new_job, batches, switch_after=6)
+    return out, old_files, new_files, rows, switch_at, exact, batches
+
+
+@pytest.mark.parametrize("mode", ["clear", "dual"])
+def test_an_added_window_over_a_new_window_is_exact_or_absent(tmp_path, mode):
+    _, old_files, new_files, rows, switch_at, exact, batches = issue_case(tmp_path, mode, {"shared": SHARED})
     reference = reference_rows(new_files, batches)
     # y: its first 7-second window starting at the switch or later (a slide of 3 s); z: whole from
     # there (the latest of its inputs: x ran before, 8AC2-Z was read from the switch); w: its first
@@ -457,18 +467,8 @@ def test_a_backfill_completes_the_added_workflows_from_since_with_no_gap(tmp_pat
     read (and to archive) at the switch, from the first time its rows can be whole over the archive,
     no partial row before. The rows the job wrote stay (the backfill writes only keys it computes
     differently or the job left out); run again, it writes nothing."""
-    (tmp_path / "seed.ss").write_text((ROOT / "workflows" / "bridge.ss").read_text())
-    (tmp_path / "shared.ss").write_text(SHARED)
-    (tmp_path / "hist.ss").write_text(HISTORY)
-    out = tmp_path / "out"
-    old_files = [str(tmp_path / "seed.ss")]
-    new_files = [*old_files, str(tmp_path / "shared.ss"), str(tmp_path / "hist.ss")]
-    compile_workflows(old_files, out, SENSORS)
-    update_workflows(new_files, out, SENSORS, mode=mode)
-    old_job, _ = versions.load(out, 1)
-    new_job, _ = versions.load(out, 2)
-    batches = batches_of(deck_and_accelerometers(), 16)
-    rows, switch_at, _, exact = run_timeline(old_job, new_job, batches, switch_after=6)
+    out, old_files, new_files, rows, switch_at, exact, batches = issue_case(tmp_path, mode, {"shared": SHARED,
+                                                                                            "hist": HISTORY})
     since = 1_767_225_600_000 + 5 * 60_000  # five minutes into the readings, well before the switch
     found, done = backfilled(out, rows, switch_at, exact, batches, since)
     reference = reference_rows(new_files, batches)
