@@ -372,6 +372,13 @@ def backfill_now(out: Path, timeout: float, echo=print, after_update: bool = Fal
                                                      f"(process {found.pid}); 'sscript status {out}' shows how far")])
     check_backfill(out)
     job, _ = versions.load(out, found.version)
+    if not (out / "status.json").exists():  # never run: nothing switched, nothing archived yet
+        if after_update:
+            echo(f"the backfill of plan version {found.version} runs once the job has run on it: "
+                 f"'sscript backfill {out}' then")
+            return None
+        raise SensorScriptError([Diagnostic("error", f"the job in {out} has not run yet: the backfill runs once it "
+                                                     f"has run on plan version {found.version} (sscript run {out} ...)")])
     deadline, said = time.monotonic() + timeout, None
     while True:
         status = job_status(out)
@@ -380,8 +387,8 @@ def backfill_now(out: Path, timeout: float, echo=print, after_update: bool = Fal
             break
         if run_state(status) != "running":
             if after_update:
-                echo(f"the backfill of plan version {found.version} runs once {why.replace('yet', 'the job has run')}: "
-                     f"'sscript backfill {out}' then")
+                echo(f"the backfill of plan version {found.version} cannot run yet ({why}), and no job is running "
+                     f"in {out}: once it has run on the new version, 'sscript backfill {out}' runs it")
                 return None
             raise SensorScriptError([Diagnostic("error", f"the backfill cannot run yet: {why}, and no job is running "
                                                          f"in {out} (sscript run {out} ... runs it)")])

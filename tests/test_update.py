@@ -584,6 +584,27 @@ def test_a_backfill_needs_the_archive_and_a_time_it_can_read(scripts):
     assert none.exit_code == 1 and f"sscript backfill {out} --since SINCE" in none.output
 
 
+def test_a_backfill_asked_for_before_the_job_runs_waits_for_it(scripts):
+    """`sscript update --backfill` on a job that keeps an archive but is not running: the update is
+    made, the backfill asked for and left for `sscript backfill` once the job has run on it."""
+    from click.testing import CliRunner
+
+    from sensorscript.cli import main
+    from sensorscript.runtime.control import backfill as backfills
+
+    out = scripts / "out"
+    compile_workflows([str(scripts / "bridge.ss")], out, SENSORS, late="correct")
+    files = [str(scripts / "bridge.ss"), str(scripts / "extra.ss")]
+    done = CliRunner().invoke(main, ["update", str(out), *files, "--sensors", SENSORS, "--backfill", "2026-01-01"])
+    assert done.exit_code == 0, done.output
+    assert f"'sscript backfill {out}' then" in done.output
+    asked = backfills.newest(out)
+    assert (asked.version, asked.since, asked.state) == (2, 1_767_225_600_000, "requested")
+    later = CliRunner().invoke(main, ["backfill", str(out)])
+    assert later.exit_code == 1 and "has not run yet" in later.output
+    assert backfills.newest(out).state == "requested"  # kept for when it can run
+
+
 def test_a_time_a_person_writes():
     from sensorscript.times import parse_time
 
