@@ -373,12 +373,8 @@ def backfill_now(out: Path, timeout: float, echo=print, after_update: bool = Fal
     check_backfill(out)
     job, _ = versions.load(out, found.version)
     if not (out / "status.json").exists():  # never run: nothing switched, nothing archived yet
-        if after_update:
-            echo(f"the backfill of plan version {found.version} runs once the job has run on it: "
-                 f"'sscript backfill {out}' then")
-            return None
-        raise SensorScriptError([Diagnostic("error", f"the job in {out} has not run yet: the backfill runs once it "
-                                                     f"has run on plan version {found.version} (sscript run {out} ...)")])
+        return _not_now(after_update, echo, f"the job in {out} has not run yet: the backfill of plan version "
+                                            f"{found.version} runs once it has run on it ('sscript backfill {out}' then)")
     deadline, said = time.monotonic() + timeout, None
     while True:
         status = job_status(out)
@@ -386,19 +382,12 @@ def backfill_now(out: Path, timeout: float, echo=print, after_update: bool = Fal
         if ends is not None:
             break
         if run_state(status) != "running":
-            if after_update:
-                echo(f"the backfill of plan version {found.version} cannot run yet ({why}), and no job is running "
-                     f"in {out}: once it has run on the new version, 'sscript backfill {out}' runs it")
-                return None
-            raise SensorScriptError([Diagnostic("error", f"the backfill cannot run yet: {why}, and no job is running "
-                                                         f"in {out} (sscript run {out} ... runs it)")])
+            return _not_now(after_update, echo, f"the backfill of plan version {found.version} cannot run yet ({why}), "
+                                                f"and no job is running in {out}: once it has run on the new version, "
+                                                f"'sscript backfill {out}' runs it")
         if time.monotonic() > deadline:
-            if after_update:  # the update itself is done: the backfill waits for a later command
-                echo(f"the backfill has not started within {timeout:g} s ({why}): 'sscript backfill {out}' "
-                     f"waits for it and runs it")
-                return None
-            raise SensorScriptError([Diagnostic("error", f"the backfill has not started within {timeout:g} s: {why}; "
-                                                         f"'sscript backfill {out}' waits for it again")])
+            return _not_now(after_update, echo, f"the backfill has not started within {timeout:g} s ({why}): "
+                                                f"'sscript backfill {out}' waits for it again and runs it")
         if why != said:
             echo(f"the backfill waits: {why} ...")
             said = why
@@ -422,6 +411,14 @@ def backfill_now(out: Path, timeout: float, echo=print, after_update: bool = Fal
     for line in done.describe(out):
         echo(line)
     return done
+
+
+def _not_now(after_update: bool, echo, message: str) -> None:
+    """The backfill cannot run now: after `sscript update` that is said (the update itself is done);
+    for `sscript backfill` it is an error."""
+    if not after_update:
+        raise SensorScriptError([Diagnostic("error", message)])
+    echo(message)
 
 
 def _when(ms: int) -> str:
