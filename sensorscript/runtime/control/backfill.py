@@ -231,7 +231,7 @@ def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[st
     codes = graph.sensors_read(streams)
     # The archive holds a sensor's readings from when the job first read it: a stream that needs a
     # sensor an update started reading is complete only from there (exact or absent).
-    archived = {f"sensor:{sensor_id}": at for sensor_id, at in versions.archived_from(out).items() if at != NEG_INF}
+    archived = {node_id: at for node_id, at in versions.archived_from(out).items() if at != NEG_INF}
     best = graph.trust(NEG_INF, lambda node_id, at: at, archived)  # from the archive's start, at best
     while True:
         if earliest is None or start <= earliest:

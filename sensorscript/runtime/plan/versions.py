@@ -102,29 +102,29 @@ def started(out: Path) -> dict[str, int]:
     for number, switch_at, nodes, present in switches(out):
         begin = backfilled_from(out, number)
         # A sensor first read at the switch is archived from there: a backfill has nothing earlier.
-        found.update({node_id: switch_at if begin is None or node_id.startswith("sensor:") else begin
+        found.update({node_id: switch_at if begin is None or present[node_id]["kind"] == "sensor" else begin
                       for node_id in nodes})
         found = {n: t for n, t in found.items() if n in present}
     return found
 
 
 def archived_from(out: Path) -> dict[str, int]:
-    """Sensor id -> from when the archive of late policy `correct` holds its readings whole: a
+    """Sensor node id -> from when the archive of late policy `correct` holds its readings whole: a
     sensor the job has read since its first version from the start (NEG_INF), one an update started
     reading from that update's switch (the job keeps the readings of the sensors it reads only)."""
     from sensorscript.runtime.plan.program import NEG_INF
 
     found: dict[str, int] = {}
     for _, switch_at, _, present in switches(out):
-        sensors = {n[len("sensor:"):] for n in present if n.startswith("sensor:")}
-        found = {s: found.get(s, NEG_INF if switch_at is None else switch_at) for s in sensors}
+        sensors = [node_id for node_id, node in present.items() if node["kind"] == "sensor"]
+        found = {n: found.get(n, NEG_INF if switch_at is None else switch_at) for n in sensors}
     return found
 
 
 def switches(out: Path):
     """For each version the job switched to, oldest first: (number, switch_at, the node ids it
-    started there, the node ids of its plan)."""
-    before: dict[str, object] | None = None  # node id -> its partition, in the version run before
+    started there, its plan's nodes by id as plan.json has them)."""
+    before: dict[str, dict] | None = None  # the nodes of the version run before, by id
     for number in numbers(out):
         record = applied(out, number)
         if number > 1 and record is None:
@@ -133,15 +133,16 @@ def switches(out: Path):
             plan = json.loads((folder(out, number) / "plan.json").read_text())
         except (OSError, ValueError):
             continue
-        nodes = {node["id"]: node["partition"] for node in plan["nodes"]}
+        nodes = {node["id"]: node for node in plan["nodes"]}
         if before is not None and record.get("switch_at") is not None:
             job, _ = load(out, number)
             restarted = {key for key, at in job.version.restarted.items() if at == number}
-            yield number, record["switch_at"], {node_id for node_id, partition in nodes.items()
-                                                if node_id not in before or before[node_id] != partition
-                                                or node_id in restarted}, set(nodes)
+            yield number, record["switch_at"], {node_id for node_id, node in nodes.items()
+                                                if node_id not in before
+                                                or before[node_id]["partition"] != node["partition"]
+                                                or node_id in restarted}, nodes
         else:
-            yield number, None, set(), set(nodes)
+            yield number, None, set(), nodes
         before = nodes
 
 
