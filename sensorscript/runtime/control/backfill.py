@@ -158,17 +158,8 @@ def streams_of(out: Path, number: int, job: p.Job) -> list[str]:
            for node, names in q.outputs.items() for name in names}
     graph = JobGraph(new_computations(job, number))
     started = next((nodes for n, _, nodes, _ in versions.switches(out) if n == number), set())
-    found = []
-    for name, node_id in sorted(graph.node_of.items()):
-        upstream, todo = set(), [node_id]
-        while todo:
-            n = todo.pop()
-            if n not in upstream:
-                upstream.add(n)
-                todo.extend(graph.inputs.get(n, ()))
-        if old.get(name) != node_id or upstream & started:
-            found.append(name)
-    return found
+    return [name for name, node_id in sorted(graph.node_of.items())
+            if old.get(name) != node_id or graph.upstream([name]) & started]
 
 
 def ready(out: Path, backfill: Backfill, status: dict, job: p.Job) -> tuple[dict[str, int] | None, str]:

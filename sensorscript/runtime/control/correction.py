@@ -217,14 +217,19 @@ class JobGraph:
         latest values aside: those the trust times find in the data)."""
         return self.reach[self.node_of[stream]]
 
-    def sensors_read(self, streams: list[str]) -> list[int]:
-        """The codes of the sensors these streams read, directly or through others."""
+    def upstream(self, streams: list[str]) -> set[str]:
+        """The nodes that compute these output streams and every node they read, at any depth."""
         todo, seen = [self.node_of[s] for s in streams], set()
         while todo:
             node_id = todo.pop()
             if node_id not in seen:
                 seen.add(node_id)
                 todo.extend(self.inputs[node_id])
+        return seen
+
+    def sensors_read(self, streams: list[str]) -> list[int]:
+        """The codes of the sensors these streams read, directly or through others."""
+        seen = self.upstream(streams)
         return sorted(n.code for i, n in self.nodes.items() if i in seen and isinstance(n, p.Sensor))
 
     def recompute(self, code, ts, value, start: int) -> tuple[pd.DataFrame, dict[str, int]]:
