@@ -353,7 +353,7 @@ def check_backfill(out: Path) -> None:
 
 def backfill_now(out: Path, timeout: float, echo=print, after_update: bool = False):
     """`sscript backfill OUT` (and `sscript update --backfill` once it has switched): wait until the
-    newest version's backfill can run (runtime/control/backfill.py `ready`), then run it in a child
+    newest version's backfill can run (runtime/control/backfill.py `Readiness`), then run it in a child
     process (Spark's start-up chatter filtered), saying how far it got; returns it, or None when
     `after_update` and the job is not running (it runs with `sscript backfill OUT` later)."""
     import time
@@ -375,10 +375,10 @@ def backfill_now(out: Path, timeout: float, echo=print, after_update: bool = Fal
     if not (out / "status.json").exists():  # never run: nothing switched, nothing archived yet
         return _not_now(after_update, echo, f"the job in {out} has not run yet: the backfill of plan version "
                                             f"{found.version} runs once it has run on it ('sscript backfill {out}' then)")
-    deadline, said = time.monotonic() + timeout, None
+    deadline, said, readiness = time.monotonic() + timeout, None, backfills.Readiness(out, found, job)
     while True:
         status = job_status(out)
-        ends, why = backfills.ready(out, found, status, job)
+        ends, why = readiness.check(status)
         if ends is not None:
             break
         if run_state(status) != "running":

@@ -172,7 +172,7 @@ def backfilled(out: Path, rows: list[tuple], switch_at: int, exact: dict, batche
         mine = np.isin(code, codes) & (ts >= lo) & (ts < hi)
         return code[mine], ts[mine], value[mine]
 
-    ends = backfills.ends_of(out, 2, job, exact, switch_at)
+    ends = backfills.ends_of(backfills.streams_of(out, 2, job), job, exact, switch_at)
     request = backfills.request(out, 2, since)
     done = backfills.run(out, request, job, spec, ends, read, int(ts.min()) // archive.HOUR_MS * archive.HOUR_MS,
                          echo=lambda line: None)

@@ -162,37 +162,50 @@ def streams_of(out: Path, number: int, job: p.Job) -> list[str]:
             if old.get(name) != node_id or graph.upstream([name]) & started]
 
 
-def ready(out: Path, backfill: Backfill, status: dict, job: p.Job) -> tuple[dict[str, int] | None, str]:
-    """Each stream's end (from when the running job writes it whole), once every one is known and
-    the job's watermark has passed them; else None and why not yet."""
-    from sensorscript.runtime.output.status import emitted_until, run_state
+class Readiness:
+    """Whether a backfill can run yet, asked again with each new status while a command waits: each
+    stream's end (from when the running job writes it whole), once every one is known and the job's
+    watermark has passed them. Which streams it writes depends on the version's plan and its switch
+    only, so that is worked out once, when the job has switched."""
 
-    record = versions.applied(out, backfill.version)
-    if record is None or record.get("switch_at") is None or status.get("plan_version") != backfill.version:
-        return None, f"the job has not switched to plan version {backfill.version} yet"
-    switch_at = int(record["switch_at"])
-    after = status.get("plan_after_batch")
-    if status.get("last_batch") is None or after is not None and status["last_batch"] <= after:
-        return None, "the job has not written a batch on the new version yet"
-    ends = ends_of(out, backfill.version, job, status.get("exact_from", {}), switch_at)
-    unknown = sorted(name for name, at in ends.items() if at is None)
-    if unknown:
-        return None, f"{unknown[0]} is not written whole yet (from its first value)"
-    if run_state(status) != "ended":  # ended: every reading of the input is in the archive
-        reached = emitted_until(status.get("partitions", {}), job)
-        if reached < max(ends.values(), default=NEG_INF):
-            return None, (f"the job's watermark ({human_time(reached) if reached > NEG_INF else 'none yet'}) "
-                          f"has not passed {human_time(max(ends.values()))} yet")
-    return ends, ""
+    def __init__(self, out: Path, backfill: Backfill, job: p.Job):
+        self.out, self.backfill, self.job = out, backfill, job
+        self.streams: list[str] | None = None
+
+    def check(self, status: dict) -> tuple[dict[str, int] | None, str]:
+        """(each stream's end, "") or (None, why not yet)."""
+        from sensorscript.runtime.output.status import emitted_until, run_state
+
+        number = self.backfill.version
+        record = versions.applied(self.out, number)
+        if record is None or record.get("switch_at") is None or status.get("plan_version") != number:
+            return None, f"the job has not switched to plan version {number} yet"
+        switch_at = int(record["switch_at"])
+        after = status.get("plan_after_batch")
+        if status.get("last_batch") is None or after is not None and status["last_batch"] <= after:
+            return None, "the job has not written a batch on the new version yet"
+        if self.streams is None:
+            self.streams = streams_of(self.out, number, self.job)
+        ends = ends_of(self.streams, self.job, status.get("exact_from", {}), switch_at)
+        unknown = sorted(name for name, at in ends.items() if at is None)
+        if unknown:
+            return None, f"{unknown[0]} is not written whole yet (from its first value)"
+        if run_state(status) != "ended":  # ended: every reading of the input is in the archive
+            reached = emitted_until(status.get("partitions", {}), self.job)
+            if reached < max(ends.values(), default=NEG_INF):
+                return None, (f"the job's watermark ({human_time(reached) if reached > NEG_INF else 'none yet'}) "
+                              f"has not passed {human_time(max(ends.values()))} yet")
+        return ends, ""
 
 
-def ends_of(out: Path, number: int, job: p.Job, exact_from: dict[str, int | None], switch_at: int) -> dict[str, int | None]:
-    """Each stream of the backfill of version `number` -> from when the running job writes it whole
+def ends_of(streams: list[str], job: p.Job, exact_from: dict[str, int | None],
+            switch_at: int) -> dict[str, int | None]:
+    """Each stream of a backfill (`streams_of`) -> from when the running job writes it whole
     (`exact_from`, status.json's; None: not known yet): not before the switch, nor, for a stream
     handed over in mode dual, before the old computation's last row (the switch plus the fill)."""
     fill = {h.name: h.fill for h in job.handovers}
     ends = {}
-    for name in streams_of(out, number, job):
+    for name in streams:
         at = exact_from.get(name, switch_at)
         ends[name] = None if at is None else max(int(at), switch_at + fill.get(name, 0))
     return ends
@@ -274,7 +287,7 @@ def yield_to_the_job() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m sensorscript.runtime.control.backfill OUT`: what `sscript backfill OUT` runs (the
-    newest version's backfill, once `ready`); prints progress lines and the backfill as one JSON line."""
+    newest version's backfill, once it can: `Readiness`); prints progress lines and the backfill as one JSON line."""
     import sys
 
     from sensorscript.runtime.output.status import read_status
@@ -283,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     backfill = newest(out)
     status = read_status(out)
     job, _ = versions.load(out, backfill.version)
-    ends, why = ready(out, backfill, status, job)
+    ends, why = Readiness(out, backfill, job).check(status)
     if ends is None:
         print(f"not ready: {why}")
         return 3
