@@ -409,9 +409,8 @@ def status(out, tz) -> None:
     """Where the job in OUT stands: its policies, totals, and per partition the watermark, its lag,
     coverage, latency and state size (from OUT/status.json, kept after every batch)."""
     from sensorscript import running
-    from sensorscript.runtime.output.status import describe
-
     from sensorscript.runtime.control import backfill as backfills
+    from sensorscript.runtime.output.status import describe
 
     try:
         click.echo(describe(running.job_status(Path(out)), tz))

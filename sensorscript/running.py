@@ -361,6 +361,7 @@ def backfill_now(out: Path, timeout: float, echo=print, after_update: bool = Fal
     from sensorscript.runtime.control import backfill as backfills
     from sensorscript.runtime.output.status import run_state
     from sensorscript.runtime.plan import versions
+    from sensorscript.times import human_time
 
     out = Path(out)
     found = backfills.newest(out)
@@ -393,7 +394,7 @@ def backfill_now(out: Path, timeout: float, echo=print, after_update: bool = Fal
             said = why
         time.sleep(0.5)
     echo(f"backfilling {', '.join(sorted(ends))} from "
-         + ("the start of the archive" if found.since is None else _when(found.since)) + " ...")
+         + ("the start of the archive" if found.since is None else human_time(found.since)) + " ...")
     lines: list[str] = []
 
     def take(line: str) -> None:
@@ -420,8 +421,3 @@ def _not_now(after_update: bool, echo, message: str) -> None:
         raise SensorScriptError([Diagnostic("error", message)])
     echo(message)
 
-
-def _when(ms: int) -> str:
-    from sensorscript.times import human_time
-
-    return human_time(ms)
