@@ -88,13 +88,9 @@ class Backfill:
     @property
     def alive(self) -> bool:
         """Running, in a process that is still there (on this host; another's is taken at its word)."""
-        if self.state != "running":
-            return False
-        if self.host != socket.gethostname():
-            return True
         from sensorscript.runtime.output.status import alive
 
-        return alive(self.pid)
+        return self.state == "running" and alive(self.pid, self.host)
 
     def describe(self, out: Path, tz=UTC) -> list[str]:
         """What `sscript status` and the dashboard say of it."""

@@ -177,13 +177,17 @@ def emitted_until(partitions: dict[str, dict[str, float]], job) -> int:
 def run_state(status: dict) -> str:
     """running, killed (left running by a process that is gone), stopped, ended or failed."""
     state = status.get("state", "stopped")
-    if state == "running" and status.get("host") == socket.gethostname() and not alive(status.get("pid", 0)):
+    # A status that names no host (an older release's) is taken at its word, as another host's.
+    if state == "running" and not alive(status.get("pid", 0), status.get("host") or ""):
         return "killed"
     return state
 
 
-def alive(pid: int) -> bool:
-    """A process of this host is there (a zombie, dead but not yet reaped, is not)."""
+def alive(pid: int, host: str | None = None) -> bool:
+    """Process `pid` of `host` (None: this one) is there: one of another host is taken at its word;
+    a zombie, dead but not yet reaped, is not."""
+    if host is not None and host != socket.gethostname():
+        return True
     if pid <= 0:
         return False
     try:
