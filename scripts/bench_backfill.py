@@ -35,7 +35,7 @@ from sensorscript.registry import SensorRegistry
 from sensorscript.runtime.control import backfill as backfills
 from sensorscript.runtime.control.run_loop import run
 from sensorscript.runtime.control.session import spark_session
-from sensorscript.runtime.output import archive
+from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.plan import versions
 from sensorscript.runtime.plan.loading import load_job
 from sensorscript.update import update_workflows
@@ -81,7 +81,7 @@ def backfill_once(out: Path) -> dict:
     folder = out / archive.FOLDER
     start = time.perf_counter()
     done = backfills.run(out, backfills.request(out, number, None), job, f"sqlite:{out / 'results.db'}", ends,
-                         lambda codes, lo, hi: archive.read(folder, codes, lo, hi), archive.earliest(folder),
+                         lambda sensors, lo, hi: archive.read(folder, sensors, lo, hi), archive.earliest(folder),
                          echo=lambda line: None)
     seconds = time.perf_counter() - start
     return {"readings": done.readings, "rows": done.rows, "seconds": seconds, "streams": sorted(ends)}

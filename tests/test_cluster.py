@@ -411,7 +411,7 @@ def test_an_executor_killed_while_archiving_leaves_nothing_the_archive_reader_tr
     correction's, a backfill's) must neither fail on it nor count it."""
     import numpy as np
 
-    from sensorscript.runtime.output import archive
+    from sensorscript.runtime.ingest import archive
 
     folder, hour = tmp_path / "archive", archive.HOUR_MS
 
@@ -425,6 +425,6 @@ def test_an_executor_killed_while_archiving_leaves_nothing_the_archive_reader_tr
     assert [p for p in folder.rglob("*") if p.is_file()]  # what the dead writer left
     archive.write(str(folder), 1, 0, np.array([2, 2]), np.array([hour + 1, hour + 2]), np.array([1.0, 2.0]))
 
-    code, ts, value = archive.read(folder, [1, 2], hour, 2 * hour)
+    code, ts, value = archive.read(folder, {1: "a", 2: "b"}, hour, 2 * hour)
     assert (list(code), list(ts), list(value)) == ([2, 2], [hour + 1, hour + 2], [1.0, 2.0])
     assert archive.earliest(folder) == hour

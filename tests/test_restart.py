@@ -29,7 +29,7 @@ from sensorscript.runtime.plan.loading import load_job
 from sensorscript.runtime.output.status import alive
 from tests.cep_harness import reference_rows, same_rows
 from tests.conftest import EXAMPLES, ROOT
-from tests.differential import disordered_replay
+from tests.differential import disordered_replay, write_replay
 
 pytestmark = pytest.mark.spark
 
@@ -225,8 +225,10 @@ def test_killed_interrupted_and_drained_with_the_late_store(replay, tmp_path):
 def test_killed_then_drained_with_corrections(replay, tmp_path):
     """Late policy `correct`: SIGKILL after batch 3, start again, read the rest, `sscript stop
     --drain`: the newest version of every row equals the reference over all the data, and the
-    archive holds every reading once."""
-    data, batches = replay
+    archive holds every reading once, those of sensors no workflow reads too (by sensor id)."""
+    _, batches = replay
+    batches = [b + [f"SPARE-{k % 2},{reading(b[k])[1]},{k}.5" for k in range(0, len(b), 40)] for b in batches]
+    data = write_replay(tmp_path / "data", batches)
     out = tmp_path / "out"
     compile_examples(out, late="correct:2s")
     runs = []
@@ -249,6 +251,10 @@ def test_killed_then_drained_with_corrections(replay, tmp_path):
     read = set(load_job(out).JOB.sensors)
     archived = pd.read_parquet(out / "archive")
     assert len(archived) == sum(reading(line)[0] in read for line in lines)  # once each, though a batch ran twice
+    # The readings no workflow reads, by sensor id (stage 0 keeps them for a backfill): once each too.
+    unread = pd.read_parquet(out / "archive-unread")
+    assert len(unread) and sorted(zip(unread["sensor"], unread["ts"])) == sorted(
+        reading(line)[:2] for line in lines if reading(line)[0] not in read)
     db = sqlite3.connect(out / "results.db")
     versions = db.execute("SELECT COUNT(*), COUNT(DISTINCT stream || ts || IFNULL(window_start, '') || "
                           "IFNULL(start_ts, '') || version) FROM results").fetchone()

@@ -7,7 +7,7 @@ import csv
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime.output import archive
+from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.output.sinks import QUARANTINE_COLUMNS, BatchRows, CsvSink
 
 

@@ -191,6 +191,43 @@ def test_stage_0_takes_exactly_the_referenced_ids_and_counts_the_others(spark):
     assert [(r.raw, r.reason) for r in packed if r.reason is not None] == [(",1,1", "empty sensor_id")]
 
 
+def test_stage_0_archives_the_readings_no_workflow_reads_by_sensor_id(spark, tmp_path):
+    """Late policy correct: the readings stage 0 drops (sensors no workflow reads) are archived by
+    sensor id, each once, exactly as read (ids any string), under the micro-batch's id; the read ones
+    go on (stage 1 archives them). archive.read gives them back under a code once a job reads them."""
+    import dataclasses
+
+    import numpy as np
+
+    from sensorscript.runtime.ingest import archive
+    from sensorscript.runtime.ingest.packets import assign_partitions
+    from sensorscript.runtime.plan.program import Job
+
+    referenced = ["8MD1-AZ", "it's"]
+    others = ["8MD1-az", "ünï cödé", "a,b", "' OR 1=1 --", "8MD1-AZ "]
+    job = Job("t", ("w",), {s: (code, 0) for code, s in enumerate(referenced)}, (), (), bucket_keys(1))
+    job = dataclasses.replace(job, archive=str(tmp_path / archive.FOLDER))
+    hour = archive.HOUR_MS
+    lines = [(s, hour * (i % 3) + i, float(i), None, None) for i, s in enumerate(referenced + others * 3)]
+    frame = spark.createDataFrame(lines, "sensor_id string, ts long, value double, reason string, raw string")
+    spark.sparkContext.setLocalProperty("streaming.sql.batchId", "7")
+    try:
+        packed = assign_partitions(frame.repartition(2), job).collect()
+    finally:
+        spark.sparkContext.setLocalProperty("streaming.sql.batchId", None)
+    assert sum(r.unread for r in packed) == len(others) * 3
+    files = sorted(p.relative_to(tmp_path / archive.UNREAD).as_posix()
+                   for p in (tmp_path / archive.UNREAD).rglob("*.parquet"))
+    assert files and all(f.endswith("-b7.parquet") for f in files), files
+    assert not (tmp_path / archive.FOLDER).exists()  # the read ones are stage 1's to archive
+    # A job that reads two of them now: their readings, under its codes.
+    code, ts, value = archive.read(tmp_path / archive.FOLDER, {5: "ünï cödé", 6: "8MD1-AZ "}, 0, 3 * hour)
+    expected = sorted((5 if s == "ünï cödé" else 6, t, v) for s, t, v, _, _ in lines if s in ("ünï cödé", "8MD1-AZ "))
+    assert sorted(zip(code.tolist(), ts.tolist(), value.tolist())) == expected
+    assert archive.forget(tmp_path / archive.FOLDER, 7) == len(files)
+    assert np.size(archive.read(tmp_path / archive.FOLDER, {5: "ünï cödé"}, 0, 3 * hour)[0]) == 0
+
+
 def test_bucket_keys_land_on_distinct_spark_tasks(spark):
     from pyspark.sql import functions as F
 

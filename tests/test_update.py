@@ -138,17 +138,18 @@ def run_timeline(old_job, new_job, batches: list[list[str]], switch_after: int):
 
 
 def backfilled(out: Path, rows: list[tuple], switch_at: int, exact: dict, batches, since: int | None,
-               write_live: bool = True):
+               write_live: bool = True, whole: bool = True):
     """A backfill of version 2 (runtime/control/backfill.py) after `run_timeline`, without Spark: the
-    job's rows in a SQLite sink as it wrote them, the archive as late policy correct keeps it (every
-    reading of the sensors the job read: those of version 1 all along, the others from the switch on;
-    read from memory here, `archive.read` is the Spark side). Returns (the newest rows per key
-    afterwards, the backfill)."""
+    job's rows in a SQLite sink as it wrote them, the archive as late policy correct keeps it, read
+    from memory here (stage 0 and stage 1 write it under Spark): every reading, read by a workflow
+    or not; or, `whole=False`, as a job begun before the archive kept unread readings has it (those
+    of the sensors version 1 read all along, the others from the switch on). Returns (the newest
+    rows per key afterwards, the backfill)."""
     import pandas as pd
 
     from sensorscript.runtime.control import backfill as backfills
     from sensorscript.runtime.control.correction import newest
-    from sensorscript.runtime.output import archive
+    from sensorscript.runtime.ingest import archive
     from sensorscript.runtime.output.sinks import BatchRows, open_sink, read_results
 
     spec = f"sqlite:{out / 'results.db'}"
@@ -163,13 +164,15 @@ def backfilled(out: Path, rows: list[tuple], switch_at: int, exact: dict, batche
     ts = np.array([r.ts for r in parsed], np.int64)
     value = np.array([r.value for r in parsed], np.float64)
     read_before = {c for c, _ in versions.load(out, 1)[0].sensors.values()}
-    kept = np.isin(code, list(read_before)) | (ts >= switch_at)
+    if whole:
+        archive.begin(out / archive.FOLDER)
+    kept = np.isin(code, list(read_before)) | (ts >= switch_at) | bool(whole)
     code, ts, value = code[kept], ts[kept], value[kept]
     order = np.argsort(ts, kind="stable")
     code, ts, value = code[order], ts[order], value[order]
 
-    def read(codes, lo, hi):
-        mine = np.isin(code, codes) & (ts >= lo) & (ts < hi)
+    def read(sensors, lo, hi):
+        mine = np.isin(code, list(sensors)) & (ts >= lo) & (ts < hi)
         return code[mine], ts[mine], value[mine]
 
     ends = backfills.ends_of(backfills.streams_of(out, 2, job), job, exact, switch_at)
@@ -459,33 +462,34 @@ h = max("8MD1-AZ", 10min, 5min);  // beside MD1Z (the same slices)
 """
 
 
-@pytest.mark.parametrize("mode", ["clear", "dual"])
-def test_a_backfill_completes_the_added_workflows_from_since_with_no_gap(tmp_path, mode):
+@pytest.mark.parametrize("mode, whole", [("clear", True), ("dual", True), ("dual", False)])
+def test_a_backfill_completes_the_added_workflows_from_since_with_no_gap(tmp_path, mode, whole):
     """The issue's case with a backfill, and a second added workflow over a sensor the job read all
-    along: the job's rows and the backfill's together are the workflows' over ALL the readings,
-    hist.h from SINCE on with no gap at the switch; shared.w, which needs sensors the job began to
-    read (and to archive) at the switch, from the first time its rows can be whole over the archive,
-    no partial row before. The rows the job wrote stay (the backfill writes only keys it computes
-    differently or the job left out); run again, it writes nothing."""
+    along: the job's rows and the backfill's together are the workflows' over ALL the readings from
+    SINCE on, with no gap at the switch: hist.h, and shared.w, which needs sensors the job began to
+    read at the switch (the archive kept their readings before, unread). An archive begun before it
+    kept unread readings has those sensors only from the switch: shared.w is complete from the first
+    time its rows can be whole over it, no partial row before. The rows the job wrote stay (the
+    backfill writes only keys it computes differently or the job left out); run again, it writes nothing."""
     out, old_files, new_files, rows, switch_at, exact, batches = issue_case(tmp_path, mode, {"shared": SHARED,
                                                                                             "hist": HISTORY})
     since = 1_767_225_600_000 + 5 * 60_000  # five minutes into the readings, well before the switch
-    found, done = backfilled(out, rows, switch_at, exact, batches, since)
+    found, done = backfilled(out, rows, switch_at, exact, batches, since, whole=whole)
     reference = reference_rows(new_files, batches)
     assert done.state == "done" and done.streams == exact == {"shared.w": exact["shared.w"], "hist.h": exact["hist.h"]}
-    # h: from SINCE. w: y (7 s every 3 s over 8AC1-Z) is whole over the archive from 7 s after the
-    # switch, w (10 s every 10 s over z) from 10 s after that.
-    assert done.complete_from == {"hist.h": since, "shared.w": switch_at + 7_000 + 10_000}
+    # Without the unread readings: y (7 s every 3 s over 8AC1-Z) is whole over the archive from 7 s
+    # after the switch, w (10 s every 10 s over z) from 10 s after that.
+    assert done.complete_from == {"hist.h": since, "shared.w": since if whole else switch_at + 7_000 + 10_000}
     for stream, complete_from in done.complete_from.items():
         assert_complete(found, reference, stream, complete_from)
         assert not any(r[0] == stream and r[1] < complete_from and r not in rows for r in found)  # none before
     history = [r for r in reference if r[0] == "hist.h" and since <= r[1] < exact["hist.h"]]
     assert len(history) >= 4 and done.rows >= len(history)
-    whole = reference_rows(old_files, batches)
+    before = reference_rows(old_files, batches)
     for stream in ("seed.out_MZ", "seed.out_AZ"):  # untouched
-        assert_rows([r for r in found if r[0] == stream], [r for r in whole if r[0] == stream])
+        assert_rows([r for r in found if r[0] == stream], [r for r in before if r[0] == stream])
     # Run again (after a kill, `sscript backfill OUT`): nothing written twice.
-    again, second = backfilled(out, rows, switch_at, exact, batches, since, write_live=False)
+    again, second = backfilled(out, rows, switch_at, exact, batches, since, write_live=False, whole=whole)
     assert second.rows == 0 and second.retracted == 0 and again == found
 
 # ------------------------------------------------------------------ random updates
@@ -555,7 +559,8 @@ def test_random_updates_are_exact_or_absent(tmp_path_factory, example):
         return  # a backfill waits for that (runtime/control/backfill.py `ready`)
     found, done = backfilled(out, rows, switch_at, exact, batches, since)
     for stream, complete_from in done.complete_from.items():
-        assert since is None or complete_from is None or complete_from >= min(since, done.streams[stream])
+        # The archive holds every reading: complete from SINCE (from the start without one).
+        assert complete_from == (None if since is None else min(since, done.streams[stream])), stream
         assert exact_or_absent(found, reference, stream, complete_from or NEG_INF, complete_from or NEG_INF) == []
 
 

@@ -217,12 +217,11 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
         assert any(r[1] >= exact[stream] for r in got)
     # The backfill (`--backfill`: from the start of the archive) ran beside the job, corrections of
     # late data before and after it: from when it says each stream is complete, the newest rows are
-    # the new workflows' over all the readings. HIGH reads sensors the job read all along: complete
-    # from the start; LEVEL reads 8WL3, which the update began to read: from 10 minutes after the
-    # switch; EXCEEDED (a threshold changed) restated from the start with the new one.
+    # the new workflows' over all the readings, from the start: HIGH reads sensors the job read all
+    # along, LEVEL reads 8WL3, which the update began to read (stage 0 archived its readings
+    # before, unread), EXCEEDED (a threshold changed) is restated with the new one.
     done = json.loads((versions.folder(out, 2) / "backfill.json").read_text())
-    assert done["complete_from"] == {"extra.HIGH": None, "extra.LEVEL": switch_at + 600_000,
-                                     "bridge_limits.EXCEEDED": None}
+    assert done["complete_from"] == {"extra.HIGH": None, "extra.LEVEL": None, "bridge_limits.EXCEEDED": None}
     for stream, complete_from in done["complete_from"].items():
         got = sorted(latest[stream], key=lambda r: (r[1], r[2] if r[2] is not None else -1))
         assert exact_or_absent(got, expected, stream, complete_from or 0, complete_from or 0) == []
@@ -233,8 +232,9 @@ def test_the_issue_case_writes_no_partial_sum_and_a_backfill_fills_its_history(t
     that shares MD1Z and sums, every 10 s, a union of MD1Z, a new 7-second mean and a raw sensor.
     No sum is written from part of its input: every row of shared.w is the workflows' value over
     all the readings, and none is missing from the time `sscript update` printed. Then `sscript
-    backfill OUT --since SINCE`, killed once while it runs and run again, completes shared.w from
-    SINCE: the job's rows and the backfill's are the workflows' over all readings, no key twice.
+    backfill OUT --since SINCE`, killed once while it runs and run again, completes shared.w and
+    hist.h from SINCE: the job's rows and the backfill's are the workflows' over all readings, no
+    key twice.
     (Mode dual here; both modes run without Spark in tests/test_update.py.)"""
     from tests.test_update import HISTORY, SHARED, deck_and_accelerometers
 
@@ -298,11 +298,11 @@ def test_the_issue_case_writes_no_partial_sum_and_a_backfill_fills_its_history(t
     db.close()
     done = json.loads(record.read_text())
     assert twice == 0 and done["state"] == "done"
-    # h: complete from SINCE. w needs sensors the job began to read, and to archive, at the switch:
-    # no partial row of it anywhere, and complete from when the archive allows (7 s + 10 s after it).
+    # Both complete from SINCE, w too, though it needs sensors the job began to read at the switch:
+    # stage 0 archived their readings before, unread.
     reference = reference_rows(new, batches)
-    assert done["complete_from"] == {"hist.h": since, "shared.w": switch_at + 17_000}
-    assert exact_or_absent(latest, reference, "hist.h", since, since) == []
-    exact_or_absent(latest, reference, "shared.w", since, switch_at + 17_000)  # none partial, none missing after
+    assert done["complete_from"] == {"hist.h": since, "shared.w": since}
+    for stream in ("hist.h", "shared.w"):
+        assert exact_or_absent(latest, reference, stream, since, since) == []
     assert filled[0] >= 2 and filled[1:] == (2, 2)  # the history, written by version 2
     assert "hist.h: from 2026-01-01 00:03:00.000 UTC" in sscript("status", str(out)).stdout

@@ -6,9 +6,9 @@ may import the packages listed before it and none listed after it (`tests/test_l
 
 Layers:
     plan: the plan as data (Job, Program), loaded from OUT, and its versions
-    ingest: reading input: record rules, sources, the socket spool, stage 0's packets
+    ingest: reading input: record rules, sources, the socket spool, stage 0's packets, the raw archive
     state: one partition's state per batch: watermark, engine, tasks, patterns (cep/)
-    output: what leaves the operators: rows, sinks, the archive, the status
+    output: what leaves the operators: rows, sinks, the status
     control: the query: Spark session, stateful operators, run loop, stops, corrections
     job: what a generated job.py imports, with its main
 """

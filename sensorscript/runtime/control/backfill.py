@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime.output import archive
+from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.output.sinks import PLAN_COLUMN, BatchRows, open_sink, read_results
 from sensorscript.runtime.plan import program as p
 from sensorscript.runtime.plan import versions
@@ -209,8 +209,8 @@ def ends_of(streams: list[str], job: p.Job, exact_from: dict[str, int | None],
 
 def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[str, int], read, earliest: int | None,
         echo=print) -> Backfill:
-    """Compute and write the backfill; `read(codes, lo, hi)` -> (code, ts, value) of the archived
-    readings with lo <= ts < hi in event-time order; `earliest`: the archive's first hour (None:
+    """Compute and write the backfill; `read(sensors, lo, hi)` -> (code, ts, value) of the archived
+    readings of these sensors (code -> sensor id) with lo <= ts < hi in event-time order; `earliest`: the archive's first hour (None:
     empty). Saves its progress in backfill.json as it goes."""
     t0 = time.monotonic()
     job = new_computations(job, backfill.version)
@@ -228,10 +228,10 @@ def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[st
     reach = max(graph.lookback(name) for name in streams) + graph.longest_slide
     start = NEG_INF if since == NEG_INF else since - reach
     until = max(ends.values())
-    codes = graph.sensors_read(streams)
+    sensors = graph.sensors_read(streams)
     # The archive holds a sensor's readings from when the job first read it: a stream that needs a
     # sensor an update started reading is complete only from there (exact or absent).
-    archived = {node_id: at for node_id, at in versions.archived_from(out).items() if at != NEG_INF}
+    archived = {node_id: at for node_id, at in archive.archived_from(out).items() if at != NEG_INF}
     best = graph.trust(NEG_INF, lambda node_id, at: at, archived)  # from the archive's start, at best
     while True:
         if earliest is None or start <= earliest:
@@ -244,7 +244,7 @@ def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[st
         recompute = graph.runner(keep=set(streams))
         for hour in hours:
             lo, hi = max(hour * archive.HOUR_MS, first), min((hour + 1) * archive.HOUR_MS, until)
-            code, ts, value = read(codes, lo, hi)
+            code, ts, value = read(sensors, lo, hi)
             recompute.feed(code, ts, value)
             backfill.hours_done += 1
             backfill.readings = recompute.readings
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     yield_to_the_job()
     try:
         found = run(out, backfill, job, status["sink_spec"], ends,
-                    lambda codes, lo, hi: archive.read(folder, codes, lo, hi), archive.earliest(folder))
+                    lambda sensors, lo, hi: archive.read(folder, sensors, lo, hi), archive.earliest(folder))
     except Exception as exc:  # said in the record, and by `sscript backfill` in one line
         backfill.state, backfill.problem = "failed", f"{type(exc).__name__}: {exc}"
         backfill.save(out)

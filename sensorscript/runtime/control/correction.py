@@ -1,5 +1,5 @@
 """Late policy `correct` (SPEC §6, paper 002's hybrid model): late readings are logged, every
-reading is archived (runtime/output/archive.py), and a correction recomputes what the late readings
+reading is archived (runtime/ingest/archive.py), and a correction recomputes what the late readings
 touched and writes the rows that changed with a higher `version`.
 
 A correction runs when the pending late readings span more than Γ of event time (the run loop
@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime.output import archive
+from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.output import rows as output
 from sensorscript.runtime.plan import versions
 from sensorscript.runtime.plan import program as p
@@ -145,7 +145,7 @@ def correct(job: p.Job, out: Path, sink_spec: str, until: int) -> Correction:
     found = Correction(late=len(late))
     if not len(late):
         return found
-    graph = JobGraph(job, versions.started(out))
+    graph = JobGraph(job, versions.started(out, archive.archived_from(out)))
     fed = job.streams_fed
     codes = sorted({int(c) for c in late["code"]})
     streams = sorted({name for c in codes for name in fed.get(c, ())})
@@ -227,10 +227,10 @@ class JobGraph:
                 todo.extend(self.inputs[node_id])
         return seen
 
-    def sensors_read(self, streams: list[str]) -> list[int]:
-        """The codes of the sensors these streams read, directly or through others."""
+    def sensors_read(self, streams: list[str]) -> dict[int, str]:
+        """The sensors these streams read, directly or through others: code -> sensor id."""
         seen = self.upstream(streams)
-        return sorted(n.code for i, n in self.nodes.items() if i in seen and isinstance(n, p.Sensor))
+        return {n.code: n.sensor_id for i, n in sorted(self.nodes.items()) if i in seen and isinstance(n, p.Sensor)}
 
     def recompute(self, code, ts, value, start: int) -> tuple[pd.DataFrame, dict[str, int]]:
         """Every output row over these readings (the job's programs, one batch, then the end of the
@@ -401,7 +401,11 @@ def changes(recomputed: pd.DataFrame, stored: pd.DataFrame, lowest: dict[str, in
             tombstone["value"], tombstone["events"] = None, None
             new = tombstone
         out.append(new.assign(version=version))
-    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=columns)
+    if not out:
+        return pd.DataFrame(columns=columns)
+    # Column by column, so that a column empty in some frames (a tombstone's value, a window bound
+    # of a non-window row) keeps the type the others give it.
+    return pd.DataFrame({c: pd.concat([f[c] for f in out], ignore_index=True) for c in [*columns, "version"]})
 
 
 _MISSING = -(2**63)  # stands for an empty key column while grouping (window bounds of non-window rows)

@@ -19,7 +19,7 @@ import pandas as pd
 warnings.filterwarnings("ignore", message="The behavior of DataFrame concatenation with empty or all-NA",
                         category=FutureWarning)
 
-from sensorscript.runtime.output import archive
+from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.output import rows as output  # noqa: E402 (after the warning filter)
 from sensorscript.runtime.state.engine import Tuples  # noqa: E402
 from sensorscript.runtime.ingest.packets import CONTROL_CODE  # noqa: E402

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime.output import archive
+from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.control import correction
 from sensorscript.runtime.plan import versions
-from sensorscript.runtime.output.archive import FOLDER as ARCHIVE
+from sensorscript.runtime.ingest.archive import FOLDER as ARCHIVE
 from sensorscript.runtime.state.engine import POS_INF
 from sensorscript.runtime.ingest.packets import END_OF_INPUT
 from sensorscript.runtime.plan.program import SELECTIVITY, Job
@@ -189,6 +189,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     clear_request(out)
     if correcting:
         job = dataclasses.replace(job, archive=str((out / ARCHIVE).resolve()))
+        if not (out / ARCHIVE).exists():  # nothing archived yet: both folders begin with this run
+            archive.begin(job.archive)
     pending = correction.Pending(out)
     control = checkpoint / "control"
     control.mkdir(parents=True, exist_ok=True)
@@ -473,7 +475,7 @@ def _plan_of(checkpoint: Path) -> tuple[int, str] | None:
 
 def start_afresh(out: Path, sink_spec: str) -> None:
     """Forget the checkpoint, the archive, pending corrections and the results written."""
-    for folder in (CHECKPOINT, ARCHIVE, correction.FOLDER):
+    for folder in (CHECKPOINT, ARCHIVE, archive.UNREAD, correction.FOLDER):
         shutil.rmtree(out / folder, ignore_errors=True)
     _reset_sink(sink_spec)
 

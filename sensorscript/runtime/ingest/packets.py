@@ -2,7 +2,9 @@
 
 What crosses the job's one shuffle of raw readings are packets; the end-of-input control line
 (`--once`, `sscript stop --drain`) becomes one control packet per partition. Readings of sensors
-no workflow reads and lines the rules skip stop here, counted.
+no workflow reads and lines the rules skip stop here, counted; under late policy `correct` the
+readings of sensors no workflow reads are archived here (runtime/ingest/archive.py), so an update
+that starts reading one can be backfilled from the start of the archive.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Packer:
         self.codes = np.array([code for _, (code, _) in items], np.int32)
         self.keys = np.array([job.bucket_keys[partition] for _, (_, partition) in items], np.int32)
         self.quarantine_key = job.bucket_keys[0]
+        self.archive = job.archive  # late policy `correct`: where unread readings are kept
         # Copies (a naive placement only): sensor index -> its extra partition keys, as
         # offsets into one flat array.
         extra = [[job.bucket_keys[p] for p in job.replicas.get(sensor_id, ())] for sensor_id in self.ids]
@@ -81,6 +84,7 @@ class Packer:
         import pyarrow.compute as pc
 
         known = pa.array(self.ids, pa.string())
+        kept = []  # the unread readings of this task (archived once, at its end)
         for batch in batches:
             bad = batch.column("reason").is_valid().to_numpy(zero_copy_only=False)
             named = batch.column("sensor_id").is_valid().to_numpy(zero_copy_only=False)  # not a skipped line
@@ -96,6 +100,8 @@ class Packer:
             # rounds timestamps past 2^53.
             stamps = pc.fill_null(batch.column("ts"), 0).to_numpy(zero_copy_only=False)
             unread_newest = int(stamps[not_read].max()) if unread else NEG_INF
+            if unread and self.archive is not None:
+                kept.append(batch.select(["sensor_id", "ts", "value"]).filter(pa.array(not_read)))
             ts = stamps[good].astype(np.int64)
             value = batch.column("value").to_numpy(zero_copy_only=False)[good].astype(np.float64)
             if self.copy_keys.size:
@@ -127,4 +133,16 @@ class Packer:
                 "skipped": pa.array(counts[1]),
                 "unread_newest": pa.array(newest, pa.int64()),
             })
+        if kept:
+            self._archive(pa.Table.from_batches(kept))
 
+    def _archive(self, table) -> None:
+        """Keep the unread readings of this task's share of the micro-batch (one file per hour)."""
+        from pyspark import TaskContext
+
+        from sensorscript.runtime.ingest import archive
+
+        task = TaskContext.get()
+        archive.write_unread(self.archive, task.partitionId(), int(task.getLocalProperty("streaming.sql.batchId")),
+                             table.column("sensor_id").combine_chunks(), table.column("ts").to_numpy(),
+                             table.column("value").to_numpy())

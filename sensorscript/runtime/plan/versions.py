@@ -93,31 +93,19 @@ def _write_json(path: Path, value: dict) -> None:
     os.replace(temporary, path)  # a reader never sees half a file
 
 
-def started(out: Path) -> dict[str, int]:
+def started(out: Path, archived: dict[str, int]) -> dict[str, int]:
     """Node id -> the event time an update started it at (added, or restarted, by a version the
     job switched to; the latest such switch): what a computation of the job's now reads from. A
     version whose backfill was asked for (`backfilled_from`) started its nodes that early instead:
-    the backfill writes their rows from there."""
+    the backfill writes their rows from there, but a sensor's readings not before `archived` says
+    the archive holds them (sensor node id -> from when: runtime/ingest/archive.py `archived_from`)."""
     found: dict[str, int] = {}
     for number, switch_at, nodes, present in switches(out):
         begin = backfilled_from(out, number)
-        # A sensor first read at the switch is archived from there: a backfill has nothing earlier.
-        found.update({node_id: switch_at if begin is None or present[node_id]["kind"] == "sensor" else begin
+        found.update({node_id: switch_at if begin is None else
+                      max(begin, archived.get(node_id, switch_at)) if present[node_id]["kind"] == "sensor" else begin
                       for node_id in nodes})
         found = {n: t for n, t in found.items() if n in present}
-    return found
-
-
-def archived_from(out: Path) -> dict[str, int]:
-    """Sensor node id -> from when the archive of late policy `correct` holds its readings whole: a
-    sensor the job has read since its first version from the start (NEG_INF), one an update started
-    reading from that update's switch (the job keeps the readings of the sensors it reads only)."""
-    from sensorscript.runtime.plan.program import NEG_INF
-
-    found: dict[str, int] = {}
-    for _, switch_at, _, present in switches(out):
-        sensors = [node_id for node_id, node in present.items() if node["kind"] == "sensor"]
-        found = {n: found.get(n, NEG_INF if switch_at is None else switch_at) for n in sensors}
     return found
 
 
