@@ -11,7 +11,8 @@ types) and `--seconds` of readings at each sensor's frequency, then measures on 
   job: the compiled job with --once (all windows emitted), SQLite sink.
 Prints readings per second for both and their ratio (target: the job at least half the raw rate).
 With --compare-late, the job also runs under the late policies drop and correct (which archives
-every reading as Parquet), and prints their rates and ratio (target: correct at least 80 % of drop).
+every reading as Parquet, those of sensors no workflow reads too), and prints their rates and ratio
+(target: correct at least 80 % of drop) and the archive's size.
 """
 
 from __future__ import annotations
@@ -106,9 +107,17 @@ def main() -> None:
             rates[late] = max(rates.get(late, 0.0), readings / timed.seconds)
             print(f"job with --late {late + ':':<9} {readings / timed.seconds:>12,.0f} readings/s  "
                   f"({timed.seconds:.1f} s, {timed.late:,} late)")
-        archived = sum(f.stat().st_size for f in (work / "out-correct" / "archive").rglob("*.parquet"))
+        import pyarrow.parquet as pq
+
+        from sensorscript.runtime.ingest import archive
+
+        sizes = {}
+        for folder in (archive.FOLDER, archive.UNREAD):  # read readings by code, unread ones by sensor id
+            files = list((work / "out-correct" / folder).rglob("*.parquet"))
+            sizes[folder] = (sum(f.stat().st_size for f in files), sum(pq.read_metadata(f).num_rows for f in files))
         print(f"correct / drop: {rates['correct'] / rates['drop']:.2f} (best of two each; the archive holds "
-              f"{archived / 2**20:,.1f} MiB)")
+              + ", ".join(f"{folder}/ {size / 2**20:,.1f} MiB for {rows:,} readings ({size / max(rows, 1):.1f} B each)"
+                          for folder, (size, rows) in sizes.items()) + ")")
     spark.stop()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
