@@ -23,6 +23,7 @@ from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.output import rows as output  # noqa: E402 (after the warning filter)
 from sensorscript.runtime.state.engine import Tuples  # noqa: E402
 from sensorscript.runtime.ingest.packets import CONTROL_CODE  # noqa: E402
+from sensorscript.runtime.plan import shipping  # noqa: E402
 from sensorscript.runtime.plan.program import NEG_INF, Job  # noqa: E402
 from sensorscript.runtime.state.tasks import FirstStage, LaterStage  # noqa: E402
 
@@ -45,6 +46,7 @@ def run_partitions(keyed, job: Job):
     """
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    job = shipping.ship(keyed.sparkSession, job)  # the functions below carry its file's name only
     first = (keyed.repartition(job.partitions, "pkey").groupBy("pkey")
              .applyInPandasWithState(_first_stage_function(job), output.OUTPUT_SCHEMA, STATE_SCHEMA, "append",
                                      GroupStateTimeout.NoTimeout))
@@ -146,11 +148,11 @@ class LaterStageProcessor(_processor_base()):
     for this stage (results, counters, forwards and heartbeats for a later one) pass through."""
 
     def __init__(self, job: Job, stage: int = 2):
-        self.job = job
+        self.job = job  # shipped (runtime/plan/shipping.py): pickled with the processor as a file name
         self.stage = stage
-        self.programs = dict(job.stages_after_first())[stage]
 
     def init(self, handle) -> None:
+        self.programs = dict(self.job.stages_after_first())[self.stage]
         self.state = handle.getValueState(f"stage{self.stage}", STATE_SCHEMA)
         self.tasks: dict[int, LaterStage] = {}
 

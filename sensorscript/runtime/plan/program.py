@@ -13,6 +13,8 @@ from functools import cached_property
 
 import numpy as np
 
+from sensorscript.runtime.plan import shipping
+
 # Event times are int64 milliseconds; these two stand beyond them. NEG_INF: before any event time
 # (no watermark yet; a stream whole from the start). POS_INF: past every event time (the end of
 # the input); as an exact-from time, UNKNOWN: not known yet (runtime/state/exactness.py).
@@ -341,6 +343,14 @@ class Job:
     stream_names: dict[str, dict[int, str]] = field(default_factory=dict)
     operator_files: tuple[str, ...] = ()  # Python files registering operators, relative to job.py
     version: Version = Version()
+
+    def __reduce_ex__(self, protocol):
+        """Pickled as its shipped file's name once `shipping.ship` has shipped it (what Spark sends
+        with every Python function of the query), else whole."""
+        shipped = self.__dict__.get("_shipped")
+        if shipped:
+            return shipping.load, shipped
+        return super().__reduce_ex__(protocol)
 
     @property
     def partitions(self) -> int:
