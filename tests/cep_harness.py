@@ -59,9 +59,11 @@ def run_local(scripts: dict[str, str], batches: list[list[str]], delay_ms: int =
     return rows, late, plan, counters
 
 
-def reference_rows(scripts: dict[str, str], batches: list[list[str]], delay_ms: int = 0, plan=None):
+def reference_rows(scripts: dict[str, str], batches: list[list[str]], delay_ms: int = 0, plan=None,
+                   operators: dict | None = None):
+    """`operators`: the user's pattern operators the scripts name (handed to the oracle)."""
     homes = plan.partitions.sensor_partition if plan is not None else None
-    evaluation = evaluate(loaded(scripts).workflows, batches, delay_ms, homes)
+    evaluation = evaluate(loaded(scripts).workflows, batches, delay_ms, homes, operators)
     rows = [(r.stream, r.ts, r.window_start, r.window_end, r.value, r.start_ts, r.end_ts, r.events)
             for r in evaluation.rows]
     return rows, evaluation

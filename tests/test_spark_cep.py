@@ -3,6 +3,7 @@ random patterns, over several micro-batches and partitions, every sink's match c
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import sqlite3
@@ -11,8 +12,10 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from sensorscript.codegen.program import programs
 from sensorscript.compiler import compile_workflows
-from sensorscript.registry import read_csv
+from sensorscript.registry import Sensor, read_csv
+from sensorscript.runtime.control.run_loop import JobFailed
 from sensorscript.running import run_local
 from sensorscript.workload import write_readings
 from tests.cep_harness import reference_rows, same_rows
@@ -103,3 +106,86 @@ def test_match_columns_in_csv_and_parquet_sinks(spark, tmp_path):
         assert json.loads(matches["events"].iloc[0])[1] == {"var": "b", "ts": 5, "value": 3.0, "sensor": "B"}
         others = frame[frame["stream"] == "w.N"]
         assert others["events"].isna().all()
+
+
+# The example of docs/OPERATORS.md.
+USER_OPERATORS = """\
+from sensorscript.runtime.state.cep.operators import BinaryOperator, UnaryOperator, register
+
+
+@register("soon_after")
+class SoonAfter(BinaryOperator):
+    \"\"\"b at most 5 s after a.\"\"\"
+
+    def Q(self, left, right):
+        return left.end < right.start <= left.end + 5_000
+
+
+@register("rising")
+class Rising(UnaryOperator):
+    \"\"\"Keeps the events whose value is above the previous one of the same sensor.\"\"\"
+
+    def Q(self, state, event):
+        return state is not None and event.value > state
+
+    def Z(self, state, event):
+        return event.value
+"""
+
+
+def _user_operators(path):
+    """The operators a user's file defines, by name, for the oracle (loaded as user code, not through the product)."""
+    spec = importlib.util.spec_from_file_location("users_operators_for_the_oracle", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {"soon_after": module.SoonAfter(), "rising": module.Rising()}
+
+
+def test_user_operators_reach_the_workers_of_every_stage(spark, tmp_path):
+    """A user's operators (docs/OPERATORS.md) are registered in Spark's Python workers, which cannot
+    import the file that defines them: in the first stage and in the second (c.R reads a sensor whose
+    readings the plan forwards from the other partition)."""
+    (tmp_path / "ops.py").write_text(USER_OPERATORS)
+    scripts = {"a": "P = pattern(a: rising(S1) ->[soon_after] b: S2) within 10s strategy next;\n",
+               "b": "Q = pattern(x: rising(S3) -> y: S4) where y.value > x.value + 1 within 2s strategy next;\n",
+               "c": "R = pattern(m: rising(S5) ->[soon_after] n: S6) within 10s strategy next emit first;\n"}
+    files = write_scripts(tmp_path, scripts)
+    sensors = [Sensor(f"S{i}", 10.0 if i > 4 else 1.0, "test") for i in range(1, 7)]
+    (tmp_path / "sensors.csv").write_text("sensor_id,frequency_hz,type\n"
+                                          + "".join(f"{s.sensor_id},{s.frequency_hz},{s.type}\n" for s in sensors))
+    write_readings(sensors, tmp_path / "gen", seconds=60, files=1)
+    lines = (tmp_path / "gen" / "readings-000.csv").read_text().splitlines()
+    batches = [lines[: len(lines) // 2], lines[len(lines) // 2:]]
+    out = tmp_path / "out"
+    compiled = compile_workflows(files, out, str(tmp_path / "sensors.csv"), 2, operators=[str(tmp_path / "ops.py")])
+    stages = {program.stage for program in (p for ps in programs(compiled.plan) for p in ps if p is not None)
+              for node in program.nodes if hasattr(node, "tree")}
+    assert stages == {1, 2}  # patterns with user operators in both stages
+    data = write_replay(tmp_path / "data", batches)
+    run_local(out, str(data), True, None, spark=spark, echo=lambda *_: None, max_files_per_trigger=1)
+    expected, _ = reference_rows(scripts, batches, 0, compiled.plan, _user_operators(tmp_path / "ops.py"))
+    rows = sqlite_rows(out)
+    same_rows(rows, expected)
+    assert {r[0] for r in rows} == {"a.P", "b.Q", "c.R"}
+
+
+def test_an_operator_that_raises_stops_the_job_with_its_error_in_one_sentence(spark, tmp_path):
+    """A user's operator that raises: the run stops and says which error, and where in the user's
+    file, in one line (not a line of its source, not Spark's account)."""
+    (tmp_path / "ops.py").write_text(
+        "from sensorscript.runtime.state.cep.operators import UnaryOperator, register\n\n\n"
+        "@register('fragile')\n"
+        "class Fragile(UnaryOperator):\n"
+        "    def Q(self, state, event):\n"
+        "        if event.value > 5:\n"
+        "            raise ValueError(f'cannot judge {event.value}')\n"
+        "        return True\n")
+    files = write_scripts(tmp_path, {"w": "P = pattern(a: fragile(S1) -> b: S1) within 1min;\n"})
+    out = tmp_path / "out"
+    compile_workflows(files, out, None, 1, operators=[str(tmp_path / "ops.py")])
+    data = write_replay(tmp_path / "data", [["S1,1000,1", "S1,2000,7"]])
+    with pytest.raises(JobFailed) as failed:
+        run_local(out, str(data), True, None, spark=spark, echo=lambda *_: None)
+    message = str(failed.value)
+    assert "\n" not in message and "raise ValueError" not in message, message
+    assert message.endswith(f"ValueError: cannot judge 7.0 (at {out / 'operators' / 'ops.py'}, line 8, in Q)"), message

@@ -7,6 +7,7 @@ Both call `runtime/state/tasks.py`, which the Spark-free `LocalRun` shares.
 
 from __future__ import annotations
 
+import functools
 import pickle
 import warnings
 from typing import Iterator
@@ -21,6 +22,7 @@ warnings.filterwarnings("ignore", message="The behavior of DataFrame concatenati
 
 from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.output import rows as output  # noqa: E402 (after the warning filter)
+from sensorscript.runtime.state.cep import operators as cep  # noqa: E402
 from sensorscript.runtime.state.engine import Tuples  # noqa: E402
 from sensorscript.runtime.ingest.packets import CONTROL_CODE  # noqa: E402
 from sensorscript.runtime.plan import shipping  # noqa: E402
@@ -46,7 +48,9 @@ def run_partitions(keyed, job: Job):
     """
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    job = shipping.ship(keyed.sparkSession, job)  # the functions below carry its file's name only
+    # The functions below carry the job's file's name only; the file carries the pattern operators
+    # a user registered too, for the workers to register before they run the job.
+    job = shipping.ship(keyed.sparkSession, job, also=[functools.partial(cep.register_all, cep.users())])
     first = (keyed.repartition(job.partitions, "pkey").groupBy("pkey")
              .applyInPandasWithState(_first_stage_function(job), output.OUTPUT_SCHEMA, STATE_SCHEMA, "append",
                                      GroupStateTimeout.NoTimeout))

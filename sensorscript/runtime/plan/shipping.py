@@ -10,6 +10,10 @@ a `transformWithStateInPandas` cannot load: the query failed in its first batch 
 executor (`SparkContext.addFile`), and marks the job: pickled again, it is its file's name and
 nothing more (`Job.__reduce_ex__`), and unpickled in a worker, `load` reads that file the first
 time and answers from memory after (Spark reuses its Python workers).
+
+What else a worker must do before it runs the job travels in the same file (`also`: callables run
+once after loading it): the pattern operators a user registered (docs/OPERATORS.md), whose classes
+cloudpickle carries by value, since a worker cannot import the file that defines them.
 """
 
 from __future__ import annotations
@@ -23,12 +27,15 @@ PREFIX = "sscript-plan-"
 _LOADED: dict[str, object] = {}  # per process: shipped file name -> the job
 
 
-def ship(spark, job):
+def ship(spark, job, also=()):
     """The job, written once to a file Spark ships to its executors and marked to travel as that
-    file's name; a job shipped already is returned as it is."""
+    file's name; a job shipped already is returned as it is. `also`: callables a worker runs once
+    after loading the file (they travel in it, pickled by cloudpickle)."""
+    from pyspark import cloudpickle
+
     if job.__dict__.get("_shipped"):
         return job
-    data = pickle.dumps(job, protocol=5)  # the job whole: not marked yet
+    data = cloudpickle.dumps((job, tuple(also)), protocol=5)  # the job whole: not marked yet
     name = f"{PREFIX}{hashlib.sha256(data).hexdigest()[:20]}.pickle"
     # Spark's temporary folder of this driver (removed when it stops): where the driver's own
     # Python workers read the file, Spark fetching it to every executor from there.
@@ -54,7 +61,9 @@ def load(name: str, driver_path: str):
         if path is None or not os.path.exists(path):
             path = driver_path
         with open(path, "rb") as file:
-            job = pickle.load(file)
+            job, also = pickle.load(file)
+        for prepare in also:
+            prepare()
         _LOADED[name] = job
     return job
 

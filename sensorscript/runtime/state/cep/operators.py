@@ -143,6 +143,18 @@ def registered() -> dict[str, UnaryOperator | BinaryOperator]:
     return {**BUILTIN, **_registered}
 
 
+def users() -> dict[str, UnaryOperator | BinaryOperator]:
+    """The operators registered here, by name (not the built-in ones)."""
+    return dict(_registered)
+
+
+def register_all(operators: dict[str, UnaryOperator | BinaryOperator]) -> None:
+    """Register these operators, by name: a Spark worker receives the ones the driver registered
+    (runtime/plan/shipping.py)."""
+    for name, operator in operators.items():
+        register(name, operator)
+
+
 def arities() -> dict[str, int]:
     return {name: op.arity for name, op in registered().items() if name != FOLLOWED_BY}
 
