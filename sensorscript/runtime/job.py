@@ -19,7 +19,7 @@ from sensorscript.runtime.control.operators import run_partitions
 from sensorscript.runtime.ingest.packets import assign_partitions, control_rows
 from sensorscript.runtime.plan.program import Job
 from sensorscript.runtime.control.run_loop import JobFailed, run
-from sensorscript.runtime.control.session import spark_session
+from sensorscript.runtime.control.session import SPARK_LOG, spark_session
 from sensorscript.runtime.output.sinks import check_sink
 
 __all__ = ["Job", "assign_partitions", "control_rows", "run_partitions", "main", "run", "spark_session"]
@@ -53,13 +53,15 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    spark = spark_session(job, args.master or _default_master())
+    spark = spark_session(job, args.master or _default_master(), log=Path(args.out) / SPARK_LOG)
     try:
         summary = run(job, build_query, args.input, Path(args.out), args.once, sink, spark,
                       trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,
                       watermark=args.watermark, late=args.late, replay_order=args.replay_order, fresh=args.fresh)
     except (JobFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        if isinstance(exc, JobFailed) and (Path(args.out) / SPARK_LOG).exists():
+            print(f"Spark's own account of it: {Path(args.out) / SPARK_LOG}", file=sys.stderr)
         return 1
     print(f"{'stopped' if summary.outcome == 'stopped' else 'done'}: {summary.readings:,} readings in "
           f"{summary.batches} batch(es) -> {summary.results:,} results"

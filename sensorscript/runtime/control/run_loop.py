@@ -20,13 +20,13 @@ import numpy as np
 import pandas as pd
 
 from sensorscript.runtime.ingest import archive
-from sensorscript.runtime.control import correction
+from sensorscript.runtime.control import correction, failures
 from sensorscript.runtime.plan import versions
 from sensorscript.runtime.ingest.archive import FOLDER as ARCHIVE
 from sensorscript.runtime.state.engine import POS_INF
 from sensorscript.runtime.ingest.packets import END_OF_INPUT
 from sensorscript.runtime.plan.program import SELECTIVITY, Job
-from sensorscript.runtime.control.session import spark_session
+from sensorscript.runtime.control.session import SPARK_LOG, spark_session
 from sensorscript.runtime.ingest.spool import SocketSpool
 from sensorscript.runtime.output.status import Status
 from sensorscript.times import human_time
@@ -102,7 +102,7 @@ class Gate:
                 self.written = batch_id
 
     def failed(self, batch_id: int, exc: BaseException) -> None:
-        self.failure = f"micro-batch {batch_id} could not be written: {type(exc).__name__}: {_first_cause(str(exc))}"
+        self.failure = f"micro-batch {batch_id} could not be written: {failures.describe(exc)}"
 
     def close(self) -> None:
         with self.lock:
@@ -195,7 +195,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     control = checkpoint / "control"
     control.mkdir(parents=True, exist_ok=True)
     target = open_sink(sink_spec, matches=job.has_matches)
-    spark = spark or spark_session(job, master)
+    spark = spark or spark_session(job, master, log=out / SPARK_LOG)
     summary = RunSummary()
     status = Status.start(out, job, sink_spec, target.describe(), fresh=after is None, source=source)
     if switching:  # the checkpoint holds an earlier version's state: switch now, at the run's start
@@ -551,17 +551,10 @@ def _await(query, timeout: float, gate: Gate) -> bool:
     try:
         ended = bool(query.awaitTermination(timeout))
     except StreamingQueryException as exc:
-        raise JobFailed(f"the job stopped with an error: {gate.failure or _first_cause(str(exc))}") from exc
+        raise JobFailed(f"the job stopped with an error: {gate.failure or failures.describe(exc)}") from exc
     if ended and gate.failure is not None:  # should the query end without reporting the writer's error
         raise JobFailed(f"the job stopped with an error: {gate.failure}")
     return ended
-
-
-def _first_cause(text: str) -> str:
-    """The line of an error's text that says what went wrong (a Py4J error's first line names a call)."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    cause = next((line for line in lines if "Error" in line or "Exception" in line), lines[0] if lines else "")
-    return cause[:500]
 
 
 def _reset_sink(spec: str) -> None:
