@@ -9,11 +9,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import zipfile
 from pathlib import Path
 
 import sensorscript
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
+from sensorscript.runtime.control.session import SPARK_LOG
 from sensorscript.runtime.plan.loading import compiled_job, load_job
 
 
@@ -24,14 +26,8 @@ def run_local(out: Path, source: str, once: bool, sink: str | None, spark=None, 
     module = load_job(out)
     _check_input(source)
     _check_sink(sink, out)
-    spark = spark or spark_session(module.JOB, "local[2]")
+    spark = spark or spark_session(module.JOB, "local[2]", log=Path(out) / SPARK_LOG)
     return run(module.JOB, module.build_query, source, Path(out), once, sink, spark, echo=echo, **options)
-
-
-# Spark prints these at start-up, and PySpark's driver-side worker for every stateful
-# operator it starts; they say nothing to a user.
-_NOISE = ("TransformWithStateInPandas Python worker", "log4j2-defaults.properties", "Setting default log level",
-          "To adjust logging level", "NativeCodeLoader", "Using incubator modules")
 
 
 def policy_arguments(watermark: str | None, late: str | None, replay_order: str = "time",
@@ -60,21 +56,32 @@ def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print
 
 
 def run_quietly(command: list[str], echo, environment: dict[str, str] | None = None,
-                job_out: Path | None = None) -> int:
-    """Run a command that starts Spark, passing its output on without Spark's noise.
+                job_out: Path | None = None, spark_log: Path | None = None) -> int:
+    """Run a command that starts Spark, passing its output on (a job started with python writes
+    Spark's own output to OUT/spark.log itself: runtime/control/session.py).
+
+    `spark_log`: the command is spark-submit, whose standard error is Spark's (its JVM's log and
+    what the Python workers it starts print; the Python driver's own output comes on its standard
+    output): written to that file, bounded, unless SSCRIPT_SPARK_LOG asks for it here.
 
     `job_out`: the command runs the job in that folder. It then runs in a session of its own, so
     that Ctrl-C in a terminal reaches only this process, which turns Ctrl-C and SIGTERM into stop
     requests the job reads between batches (runtime/control/stopping.py), locally or on a cluster; a third
     one terminates it. If this process dies, the job is sent SIGTERM: it stops between batches."""
+    from sensorscript.runtime.control.session import output_writer, pass_on, spark_log_level
     from sensorscript.runtime.control.stopping import StopOnSignals
 
     if environment is None:  # local Spark binds to the loopback address (and says nothing about the host name)
         environment = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     environment = {**environment, "PYTHONUNBUFFERED": "1"}  # progress lines as they come, not when a pipe's buffer fills
-    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    apart = spark_log is not None and not spark_log_level()
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE if apart else subprocess.STDOUT,
                                text=True, bufsize=1, start_new_session=job_out is not None,
                                preexec_fn=_stop_with_parent if job_out is not None else None)
+    if apart:
+        threading.Thread(target=pass_on, args=(process.stderr, output_writer(spark_log)), name="spark-output",
+                         daemon=True).start()
 
     def terminate() -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -85,7 +92,7 @@ def run_quietly(command: list[str], echo, environment: dict[str, str] | None = N
         try:
             for line in process.stdout:
                 line = line.rstrip("\n")
-                if line.strip() and not any(noise in line for noise in _NOISE):
+                if line.strip():
                     echo(line)
         except KeyboardInterrupt:
             process.terminate()
@@ -222,7 +229,7 @@ def submit(out: Path, master: str, source: str, once: bool, sink: str | None, ex
     command += list(extra_job or ())
     environment = {**os.environ, "PYSPARK_PYTHON": python, "SPARK_HOME": str(spark_home)}
     echo(f"submitting {out / 'job.py'} to {master}")
-    return run_quietly(command, echo, environment, job_out=out)
+    return run_quietly(command, echo, environment, job_out=out, spark_log=out / SPARK_LOG)
 
 
 def correct_now(out: Path):
