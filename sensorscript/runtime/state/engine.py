@@ -181,19 +181,23 @@ def emit_windows(state: SliceState, slices: p.Slices, window: p.Window, after: i
     if not len(state.index) or upto <= after:
         return Tuples.empty()
     L, S = window.length, window.slide
-    starts = slice_start(state.index, slices)
-    ends = slice_start(state.index + 1, slices)
-    # Windows k overlap slice [s, e) iff k*S < e and k*S + L > s.
-    k_lo = np.floor_divide(starts - L, S) + 1
-    k_hi = np.floor_divide(ends - 1, S)
-    counts = np.maximum(k_hi - k_lo + 1, 0)
-    if not counts.sum():
+    # Windows k are due when after < k*S + L <= upto, and can hold a tuple when they overlap the
+    # slices' span [first start, last end): k*S < last end and k*S + L > first start. Worked out in
+    # Python's integers first (after and upto may be the +-2^63 sentinels): most calls, a window
+    # none of whose ends the watermark passed since the last batch, end here.
+    first, last = _slice_start(int(state.index[0]), slices), _slice_start(int(state.index[-1]) + 1, slices)
+    k_lo = max((after - L) // S, (first - L) // S) + 1
+    k_hi = min((upto - L) // S, (last - 1) // S)
+    if k_hi < k_lo:
         return Tuples.empty()
-    k = np.unique(np.repeat(k_lo, counts) + _ranges(counts))
-    window_end = k * S + L
-    k = k[(window_end > after) & (window_end <= upto)]
-    if not len(k):
-        return Tuples.empty()
+    if k_hi - k_lo < 4 * len(state.index) * (L // S + 2):
+        k = np.arange(k_lo, k_hi + 1, dtype=np.int64)
+    else:  # slices far apart: the windows of each slice rather than every window of the span
+        starts = slice_start(state.index, slices)
+        ends = slice_start(state.index + 1, slices)
+        lows = np.maximum(np.floor_divide(starts - L, S) + 1, k_lo)
+        counts = np.maximum(np.minimum(np.floor_divide(ends - 1, S), k_hi) - lows + 1, 0)
+        k = np.unique(np.repeat(lows, counts) + _ranges(counts))
     window_start, window_end = k * S, k * S + L
     lo = np.searchsorted(state.index, slice_of(window_start, slices))
     hi = np.searchsorted(state.index, slice_of(window_end, slices))
@@ -202,6 +206,12 @@ def emit_windows(state: SliceState, slices: p.Slices, window: p.Window, after: i
     window_start, window_end = window_start[nonempty], window_end[nonempty]
     value = _compose(state, window.func, lo, hi)
     return Tuples(window_end - 1, value, np.full(len(value), -1, np.int32), window_start, window_end)
+
+
+def _slice_start(index: int, slices: p.Slices) -> int:
+    """slice_start of one slice index, in Python's integers."""
+    cycle, position = divmod(index, len(slices.offsets))
+    return cycle * slices.period + slices.offsets[position]
 
 
 def _ranges(counts: np.ndarray) -> np.ndarray:
