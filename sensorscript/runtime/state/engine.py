@@ -151,12 +151,15 @@ def add_to_slices(state: SliceState, slices: p.Slices, tuples: Tuples) -> None:
     if len(index) > 1 and (index[1:] < index[:-1]).any():  # readings mostly arrive in time order
         order = np.argsort(index, kind="stable")
         index, value = index[order], value[order]
-    firsts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    changes = np.empty(len(index), bool)  # (np.r_ costs more than the work on small arrays)
+    changes[0] = True
+    np.not_equal(index[1:], index[:-1], out=changes[1:])
+    firsts = np.flatnonzero(changes)
     new_index = index[firsts]
     new_partials = {}
     for name in slices.partials:
         if name == "count":
-            new_partials[name] = np.diff(np.r_[firsts, len(index)]).astype(np.float64)
+            new_partials[name] = np.diff(np.append(firsts, len(index))).astype(np.float64)
         else:
             with np.errstate(over="ignore"):  # sums past the double range are infinite, as in IEEE arithmetic
                 new_partials[name] = _REDUCE[name].reduceat(value, firsts)
@@ -231,7 +234,7 @@ def _compose(state: SliceState, func: str, lo: np.ndarray, hi: np.ndarray) -> np
 
     def reduce(name: str, ufunc, identity: float) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):  # sums past the double range are infinite
-            return ufunc.reduceat(np.r_[state.partials[name], identity], bounds)[::2]
+            return ufunc.reduceat(np.append(state.partials[name], identity), bounds)[::2]
 
     if func in ("sum", "count"):
         return reduce(func, np.add, 0.0)
@@ -443,7 +446,7 @@ class Engine:
         if len(code):
             order = np.argsort(code, kind="stable")
             code, ts, value, source = code[order], ts[order], value[order], source[order]
-            firsts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+            firsts = np.flatnonzero(np.diff(code, prepend=code[0] - 1))
             for start, end in zip(firsts, [*firsts[1:], len(code)]):
                 node_id = self.sensors.get(int(code[start]))
                 if node_id is not None:
@@ -453,21 +456,29 @@ class Engine:
         # Dependency order: a stream's tuples of this batch are in its slices before any window
         # over it is emitted, which matters for derived inputs (their new tuples lie below the
         # watermark and belong to windows that close in this very batch).
+        # No update started anything here: every node reads every input whole, from the start (the
+        # common case, worked out once per batch rather than per node and input).
+        whole = not (state.since or state.exact or state.dropped)
+        empty = Tuples.empty()
         for node in self.program.nodes:
             if isinstance(node, p.Sensor):
-                tuples = streams.get(node.id, Tuples.empty())
+                tuples = streams.get(node.id, empty)
                 marks[node.id] = current
             else:
-                mark = min(marks[i] for i in _inputs(node))
-                started = state.since.get(node.id)
-                starts = {i: exactness.reads_from(started, state.exact.get(i, NEG_INF), state.dropped.get(node.id))
-                          for i in _inputs(node)}
-                if isinstance(node, p.Pattern):  # every input from the latest of them (exactness.py)
-                    starts = dict.fromkeys(starts, max(starts.values()))
-                inputs = _from(starts, streams)
-                if not isinstance(node, p.Window):  # what it lets go of while an input is not known whole
-                    self._let_go(state, node.id, [streams[i] for i, start in starts.items()
-                                                  if start == exactness.UNKNOWN])
+                inputs_of = _inputs(node)
+                mark = min(marks[i] for i in inputs_of)
+                if whole:
+                    starts, inputs = None, streams
+                else:
+                    started = state.since.get(node.id)
+                    starts = {i: exactness.reads_from(started, state.exact.get(i, NEG_INF),
+                                                      state.dropped.get(node.id)) for i in inputs_of}
+                    if isinstance(node, p.Pattern):  # every input from the latest of them (exactness.py)
+                        starts = dict.fromkeys(starts, max(starts.values()))
+                    inputs = _from(starts, streams)
+                    if not isinstance(node, p.Window):  # what it lets go of while an input is not known whole
+                        self._let_go(state, node.id, [streams[i] for i, start in starts.items()
+                                                      if start == exactness.UNKNOWN])
                 # Handed over once the last batch emitted everything before the handover (its watermark).
                 if node.id in self.retiring and (retire_at is None or state.watermark >= retire_at):
                     for held in (state.combines, state.patterns, state.marks):  # no longer run
@@ -480,7 +491,9 @@ class Engine:
                     tuples = emit_windows(state.slices.get(node.input, SliceState()), self.slices[node.input],
                                           node, after, mark)
                     state.marks[node.id] = max(after, mark)
-                    if starts[node.input] == exactness.UNKNOWN:
+                    if whole:
+                        pass
+                    elif starts[node.input] == exactness.UNKNOWN:
                         self._let_go(state, node.id, [tuples])
                         tuples = Tuples.empty()
                     elif starts[node.input] != NEG_INF and len(tuples):  # only windows its input holds whole
@@ -490,10 +503,10 @@ class Engine:
                 else:
                     tuples = combine_latest(state.combines[node.id], node, [inputs[i] for i in node.inputs],
                                             mark, dbz)
-                if not isinstance(node, p.Union):
+                if not isinstance(node, p.Union) and len(tuples):
                     tuples.source = np.full(len(tuples), self.codes[node.id], np.int32)
                 marks[node.id] = mark
-                if any(start != NEG_INF for start in starts.values()):
+                if not whole and any(start != NEG_INF for start in starts.values()):
                     state.exact[node.id] = self._exact_from(node, starts, tuples, state.exact.get(node.id))
             streams[node.id] = tuples
             if node.id in self.slices:
