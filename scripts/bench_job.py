@@ -1,7 +1,7 @@
 """Throughput of the compiled job on local Spark, against the raw rate, in one run on one input.
 
     .venv/bin/python scripts/bench_job.py [--workflows 1024] [--sensors 1000] [--seconds 60] [--partitions 2]
-                                          [--compare-late]
+                                          [--compare-late] [--check N] [--cluster WORKERS]
 
 Generates the seeded bridge workload (scripts shaped like the paper's, 1,000 sensors of 21
 types) and `--seconds` of readings at each sensor's frequency, then measures on local[2]:
@@ -13,17 +13,29 @@ Prints readings per second for both and their ratio (target: the job at least ha
 With --compare-late, the job also runs under the late policies drop and correct (which archives
 every reading as Parquet, those of sensors no workflow reads too), and prints their rates and ratio
 (target: correct at least 80 % of drop) and the archive's size.
+With --check N, the results of N workflows drawn at random equal the reference evaluator's (tests/
+oracles/streams.py) over the same readings, row for row. With --cluster WORKERS, everything runs on
+a standalone cluster of that many workers of one core and 2 GB on 127.0.0.1 (scripts/standalone.py,
+as tests/test_cluster.py starts it), the driver here. The peak memory of the driver's Python, its
+JVM, the executors' JVMs (cluster) and the largest Python worker is sampled during the job's run,
+and the state each partition keeps is printed from status.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
+import random
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+import psutil
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.registry import SensorRegistry
@@ -43,7 +55,25 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--keep", help="work in this folder and keep it")
     parser.add_argument("--compare-late", action="store_true", help="also run under --late drop and --late correct")
+    parser.add_argument("--check", type=int, default=0, metavar="N",
+                        help="compare N workflows drawn at random with the reference evaluator")
+    parser.add_argument("--cluster", type=int, default=0, metavar="WORKERS",
+                        help="run on a standalone cluster of WORKERS workers (1 core, 2 GB each) on 127.0.0.1")
     args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        master = "local[2]"
+        if args.cluster:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from standalone import standalone
+
+            folder = Path(tempfile.mkdtemp(prefix="sscript-bench-cluster-"))
+            cluster = stack.enter_context(standalone(folder, [(1, "2g")] * args.cluster))
+            stack.callback(shutil.rmtree, folder, True)
+            master = cluster.url
+        bench(args, master)
+
+
+def bench(args, master: str) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     work = Path(args.keep or tempfile.mkdtemp(prefix="sscript-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -64,7 +94,7 @@ def main() -> None:
                                  args.partitions)
     compile_seconds = time.perf_counter() - start
     module = load_job(work / "out")
-    spark = spark_session(module.JOB, "local[2]")
+    spark = spark_session(module.JOB, master)
 
     def scan(folder: Path) -> float:
         """Read and parse `folder` with the job's source and parser, write nothing; seconds taken."""
@@ -86,8 +116,9 @@ def main() -> None:
     # Raw rate: the same source and parser, nothing written.
     raw_seconds = scan(data)
 
-    summary = run(module.JOB, module.build_query, str(data), work / "out", once=True, spark=spark,
-                  echo=lambda line: print("  " + line))
+    with PeakMemory() as memory:
+        summary = run(module.JOB, module.build_query, str(data), work / "out", once=True, spark=spark,
+                      echo=lambda line: print("  " + line))
     job_seconds = summary.seconds
     referenced = summary.readings
     print(f"workload: {args.workflows} workflows over {len(compiled.plan.graph.sensors())} referenced sensors "
@@ -97,6 +128,12 @@ def main() -> None:
     print(f"job (--once, SQLite sink):     {readings / job_seconds:>12,.0f} readings/s  ({job_seconds:.1f} s, "
           f"{referenced:,} referenced readings, {summary.results:,} results)")
     print(f"job / raw: {raw_seconds / job_seconds:.2f}")
+    print(f"on {master}; " + memory.describe())
+    partitions = json.loads((work / "out" / "status.json").read_text())["partitions"]
+    print("state kept per partition: " + ", ".join(f"{p}: {g.get('state_bytes', 0) / 2**20:.1f} MiB"
+                                                   for p, g in sorted(partitions.items(), key=lambda i: int(i[0]))))
+    if args.check:
+        check(sorted(scripts.glob("*.ss")), data, work / "out", args.check)
     if args.compare_late:
         rates = {}
         for late in ("drop", "correct", "drop", "correct"):  # alternated, twice: the best of two each
@@ -121,6 +158,66 @@ def main() -> None:
     spark.stop()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def check(scripts: list[Path], data: Path, out: Path, count: int) -> None:
+    """The results of `count` workflows drawn at random, row for row against the reference evaluator
+    over every line of the input (the job read it as one micro-batch)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from sensorscript.parser import load
+    from tests.differential import assert_same, expected_rows, result_rows
+    from tests.oracles.streams import evaluate
+
+    start = time.perf_counter()
+    sample = random.Random(25).sample(scripts, min(count, len(scripts)))
+    lines = [line for path in sorted(data.iterdir()) for line in path.read_text().splitlines()]
+    evaluation = evaluate(load([str(p) for p in sample]).workflows, [lines])
+    streams = {row.stream for row in evaluation.rows}
+    assert_same([r for r in result_rows(out) if r[0] in streams], expected_rows(evaluation))
+    print(f"check: the results of {len(sample)} workflows drawn at random ({len(streams)} streams, "
+          f"{len(evaluation.rows):,} rows) equal the reference evaluator's, row for row "
+          f"({time.perf_counter() - start:.0f} s)")
+
+
+class PeakMemory:
+    """The largest resident set size seen, every half second, of the driver's Python (this process),
+    the JVMs of Spark (the driver's, the executors' on a cluster) and each of Spark's Python workers."""
+
+    def __init__(self):
+        self.peaks: dict[str, float] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> "PeakMemory":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def _sample(self) -> None:
+        own = psutil.Process()
+        while not self.done.wait(0.5):
+            found = [("driver Python", own)]
+            for process in psutil.process_iter(["name", "cmdline"]):
+                try:
+                    line = " ".join(process.info["cmdline"] or ())
+                    if process.info["name"] == "java" and "pyspark" in line:
+                        kind = ("executor JVM" if "CoarseGrainedExecutorBackend" in line else
+                                "driver JVM" if own.pid in {p.pid for p in process.parents()} else None)
+                    else:
+                        kind = "largest Python worker" if "pyspark.daemon" in line or "pyspark.worker" in line else None
+                    if kind:
+                        found.append((kind, process))
+                except psutil.Error:
+                    continue
+            for kind, process in found:
+                with contextlib.suppress(psutil.Error):
+                    self.peaks[kind] = max(self.peaks.get(kind, 0.0), process.memory_info().rss / 2**20)
+
+    def describe(self) -> str:
+        return "peak memory (RSS): " + ", ".join(f"{kind} {mib:,.0f} MiB" for kind, mib in sorted(self.peaks.items()))
 
 
 if __name__ == "__main__":

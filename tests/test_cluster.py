@@ -12,13 +12,11 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -31,6 +29,9 @@ from sensorscript.workload import write_readings
 from tests.conftest import ROOT
 from tests.differential import assert_same, expected_rows
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from standalone import ClusterFailed, Worker, spark_environment, standalone, stop_group, tail  # noqa: E402
+
 pytestmark = pytest.mark.cluster
 
 WORKFLOWS = [ROOT / "workflows" / name for name in ("bridge.ss", "deck_vibration.ss")]
@@ -40,120 +41,14 @@ SUBMIT_TIMEOUT = 400
 REPLAY_FILES = 8  # micro-batches of the worker-death test
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _free_ports(count: int) -> list[int]:
-    ports: list[int] = []
-    while len(ports) < count:
-        port = _free_port()
-        if port not in ports:
-            ports.append(port)
-    return ports
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return f"(no {path})"
-
-
-def _spark_environment(spark_home: Path) -> dict[str, str]:
-    return {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
-            "PYSPARK_PYTHON": sys.executable}
-
-
-def _stop_group(process: subprocess.Popen, grace: float = 20) -> None:
-    """SIGTERM the process group of `process`, wait, then SIGKILL whatever is left of it."""
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
-    # The group may outlive its leader (executors, Python workers): kill what remains.
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-@dataclass
-class Worker:
-    process: subprocess.Popen  # spark-class execs the Worker JVM: this is its pid and process group
-    work_dir: Path  # where it starts executors: app-*/N/stderr are their logs
-    log: Path
-
-
-@dataclass
-class Cluster:
-    url: str
-    logs: Path
-    workers: list[Worker]
-
-
 @contextmanager
 def _standalone(base: Path, workers: list[tuple[int, str]]):
-    """A standalone master and WORKERS (cores, memory) on 127.0.0.1, each in its own process group
-    with its own work dir and log under BASE; every group is killed on the way out."""
-    import pyspark
-
-    spark_home = Path(pyspark.__file__).resolve().parent
-    spark_class = spark_home / "bin" / "spark-class"
-    assert spark_class.exists(), f"{spark_class} missing from the pyspark package"
-    port, master_ui, *worker_uis = _free_ports(2 + len(workers))
-    url = f"spark://127.0.0.1:{port}"
-    environment = _spark_environment(spark_home)
-    master_log = base / "master.log"
-
-    processes: list[subprocess.Popen] = []
-
-    def start(command: list[str], log: Path) -> subprocess.Popen:
-        with open(log, "wb") as out:
-            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env=environment, cwd=base, start_new_session=True)
-        processes.append(process)
-        return process
-
+    """scripts/standalone.py's cluster; one that does not come up fails the test with its logs."""
     try:
-        master = start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                        "--port", str(port), "--webui-port", str(master_ui)], master_log)
-        started: list[Worker] = []
-        for number, ((cores, memory), ui) in enumerate(zip(workers, worker_uis)):
-            suffix = "" if len(workers) == 1 else f"-{number}"
-            work_dir, log = base / f"work{suffix}", base / f"worker{suffix}.log"
-            work_dir.mkdir()
-            process = start([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                             "--cores", str(cores), "--memory", memory, "--webui-port", str(ui),
-                             "--work-dir", str(work_dir)], log)
-            started.append(Worker(process, work_dir, log))
-        deadline = time.monotonic() + REGISTER_TIMEOUT
-        # Each worker says so itself (the master may log a worker's registration twice when it retries).
-        while not all("Successfully registered with master" in w.log.read_text(errors="replace") for w in started):
-            for name, process, log in [("master", master, master_log),
-                                       *(("worker", w.process, w.log) for w in started)]:
-                if process.poll() is not None:
-                    pytest.fail(f"Spark {name} exited with {process.returncode} before the workers "
-                                f"registered; {log}:\n{_tail(log)}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"not all {len(workers)} workers registered with {url} within {REGISTER_TIMEOUT} s;\n"
-                            f"{master_log}:\n{_tail(master_log)}\n"
-                            + "\n".join(f"{w.log}:\n{_tail(w.log)}" for w in started))
-            time.sleep(0.5)
-        yield Cluster(url, base, started)
-    finally:
-        for process in reversed(processes):  # the workers (and their executors) first, then the master
-            _stop_group(process)
+        with standalone(base, workers, REGISTER_TIMEOUT) as started:
+            yield started
+    except ClusterFailed as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")
@@ -173,13 +68,11 @@ def two_workers(tmp_path_factory):
 def _start_cli(arguments: list[str], logs: Path, environment: dict[str, str] | None = None):
     """`python -m sensorscript.cli ARGUMENTS` in its own process group, its output in LOGS/submit.out
     and submit.err; returns the process and those two paths."""
-    import pyspark
-
     stdout, stderr = logs / "submit.out", logs / "submit.err"
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         process = subprocess.Popen([sys.executable, "-m", "sensorscript.cli", *arguments], stdout=out,
                                    stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True,
-                                   env=environment or _spark_environment(Path(pyspark.__file__).resolve().parent))
+                                   env=environment or spark_environment())
     return process, stdout, stderr
 
 
@@ -191,8 +84,8 @@ def _run_cli(arguments: list[str], logs: Path, timeout: float) -> tuple[int, str
     except subprocess.TimeoutExpired:
         code = None
     finally:
-        _stop_group(process, grace=5)  # spark-submit's driver JVM must not outlive the test
-    output = f"stdout:\n{_tail(stdout)}\nstderr:\n{_tail(stderr, 60)}"
+        stop_group(process, grace=5)  # spark-submit's driver JVM must not outlive the test
+    output = f"stdout:\n{tail(stdout)}\nstderr:\n{tail(stderr, 60)}"
     if code is None:
         pytest.fail(f"sscript run did not finish within {timeout} s;\n{output}")
     return code, output
@@ -277,7 +170,7 @@ def test_examples_on_a_standalone_cluster_agree_with_the_reference(cluster, tmp_
     (worker,) = cluster.workers
     apps = sorted(p.name for p in worker.work_dir.glob("app-*"))
     assert apps, f"no app-* directory in the worker's work dir {worker.work_dir};\n" \
-                 f"master log:\n{_tail(cluster.logs / 'master.log')}"
+                 f"master log:\n{tail(cluster.logs / 'master.log')}"
     assert "Registering app" in (cluster.logs / "master.log").read_text(errors="replace")
     assert "Running task" in _executor_log(worker), "the cluster's executors ran no tasks"
 
@@ -312,12 +205,10 @@ def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_
     order_by_name(data)  # one file per micro-batch, in name (and event-time) order
     batches = [path.read_text().splitlines() for path in sorted(data.iterdir())]
 
-    import pyspark
-
     # The product as a user runs it, with Spark's warnings and errors in its output (the driver's
     # account of the lost executor), and without this sandbox's PYTHONUNBUFFERED: progress must
     # come through as it happens on its own.
-    environment = {key: value for key, value in _spark_environment(Path(pyspark.__file__).resolve().parent).items()
+    environment = {key: value for key, value in spark_environment().items()
                    if key != "PYTHONUNBUFFERED"}
     environment["SSCRIPT_SPARK_LOG"] = "WARN"
     survivor, victim = two_workers.workers
@@ -326,10 +217,10 @@ def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_
                                           "--once", "--max-files-per-trigger", "1"], tmp_path, environment)
 
     def output() -> str:
-        parts = [f"sscript run's stdout:\n{_tail(stdout, 80)}", f"its stderr:\n{_tail(stderr, 40)}",
-                 f"{master_log}:\n{_tail(master_log)}"]
+        parts = [f"sscript run's stdout:\n{tail(stdout, 80)}", f"its stderr:\n{tail(stderr, 40)}",
+                 f"{master_log}:\n{tail(master_log)}"]
         for worker in two_workers.workers:
-            parts.append(f"{worker.log}:\n{_tail(worker.log, 15)}\nits executors:\n"
+            parts.append(f"{worker.log}:\n{tail(worker.log, 15)}\nits executors:\n"
                          + "\n".join(_executor_log(worker).splitlines()[-25:]))
         return "\n".join(parts)
 
@@ -376,7 +267,7 @@ def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_
         finished = time.monotonic() - killed_at
         assert process.returncode == 0, f"sscript run --cluster exited with {process.returncode};\n{output()}"
     finally:
-        _stop_group(process, grace=5)  # spark-submit's driver JVM must not outlive the test
+        stop_group(process, grace=5)  # spark-submit's driver JVM must not outlive the test
 
     text = stdout.read_text(errors="replace")
     # Spark noticed (the master lost the worker, the driver its executor) and the run went on

@@ -1,0 +1,171 @@
+"""A Spark standalone cluster on this machine, from the pyspark package: a master and workers on
+127.0.0.1, for trying `sscript run --cluster` and for the cluster tests and benchmarks.
+
+    .venv/bin/python scripts/standalone.py [--workers 2] [--cores 1] [--memory 2g] [--dir DIR]
+
+prints the master's URL (`sscript run OUT --cluster URL ...`) and runs until Ctrl-C, then stops
+every process it started. As a library: `with standalone(folder, [(cores, memory), ...]) as cluster:`.
+Each process runs in a process group of its own, logging into the folder (master.log,
+worker-N.log; executors' logs under work-N/app-*/N/stderr), and every group is killed on the way out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REGISTER_TIMEOUT = 90  # seconds for every worker to register with the master
+
+
+class ClusterFailed(RuntimeError):
+    """The cluster did not come up; the message holds the logs' tails."""
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen  # spark-class execs the Worker JVM: this is its pid and process group
+    work_dir: Path  # where it starts executors: app-*/N/stderr are their logs
+    log: Path
+
+
+@dataclass
+class Cluster:
+    url: str
+    logs: Path
+    workers: list[Worker]
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def spark_environment() -> dict[str, str]:
+    """What Spark's scripts and the jobs submitted to the cluster need: its home, the loopback
+    address, and this Python for the workers."""
+    return {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable}
+
+
+def free_ports(count: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < count:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return f"(no {path})"
+
+
+def stop_group(process: subprocess.Popen, grace: float = 20) -> None:
+    """SIGTERM the process group of `process`, wait, then SIGKILL whatever is left of it."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    # The group may outlive its leader (executors, Python workers): kill what remains.
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+@contextmanager
+def standalone(base: Path, workers: list[tuple[int, str]], register_timeout: float = REGISTER_TIMEOUT):
+    """A standalone master and WORKERS (cores, memory) on 127.0.0.1, each in its own process group
+    with its own work dir and log under BASE; every group is killed on the way out. Raises
+    ClusterFailed when they do not come up."""
+    spark_class = spark_home() / "bin" / "spark-class"
+    if not spark_class.exists():
+        raise ClusterFailed(f"{spark_class} missing from the pyspark package")
+    port, master_ui, *worker_uis = free_ports(2 + len(workers))
+    url = f"spark://127.0.0.1:{port}"
+    environment = spark_environment()
+    master_log = base / "master.log"
+    processes: list[subprocess.Popen] = []
+
+    def start(command: list[str], log: Path) -> subprocess.Popen:
+        with open(log, "wb") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       env=environment, cwd=base, start_new_session=True)
+        processes.append(process)
+        return process
+
+    try:
+        master = start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                        "--port", str(port), "--webui-port", str(master_ui)], master_log)
+        started: list[Worker] = []
+        for number, ((cores, memory), ui) in enumerate(zip(workers, worker_uis)):
+            suffix = "" if len(workers) == 1 else f"-{number}"
+            work_dir, log = base / f"work{suffix}", base / f"worker{suffix}.log"
+            work_dir.mkdir()
+            process = start([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                             "--cores", str(cores), "--memory", memory, "--webui-port", str(ui),
+                             "--work-dir", str(work_dir)], log)
+            started.append(Worker(process, work_dir, log))
+        deadline = time.monotonic() + register_timeout
+        # Each worker says so itself (the master may log a worker's registration twice when it retries).
+        while not all("Successfully registered with master" in w.log.read_text(errors="replace") for w in started):
+            for name, process, log in [("master", master, master_log),
+                                       *(("worker", w.process, w.log) for w in started)]:
+                if process.poll() is not None:
+                    raise ClusterFailed(f"Spark {name} exited with {process.returncode} before the workers "
+                                        f"registered; {log}:\n{tail(log)}")
+            if time.monotonic() > deadline:
+                raise ClusterFailed(f"not all {len(workers)} workers registered with {url} within "
+                                    f"{register_timeout} s;\n{master_log}:\n{tail(master_log)}\n"
+                                    + "\n".join(f"{w.log}:\n{tail(w.log)}" for w in started))
+            time.sleep(0.5)
+        yield Cluster(url, base, started)
+    finally:
+        for process in reversed(processes):  # the workers (and their executors) first, then the master
+            stop_group(process)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cores", type=int, default=1, help="cores of each worker")
+    parser.add_argument("--memory", default="2g", help="memory of each worker")
+    parser.add_argument("--dir", help="folder for the logs and work dirs (default: a new temporary one)")
+    args = parser.parse_args()
+    base = Path(args.dir or tempfile.mkdtemp(prefix="sscript-cluster-"))
+    base.mkdir(parents=True, exist_ok=True)
+    with standalone(base, [(args.cores, args.memory)] * args.workers) as cluster:
+        print(f"master: {cluster.url} ({args.workers} worker(s) of {args.cores} core(s), {args.memory}); logs in {base}")
+        print(f"run a job on it: sscript run OUT --cluster {cluster.url} --input DATA; Ctrl-C stops the cluster")
+        try:
+            while all(w.process.poll() is None for w in cluster.workers):
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
