@@ -130,7 +130,7 @@ def bench(args, master: str) -> None:
     print(f"job / raw: {raw_seconds / job_seconds:.2f}")
     print(f"on {master}; " + memory.describe())
     partitions = json.loads((work / "out" / "status.json").read_text())["partitions"]
-    print("state kept per partition: " + ", ".join(f"{p}: {g.get('state_bytes', 0) / 2**20:.1f} MiB"
+    print("state kept per partition: " + ", ".join(f"{p}: {_mib(g.get('state_bytes', 0))}"
                                                    for p, g in sorted(partitions.items(), key=lambda i: int(i[0]))))
     if args.check:
         check(sorted(scripts.glob("*.ss")), data, work / "out", args.check)
@@ -158,6 +158,10 @@ def bench(args, master: str) -> None:
     spark.stop()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _mib(size: float) -> str:
+    return f"{size / 2**20:,.1f} MiB" if size >= 2**20 else f"{size / 1024:,.0f} KiB"
 
 
 def check(scripts: list[Path], data: Path, out: Path, count: int) -> None:
