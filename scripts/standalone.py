@@ -1,9 +1,9 @@
 """A Spark standalone cluster on this machine, from the pyspark package: a master and workers on
 127.0.0.1, for trying `sscript run --cluster` and for the cluster tests and benchmarks.
 
-    .venv/bin/python scripts/standalone.py [--workers 2] [--cores 1] [--memory 2g] [--dir DIR]
+    .venv/bin/python scripts/standalone.py [--workers 2] [--cores 1] [--memory 2g] [--dir DIR] [--for SECONDS]
 
-prints the master's URL (`sscript run OUT --cluster URL ...`) and runs until Ctrl-C, then stops
+prints the master's URL (`sscript run OUT --cluster URL ...`) and runs until Ctrl-C (or for SECONDS), then stops
 every process it started. As a library: `with standalone(folder, [(cores, memory), ...]) as cluster:`.
 Each process runs in a process group of its own, logging into the folder (master.log,
 worker-N.log; executors' logs under work-N/app-*/N/stderr), and every group is killed on the way out.
@@ -154,17 +154,20 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=1, help="cores of each worker")
     parser.add_argument("--memory", default="2g", help="memory of each worker")
     parser.add_argument("--dir", help="folder for the logs and work dirs (default: a new temporary one)")
+    parser.add_argument("--for", dest="seconds", type=float, help="stop after this many seconds")
     args = parser.parse_args()
     base = Path(args.dir or tempfile.mkdtemp(prefix="sscript-cluster-"))
     base.mkdir(parents=True, exist_ok=True)
     with standalone(base, [(args.cores, args.memory)] * args.workers) as cluster:
         print(f"master: {cluster.url} ({args.workers} worker(s) of {args.cores} core(s), {args.memory}); logs in {base}")
         print(f"run a job on it: sscript run OUT --cluster {cluster.url} --input DATA; Ctrl-C stops the cluster")
+        until = time.monotonic() + args.seconds if args.seconds is not None else float("inf")
         try:
-            while all(w.process.poll() is None for w in cluster.workers):
-                time.sleep(1)
+            while all(w.process.poll() is None for w in cluster.workers) and time.monotonic() < until:
+                time.sleep(min(1.0, max(until - time.monotonic(), 0.0)))
         except KeyboardInterrupt:
             pass
+        print("stopping the cluster")
 
 
 if __name__ == "__main__":

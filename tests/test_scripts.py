@@ -63,8 +63,10 @@ SMOKE: dict[str, tuple[Case, ...]] = {
                                 (r"Flink: NOT RUN \(--skip-flink\)", r"events/s .*; [1-9][\d,]* matches;"),
                                 spark=True),),
     "bench_frontend.py": (Case(("--workflows", "8", "--repeat", "1"), (r"workflows: 8  statements: 56",)),),
-    "bench_job.py": (Case(("--workflows", "2", "--sensors", "20", "--seconds", "5", "--files", "1", "--keep", "{work}"),
-                          (r"raw \(read \+ parse, noop sink\): ", r"job / raw: \d"),
+    "bench_job.py": (Case(("--workflows", "2", "--sensors", "20", "--seconds", "5", "--files", "1", "--check", "2",
+                           "--keep", "{work}"),
+                          (r"raw \(read \+ parse, noop sink\): ", r"job / raw: \d", r"peak memory \(RSS\): .*driver JVM",
+                           r"check: the results of 2 workflows .* equal the reference evaluator's"),
                           spark=True),),
     "bench_naive.py": (Case(("--workflows", "1", "--sensors", "20", "--seconds", "5", "--files", "1", "--timeout", "600",
                              "--keep", "{work}"),
@@ -81,6 +83,9 @@ SMOKE: dict[str, tuple[Case, ...]] = {
     # On the pattern job bench_flink_cep.py ran (its matches are alarms), into a file of its own.
     "screenshot_dashboard.py": (Case(("{work:bench_flink_cep.py}/out", "--to", "{work}/dashboard.png", "--height", "600"),
                                      (r"wrote .*dashboard\.png",), writes=("{work}/dashboard.png",), browser=True),),
+    "standalone.py": (Case(("--workers", "1", "--memory", "1g", "--for", "1", "--dir", "{work}"),
+                           (r"master: spark://127\.0\.0\.1:\d+ \(1 worker", r"stopping the cluster"),
+                           writes=("{work}/master.log",), spark=True),),
     "show_results.py": (Case(("{work:bench_flink_cep.py}/out/results.db", "--alarms", "2"),
                              (r"cep\.P +[1-9]", r"alarms \(pattern matches\): [1-9][\d,]*, the newest 2:")),),
     "soak.py": (

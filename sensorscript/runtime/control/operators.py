@@ -135,7 +135,7 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
         step.gauges["unread_newest"] = float(unread_newest)
     own = job.bucket_keys[partition]
     parts = [output.quarantine(pd.concat(rejected, ignore_index=True) if rejected else output.empty(), own)]
-    parts += [output.results(r, task.engine.program, own, job) for r in step.results]
+    parts += [frame for r in step.results for frame in output.result_frames(r, task.engine.program, own, job)]
     parts += [output.forwards(r, job) for r in step.results]
     parts.append(output.heartbeats(task.engine.program, step.heartbeat, job))
     parts.append(output.late(step.results, job, own, step.in_force))
@@ -186,7 +186,7 @@ class LaterStageProcessor(_processor_base()):
         heartbeats = {int(s): int(w) for s, w in zip(beats["fcode"], beats["ts"].to_numpy(np.int64))}
         result = task.step(state, received, heartbeats)
         self.state.update((pickle.dumps(state, protocol=5),))
-        yield from output.frames([passing, output.results(result, program, own, job), output.forwards(result, job),
+        yield from output.frames([passing, *output.result_frames(result, program, own, job), output.forwards(result, job),
                                   output.heartbeats(program, result.mark, job),
                                   output.counters([result], program, own),
                                   output.gauges(output.exact_from([result], program), own)])

@@ -57,7 +57,16 @@ def frames(parts: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
 
 
 def results(result: BatchResult, program: Program, dest: int, job: Job) -> pd.DataFrame:
-    parts = []
+    """The result rows of a batch as one frame (`result_frames` together)."""
+    parts = result_frames(result, program, dest, job)
+    return pd.concat(parts, ignore_index=True) if parts else empty()
+
+
+def result_frames(result: BatchResult, program: Program, dest: int, job: Job) -> list[pd.DataFrame]:
+    """The result rows of a batch: one frame for every window's rows, one for the other streams'
+    (no window columns), and one per pattern stream (its bound events). A frame per output stream
+    cost pandas ~0.5 ms each: 15,000 streams of a partition at 10,240 workflows took 7 s a batch."""
+    windows, others, frames = [], [], []
     patterns = {n.id: n for n in program.nodes if isinstance(n, Pattern)}
     for node_id, all_tuples in result.outputs.items():
         for name in program.outputs[node_id] if len(all_tuples) else ():
@@ -65,20 +74,28 @@ def results(result: BatchResult, program: Program, dest: int, job: Job) -> pd.Da
             tuples = all_tuples if written is None else all_tuples.take(written, matches=True)
             if not len(tuples):
                 continue
-            frame = pd.DataFrame({
-                "kind": "result", "stream": name, "ts": tuples.ts,
-                "window_start": tuples.start if tuples.start is not None else None,
-                "window_end": tuples.end if tuples.end is not None else None,
-                "value": tuples.value, "version": 1, "dest": dest})
-            if tuples.match is not None:
-                match = tuples.match
-                variables = patterns[node_id].names[name]
-                names = job.code_names[name.rsplit(".", 1)[0]]
-                namer = lambda code, names=names: names.get(int(code), str(code))  # noqa: E731
-                frame["start_ts"], frame["end_ts"] = match.start, match.end
-                frame["events"] = [events_json(bound, variables, namer) for bound in match.events]
-            parts.append(frame)
-    return pd.concat(parts, ignore_index=True) if parts else empty()
+            if tuples.match is None:
+                (windows if tuples.start is not None else others).append((name, tuples))
+                continue
+            match = tuples.match
+            variables = patterns[node_id].names[name]
+            names = job.code_names[name.rsplit(".", 1)[0]]
+            namer = lambda code, names=names: names.get(int(code), str(code))  # noqa: E731
+            frames.append(pd.DataFrame({
+                "kind": "result", "stream": name, "ts": tuples.ts, "window_start": None, "window_end": None,
+                "value": tuples.value, "version": 1, "dest": dest, "start_ts": match.start, "end_ts": match.end,
+                "events": [events_json(bound, variables, namer) for bound in match.events]}))
+    for group, bounds in ((windows, True), (others, False)):
+        if not group:
+            continue
+        streams = np.repeat(np.array([name for name, _ in group], object), [len(t) for _, t in group])
+        columns = {"kind": "result", "stream": streams, "ts": np.concatenate([t.ts for _, t in group])}
+        if bounds:
+            columns["window_start"] = np.concatenate([t.start for _, t in group])
+            columns["window_end"] = np.concatenate([t.end for _, t in group])
+        columns.update({"value": np.concatenate([t.value for _, t in group]), "version": 1, "dest": dest})
+        frames.insert(len(frames) if not bounds else 0, pd.DataFrame(columns))
+    return frames
 
 
 def late(results: list[BatchResult], job: Job, dest: int, watermark: int) -> pd.DataFrame:
