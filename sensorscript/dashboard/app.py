@@ -55,7 +55,7 @@ def create_app(out: Path, tz: tzinfo, refresh_ms: int = REFRESH_MS) -> Dash:
                                "padding": "8px 24px", "color": "#1d2733"}, children=[
             dcc.Location(id="url", refresh=False),
             dcc.Interval(id="tick", interval=refresh_ms),
-            *(dcc.Store(id=f"{name}-shown") for name in ("health", "alarms", "results", "plan")),
+            *(dcc.Store(id=f"{name}-shown") for name in ("summary", "health", "alarms", "results", "plan")),
             html.Div(id="header", children=_header(output, tz)),
             html.Nav([html.A(title, href=f"#{anchor}", style={"marginRight": "16px"}) for title, anchor in sections]),
             html.Div(style={"display": "grid", "gap": "0 16px",
@@ -64,7 +64,7 @@ def create_app(out: Path, tz: tzinfo, refresh_ms: int = REFRESH_MS) -> Dash:
                 html.Section(id="alarms", style=_SECTION, children=[
                     html.H2("Alarms"),
                     dcc.Input(id="alarm-filter", type="search", debounce=True, style={"width": "320px"},
-                              placeholder="filter: a workflow's or stream's name, or part of it"),
+                              placeholder="filter by workflow or stream"),
                     html.Div(id="alarm-list")])]),
             html.Section(id="results", style=_SECTION, children=[
                 html.H2("Results"),
@@ -82,14 +82,23 @@ def create_app(out: Path, tz: tzinfo, refresh_ms: int = REFRESH_MS) -> Dash:
     def header(_):
         return _header(output, tz)
 
-    @app.callback(Output("health-summary", "children"), Output("health-body", "children"),
-                  Output("health-shown", "data"), Input("tick", "n_intervals"), State("health-shown", "data"))
+    @app.callback(Output("health-summary", "children"), Output("summary-shown", "data"),
+                  Input("tick", "n_intervals"), State("summary-shown", "data"))
     def health(_, shown):
+        status = output.status()
+        version = _version(_status_version(status))
+        if version == shown:
+            return dash.no_update, dash.no_update
+        return _health_summary(status, tz), version
+
+    @app.callback(Output("health-body", "children"), Output("health-shown", "data"),
+                  Input("tick", "n_intervals"), State("health-shown", "data"))
+    def health_detail(_, shown):
         status, found = output.status(), output.health()
         version = _version(_status_version(status), found.version)
         if version == shown:
-            return dash.no_update, dash.no_update, dash.no_update
-        return _health_summary(status, tz), _health_detail(status, found, tz), version
+            return dash.no_update, dash.no_update
+        return _health_detail(status, found, tz), version
 
     @app.callback(Output("alarm-list", "children"), Output("alarms-shown", "data"),
                   Input("tick", "n_intervals"), Input("alarm-filter", "value"), State("alarms-shown", "data"))
