@@ -118,6 +118,36 @@ def bridge_workload(workflows: int = 1_024, sensors: int = 1_000, seed: int = 7,
     return Workload(fleet, scripts)
 
 
+def write_workflows(folder, workflows: int, sensors: int, examples=None, flags: int = 0,
+                    seed: int = 7) -> list[Sensor]:
+    """Write what `sscript compile` takes: `workflows` generated bridge workflows over `sensors`
+    generated sensors (folder/workflows/wfNNNN.ss), beside the workflows of `examples` (a folder of
+    .ss files and their sensors.csv, as workflows/ in the repository) if given, and `flags`
+    threshold workflows (flagNNNN.ss: a 0/1 flag, 1 while a generated sensor's 10-second maximum is
+    above 9, which write_readings' values reach on about a quarter of the sensors); the sensors of
+    all into folder/sensors.csv (an example sensor keeps its line where a generated one has its
+    name). Returns the sensors, as write_readings takes them."""
+    from sensorscript.registry import read_csv
+
+    folder = Path(folder)
+    scripts = folder / "workflows"
+    scripts.mkdir(parents=True, exist_ok=True)
+    fleet = read_csv(Path(examples) / "sensors.csv") if examples else []
+    for path in sorted(Path(examples).glob("*.ss")) if examples else ():
+        (scripts / path.name).write_text(path.read_text())
+    generated = bridge_workload(workflows, sensors, seed)
+    for name, text in generated.workflows.items():
+        (scripts / f"{name}.ss").write_text(text)
+    for i in range(flags):
+        sensor = generated.sensors[i * 7 % len(generated.sensors)].sensor_id
+        (scripts / f"flag{i:04d}.ss").write_text(f'PEAK = max("{sensor}", 10s, 10s);\nHIGH = PEAK > 9;\n')
+    known = {s.sensor_id for s in fleet}
+    fleet += [s for s in generated.sensors if s.sensor_id not in known]
+    (folder / "sensors.csv").write_text("sensor_id,frequency_hz,type\n" + "".join(
+        f"{s.sensor_id},{s.frequency_hz!r},{s.type}\n" for s in fleet))
+    return fleet
+
+
 def write_readings(sensors: list[Sensor], folder, seconds: float, start_ms: int = 1_767_225_600_000,
                    files: int = 4, seed: int = 7, bad_lines: int = 0, disorder_ms: int = 0) -> int:
     """Write CSV files of readings, each sensor at its frequency, in event-time order per file.

@@ -53,6 +53,12 @@ SMOKE: dict[str, tuple[Case, ...]] = {
                                (r"backfill alone: [\d,]+ archived readings .* [1-9][\d,]* rows written",
                                 r"live job with a backfill / alone: \d"),
                                spark=True),),
+    "bench_dashboard.py": (Case(("--workflows", "16", "--sensors", "30", "--seconds", "5", "--runs", "1", "--pick", "wf0003",
+                                 "--work", "{work}"),
+                                (r"16 workflows \(0 flags\) compiled in [\d.]+ s; .* run with --once in",
+                                 r"median of 1: title [\d.]+ s, health [\d.]+ s, alarms [\d.]+ s, usable [\d.]+ s, .*"
+                                 r"picked [\d.]+ s, address [\d.]+ s", r"one look at OUT, median: first [\d.]+ ms"),
+                                spark=True, browser=True),),
     "bench_cep.py": (Case(("--events", "300", "--batches", "2", "--sizes", "2,3"),
                           (r"pushdown speedup", r"\n   3 .* of 2 ")),),
     "bench_flink.py": (Case(("--without-flink", "--sensors", "8", "--rows", "3000", "--windows", "2", "--files", "1",

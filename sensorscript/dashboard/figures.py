@@ -5,8 +5,11 @@ time zone (sensorscript/times.py); the stored epoch milliseconds are not changed
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from datetime import tzinfo
+from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -15,6 +18,8 @@ from sensorscript.times import human_time, zone_name
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 POINTS_SHOWN = 5_000  # per stream: the newest, so that a long run stays quick to draw
+ALARM_KINDS = (PATTERN, COMBINE)  # the kinds of output streams whose rows may be alarms
+DAG_NODES_DRAWN = 400  # a larger DAG is not legible as one picture; the plan's summary stays
 
 
 def output_streams(plan: dict) -> dict[str, dict[str, str]]:
@@ -24,10 +29,10 @@ def output_streams(plan: dict) -> dict[str, dict[str, str]]:
             for workflow, entry in sorted(plan["workflows"].items())}
 
 
-def is_flag(kind: str, values: pd.Series) -> bool:
+def is_flag(kind: str, values) -> bool:
     """A 0/1 flag: a combine stream all of whose values are 0.0 or 1.0, as comparisons and
     and/or/not give (a threshold crossed or not). Drawn as bands; turning on is an alarm."""
-    return kind == COMBINE and len(values) > 0 and bool(values.isin((0.0, 1.0)).all())
+    return kind == COMBINE and len(values) > 0 and bool(np.isin(np.asarray(values, float), (0.0, 1.0)).all())
 
 
 def wall_clock(ms: pd.Series, tz: tzinfo) -> pd.Series:
@@ -79,16 +84,58 @@ def describe_events(events: str | None, tz: tzinfo) -> str:
     return ", ".join(parts)
 
 
-def alarms(results: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
-    """Pattern matches and flags that turned on (0 or nothing before, 1 now), newest first."""
-    matches = results[results["events"].notna()]
-    turned_on = []
-    for stream, rows in results[results["stream"].map(kinds) == COMBINE].groupby("stream"):
-        if is_flag(COMBINE, rows["value"]):
-            rows = rows.sort_values("ts")
-            turned_on.append(rows[(rows["value"] == 1.0) & (rows["value"].shift(fill_value=0.0) != 1.0)])
-    found = pd.concat([matches, *turned_on], ignore_index=True) if turned_on else matches
-    return found.sort_values(["ts", "stream"], ascending=[False, True])
+class Alarm(NamedTuple):
+    ts: int
+    stream: str
+    value: float
+    events: str | None  # a match's bound events; None for a flag that turned on
+
+
+@dataclass
+class StreamAlarms:
+    """One output stream's alarms so far, and what its next rows are checked against."""
+
+    kind: str
+    alarms: list[Alarm] = field(default_factory=list)
+    flag: bool = True  # a combine stream all of whose values so far are 0 or 1
+    last_ts: int | None = None
+    last_value: float = 0.0  # before the first row a flag is off
+
+
+def follow_alarms(stream: str, kind: str, ts: np.ndarray, values: np.ndarray, events: np.ndarray,
+                  before: StreamAlarms | None = None) -> StreamAlarms:
+    """The alarms of `stream` once its rows `ts, values, events` (newest versions, retractions left
+    out, in time order, all later than `before`'s last row) are added to `before` (None: these are
+    all of its rows). Pattern matches are alarms, and the moments a 0/1 flag turned on (0 or nothing
+    before, 1 now); a stream that takes another value is no flag, and none of its rows are alarms."""
+    state = before or StreamAlarms(kind)
+    if not len(ts):
+        return state
+    if kind == PATTERN:
+        state.alarms += [Alarm(int(t), stream, float(v), e) for t, v, e in zip(ts, values, events) if isinstance(e, str)]
+    elif kind == COMBINE and state.flag:
+        if not is_flag(kind, values):
+            state.flag, state.alarms = False, []
+        else:
+            on = (values == 1.0) & (np.concatenate(([state.last_value], values[:-1])) != 1.0)
+            state.alarms += [Alarm(int(t), stream, 1.0, None) for t in ts[on]]
+    state.last_ts, state.last_value = int(ts[-1]), float(values[-1])
+    return state
+
+
+def newest_first(alarms: list[Alarm]) -> list[Alarm]:
+    return sorted(alarms, key=lambda a: (-a.ts, a.stream))
+
+
+def alarms(results: pd.DataFrame, kinds: dict[str, str]) -> list[Alarm]:
+    """The alarms of result rows (newest versions, retractions left out), newest first."""
+    found: list[Alarm] = []
+    for stream, rows in results.groupby("stream"):
+        if kinds.get(stream) in ALARM_KINDS:
+            rows = rows.sort_values("ts", kind="stable")
+            found += follow_alarms(stream, kinds[stream], rows["ts"].to_numpy("int64"), rows["value"].to_numpy(float),
+                                   rows["events"].to_numpy(object)).alarms
+    return newest_first(found)
 
 
 def health_figure(metrics: pd.DataFrame, name: str, tz: tzinfo, per_partition: bool, scale: float = 1.0,
@@ -115,9 +162,8 @@ def health_figure(metrics: pd.DataFrame, name: str, tz: tzinfo, per_partition: b
     return figure
 
 
-def loads_figure(plan: dict) -> go.Figure:
+def loads_figure(loads: list[float]) -> go.Figure:
     """The planned load of each partition (readings per second of the sensors placed there)."""
-    loads = plan["partitions"]["loads_hz"]
     figure = go.Figure(go.Bar(x=[f"partition {i}" for i in range(len(loads))], y=loads,
                               marker={"color": COLORS[0]}, hovertemplate="%{x}: %{y:,.1f} readings/s<extra></extra>"))
     figure.update_layout(height=220, margin={"l": 50, "r": 10, "t": 10, "b": 40}, template="plotly_white",

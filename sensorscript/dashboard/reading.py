@@ -1,11 +1,21 @@
 """What the dashboard reads from a job's folder OUT, read-only: OUT/status.json, OUT/plan.json and
-OUT/plan.txt, and what the job's sink holds (results, quarantine, the late store, metrics).
+OUT/plan.txt, and what the job's sink holds (results, quarantine, metrics).
 
-The sink's tables are those of runtime/output/sinks.py: SQLite through a read-only connection, reading
-only the result rows added since the last look (rows are only ever appended: a correction appends
-a higher version); CSV and Parquet sinks through sinks.read_results and the folders beside them.
-A run that starts (status.json's `started` changes) may have started afresh: then everything is
-read again."""
+Each part is read on its own, so that a slow one (the first look at a large sink) holds up no other
+(the page's header needs status.json only), and each look reads only what is new:
+- status.json again when it changed; plan.json once per compile, boiled down to what the page shows
+  (PlanSummary: plan.json is 28 MB at 10,240 workflows);
+- SQLite (runtime/output/sinks.py; rows are only ever appended: a correction appends a higher
+  version): the rows added since the last look, by rowid. The alarms (figures.follow_alarms) are
+  kept up to date from the new rows of the streams that can have alarms; the rows of the streams a
+  page shows are read, through the index on (stream, ts), when it first shows them and then by
+  rowid; quarantine counts and metrics by rowid as well;
+- CSV and Parquet sinks: read whole (sinks.read_results and the folders beside) when their files
+  changed.
+A run that starts (status.json's `started` changes) may have started afresh: then everything is read
+again from the beginning; so is a sink whose rows went back (replaced under the same run), and every
+alarm when the job is compiled again.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +23,16 @@ import json
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from sensorscript.dashboard import figures
+from sensorscript.dashboard.figures import Alarm, StreamAlarms
+from sensorscript.graph.nodes import SENSOR
 from sensorscript.runtime.control.backfill import Backfill, newest as newest_backfill
 from sensorscript.runtime.control.correction import newest
 from sensorscript.runtime.output.sinks import MATCH_COLUMNS, METRIC_COLUMNS, RESULT_COLUMNS, SIDE_TABLES, read_results
@@ -27,94 +42,190 @@ COLUMNS = RESULT_COLUMNS + MATCH_COLUMNS
 PLAN, PLAN_TEXT = "plan.json", "plan.txt"
 METRICS_SHOWN = ("readings", "lag_ms", "watermark", "state_bytes")  # the health plots' measures
 BATCHES_SHOWN = 300  # the health plots show the last this many batches
+STREAMS_KEPT = 256  # the rows of this many streams stay in memory (those pages showed last)
+CROSSINGS_SHOWN = 10  # the plan names the busiest edges between partitions, and counts the rest
+READ_EVERY_S = 1.0  # however many pages are open, each part is read at most once a second
 
 
-@dataclass
-class Snapshot:
-    """Everything a page shows, read at one moment."""
+@dataclass(frozen=True)
+class PlanSummary:
+    """What the page shows of plan.json, kept from one compile to the next."""
 
-    status: dict | None  # None before the job's first run
-    plan: dict
-    results: pd.DataFrame  # the newest version of each row, retractions left out, in COLUMNS
-    quarantine: list[tuple[str, int]]  # reason, count
+    mtime: float
+    workflows: dict[str, dict[str, str]]  # workflow -> {WORKFLOW.STREAM: kind of the node computing it}
+    kinds: dict[str, str]  # WORKFLOW.STREAM -> kind
+    alarm_streams: list[str]  # those whose rows may be alarms (figures.ALARM_KINDS), sorted
+    nodes: int
+    shared: int  # computations shared by several workflows
+    sensors: int  # sensors the job reads
+    partitions: int
+    balance: float
+    loads_hz: list[float]  # per partition, planned
+    sensors_placed: list[int]  # per partition
+    crossings: int  # edges between partitions
+    crossing_rate: float  # tuples per second over them, planned
+    busiest_crossings: list[dict]  # CROSSINGS_SHOWN of plan.json's crossings, the highest rate first
+    cost: dict  # tuples per minute over the network: ours, lower_bound, naive_sensor_hash, naive_workflow_hash
+    drawable: dict | None  # plan.json's nodes and workflows when the DAG is small enough to draw
+
+    @classmethod
+    def of(cls, plan: dict, mtime: float) -> "PlanSummary":
+        partitions = plan["partitions"]
+        placed = [0] * partitions["count"]
+        for partition in partitions["sensors"].values():
+            placed[partition] += 1
+        crossings = partitions["crossings"]
+        workflows = figures.output_streams(plan)
+        small = len(plan["nodes"]) <= figures.DAG_NODES_DRAWN
+        kinds = {s: k for outputs in workflows.values() for s, k in outputs.items()}
+        return cls(mtime, workflows, kinds, sorted(s for s, k in kinds.items() if k in figures.ALARM_KINDS),
+                   len(plan["nodes"]), len(plan.get("shared", {})),
+                   sum(1 for node in plan["nodes"] if node["kind"] == SENSOR), partitions["count"],
+                   partitions["balance"], list(partitions["loads_hz"]), placed, len(crossings),
+                   sum(c["rate_per_s"] for c in crossings),
+                   sorted(crossings, key=lambda c: (-c["rate_per_s"], c["from"], c["to"]))[:CROSSINGS_SHOWN],
+                   plan["cost_tuples_per_minute"],
+                   {"nodes": plan["nodes"], "workflows": plan["workflows"]} if small else None)
+
+    def workflow_of(self, stream: str) -> str:
+        return stream.rsplit(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class AlarmView:
+    """The alarms as the last look left them."""
+
+    newest_first: list[Alarm]
+    by_workflow: dict[str, tuple[int, int]]  # workflow -> (alarms, time of its newest), newest first
+    version: tuple  # changes whenever the alarms may have
+
+
+@dataclass(frozen=True)
+class Health:
+    """What the sink says of the job's health, besides status.json."""
+
+    quarantine: list[tuple[str, int]]  # reason, lines; the most first
     metrics: pd.DataFrame  # METRIC_COLUMNS, the last BATCHES_SHOWN batches, METRICS_SHOWN only
-    sink: str  # the sink as its spec says it
-    problem: str = ""  # why the sink could not be read just now (shown; the last rows read stay)
-    backfill: Backfill | None = None  # the newest backfill asked for (runtime/control/backfill.py)
-    out: str = ""  # the job's folder
-    read_at: float = field(default_factory=time.time)
-
-    def version(self) -> tuple:
-        """Changes whenever what the page shows (apart from the clock) may have changed."""
-        status = self.status or {}
-        return (status.get("started"), status.get("updated"), status.get("state"), len(self.results),
-                self.plan.get("_mtime"), self.problem,
-                self.backfill.updated if self.backfill else None)
+    version: tuple
 
 
 class JobOutput:
-    """OUT as the dashboard reads it; `snapshot()` reads at most once a second however many ask."""
+    """OUT as the dashboard reads it, shared by every page open on it."""
 
     def __init__(self, out: Path):
         self.out = Path(out)
-        self._lock = threading.Lock()
-        self._snapshot: Snapshot | None = None
-        self._rows = pd.DataFrame(columns=["_rowid", *COLUMNS])
-        self._last_rowid = 0
-        self._run: float | None = None  # `started` of the run the rows were read under
-        self._plan: dict = {}
+        self._status_lock, self._plan_lock = threading.Lock(), threading.Lock()
+        self._results_lock, self._health_lock = threading.Lock(), threading.Lock()
+        self._status: tuple[tuple, dict | None] = ((), None)
+        self._plan: PlanSummary | None = None
+        self._results = _Results()
+        self._health = _HealthTables()
+        self._files: dict = {}  # a CSV or Parquet sink as last read whole
+        self._problems = {"results": "", "health": ""}  # why the sink could not be read just now
 
-    def snapshot(self, max_age_s: float = 1.0) -> Snapshot:
-        with self._lock:
-            if self._snapshot is None or time.time() - self._snapshot.read_at > max_age_s:
-                self._snapshot = self._read()
-            return self._snapshot
+    # ------------------------------------------------------------------ status.json, plan.json, plan.txt
 
-    def plan_text(self) -> str:
-        path = self.out / PLAN_TEXT
-        return path.read_text() if path.exists() else ""
+    def status(self) -> dict | None:
+        """status.json (None before the job's first run), parsed again only when it changed."""
+        path = self.out / STATUS
+        with self._status_lock:
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                self._status = ((), None)
+                return None
+            seen = (stat.st_mtime_ns, stat.st_size)
+            if seen != self._status[0]:
+                try:
+                    self._status = (seen, read_status(self.out))
+                except (OSError, ValueError):  # written atomically, so only a file broken by hand: the last one read
+                    pass
+            return self._status[1]
 
-    # ------------------------------------------------------------------ reading
-
-    def _read(self) -> Snapshot:
-        status = self._status()
-        plan = self._read_plan()
-        spec = status["sink_spec"] if status else f"sqlite:{self.out / 'results.db'}"
-        if status and status.get("started") != self._run:  # a new run: it may have started afresh
-            self._run = status.get("started")
-            self._forget_rows()
-        kind, _, path = spec.partition(":")
-        problem = ""
-        quarantine: list[tuple[str, int]] = []
-        metrics = pd.DataFrame(columns=list(METRIC_COLUMNS))
-        try:
-            if kind == "sqlite":
-                quarantine, metrics = self._read_sqlite(self._sink_path(path))
-            elif kind in ("csv", "parquet"):
-                quarantine, metrics = self._read_files(spec, self._sink_path(path))
-            else:
-                problem = f"the job writes its results to the {spec}: there is nothing to show"
-        except (sqlite3.Error, OSError, ValueError) as exc:  # a sink being replaced or written just now
-            problem = f"the results could not be read just now ({exc}); the page shows what was read before"
-        results = newest(self._rows[list(COLUMNS)]) if len(self._rows) else self._rows[list(COLUMNS)]
-        results = results[results["value"].notna()]
-        return Snapshot(status, plan, results, quarantine, metrics, spec, problem, newest_backfill(self.out),
-                        str(self.out))
-
-    def _status(self) -> dict | None:
-        if not (self.out / STATUS).exists():
-            return None
-        try:
-            return read_status(self.out)
-        except (OSError, ValueError):  # written atomically, so only a file broken by hand
-            return self._snapshot.status if self._snapshot else None
-
-    def _read_plan(self) -> dict:
+    def plan(self) -> PlanSummary:
         path = self.out / PLAN
-        mtime = path.stat().st_mtime
-        if self._plan.get("_mtime") != mtime:  # compiled again
-            self._plan = {**json.loads(path.read_text()), "_mtime": mtime}
-        return self._plan
+        with self._plan_lock:
+            mtime = path.stat().st_mtime
+            if self._plan is None or self._plan.mtime != mtime:  # compiled again
+                self._plan = PlanSummary.of(json.loads(path.read_text()), mtime)
+            return self._plan
+
+    def plan_text(self, lines: int) -> tuple[list[str], int]:
+        """The first `lines` lines of plan.txt, and how many it has."""
+        path = self.out / PLAN_TEXT
+        if not path.exists():
+            return [], 0
+        head, count = [], 0
+        with path.open() as text:
+            for count, line in enumerate(text, 1):
+                if count <= lines:
+                    head.append(line.rstrip("\n"))
+        return head, count
+
+    def backfill(self) -> Backfill | None:
+        return newest_backfill(self.out)
+
+    def sink_spec(self) -> str:
+        status = self.status()
+        return status["sink_spec"] if status else f"sqlite:{self.out / 'results.db'}"
+
+    def job_name(self) -> str:
+        status = self.status()
+        return status["job"] if status else self.out.name
+
+    # ------------------------------------------------------------------ the sink
+
+    @property
+    def problem(self) -> str:
+        """Why the sink could not be read just now (shown; what was read before stays), or ""."""
+        return next((p for p in self._problems.values() if p), "")
+
+    def alarms(self) -> AlarmView:
+        with self._results_lock:
+            self._read_results()
+            return self._results.view
+
+    def stream_rows(self, streams: list[str]) -> dict[str, pd.DataFrame]:
+        """The rows of these streams in COLUMNS (newest versions, retractions left out, in time order)."""
+        with self._results_lock:
+            self._read_results()
+            return self._results.streams(self._sink(), streams)
+
+    def health(self) -> Health:
+        with self._health_lock:
+            if time.time() - self._health.read_at > READ_EVERY_S:
+                self._health.read_at = time.time()
+                run = (self.status() or {}).get("started")
+                self._guard("health", lambda: self._health.read(self._sink(), run))
+            return self._health.view()
+
+    def _read_results(self) -> None:
+        results = self._results
+        if time.time() - results.read_at > READ_EVERY_S:
+            results.read_at = time.time()
+            run = (self.status() or {}).get("started")
+            plan = self.plan()
+            self._guard("results", lambda: results.read(self._sink(), run, plan))
+
+    def _sink(self) -> "_Sink":
+        spec = self.sink_spec()
+        kind, _, path = spec.partition(":")
+        if kind == "sqlite":
+            return _SQLite(self._sink_path(path))
+        if kind in ("csv", "parquet"):
+            return _Files(kind, self._sink_path(path), self._files)
+        return _Nothing(spec)
+
+    def _guard(self, part: str, read) -> None:
+        """Read; a sink being replaced or written just now is said, and what was read before stays."""
+        try:
+            read()
+            self._problems[part] = ""
+        except _Unreadable as exc:
+            self._problems[part] = str(exc)
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            self._problems[part] = (f"the results could not be read just now ({exc}); the page shows what was "
+                                    f"read before")
 
     def _sink_path(self, path: str) -> Path:
         """The sink's path as the run named it, relative to where it ran; from elsewhere, the
@@ -124,61 +235,284 @@ class JobOutput:
             return given
         return self.out / given.name
 
-    def _forget_rows(self) -> None:
-        self._rows = self._rows.iloc[0:0]
-        self._last_rowid = 0
 
-    def _read_sqlite(self, path: Path) -> tuple[list[tuple[str, int]], pd.DataFrame]:
-        if not path.exists():
-            self._forget_rows()
-            return [], pd.DataFrame(columns=list(METRIC_COLUMNS))
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
-        try:
-            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if "results" not in tables:
-                return [], pd.DataFrame(columns=list(METRIC_COLUMNS))
-            (last,) = db.execute("SELECT COALESCE(MAX(rowid), 0) FROM results").fetchone()
-            if last < self._last_rowid:  # the file was replaced under the same run
-                self._forget_rows()
-            present = {row[1] for row in db.execute("PRAGMA table_info(results)")}
-            select = ", ".join(c if c in present else f"NULL AS {c}" for c in COLUMNS)
-            new = pd.read_sql_query(f"SELECT rowid AS _rowid, {select} FROM results WHERE rowid > ? ORDER BY rowid",
-                                    db, params=(self._last_rowid,))
+# ---------------------------------------------------------------------- what is kept between looks
+
+
+class _Results:
+    """The alarms, kept up to date, and the rows of the streams pages show, as far as `rowid`."""
+
+    def __init__(self):
+        self.read_at = 0.0
+        self.key: tuple = ()  # (run, plan's mtime): another one, and all is read again
+        self.rowid = 0
+        self.alarms: dict[str, StreamAlarms] = {}
+        self.view = AlarmView([], {}, ())
+        self.changes = 0
+        self.rows: OrderedDict[str, tuple[int, pd.DataFrame]] = OrderedDict()  # stream -> (its rowid, rows)
+
+    def read(self, sink: "_Sink", run, plan: PlanSummary) -> None:
+        with sink:
+            last = sink.last_rowid()
+            key = (run, plan.mtime)
+            if key != self.key or last < self.rowid:  # a new run, a new plan, a sink replaced
+                self.__init__()
+                self.key = key
+                self.view = AlarmView([], {}, (key, self.changes))
+            if last == self.rowid:
+                return
+            # The first look reads the watched streams' rows through the index; later ones the rows past the last look.
+            new = sink.rows(plan.alarm_streams, self.rowid, last, COLUMNS, by_stream=self.rowid == 0)
+            self.rowid = last
+            if self._follow(new, plan.kinds, lambda stream: self._all_rows(sink, stream)):
+                self._publish(plan)
+
+    def _follow(self, new: pd.DataFrame, kinds: dict[str, str], all_rows) -> bool:
+        """Add the new rows to each stream's alarms; a stream with rows no later than its last (so
+        with any correction: it rewrites a row there was) has its alarms worked out again from all
+        its rows. True when an alarm came or went."""
+        new = new.sort_values(["stream", "ts"], kind="stable")
+        streams, ts, values, events = _arrays(new, "stream")
+        versions = new["version"].to_numpy()
+        starts = np.flatnonzero(np.r_[True, streams[1:] != streams[:-1]]) if len(new) else []
+        changed = False
+        for a, b in zip(starts, [*starts[1:], len(new)]):
+            stream, before = streams[a], self.alarms.get(streams[a])
+            if before is not None and (before.last_ts is None or ts[a] <= before.last_ts):
+                before, rows = None, _arrays(all_rows(stream))
+            elif (versions[a:b] > 1).any() or np.isnan(values[a:b]).any():  # its first rows, corrections among them
+                rows = _arrays(_newest(new.iloc[a:b]).sort_values("ts", kind="stable"))
+            else:
+                rows = ts[a:b], values[a:b], events[a:b]
+            alarms = len(before.alarms) if before is not None else -1
+            self.alarms[stream] = figures.follow_alarms(stream, kinds[stream], *rows, before)
+            changed = changed or len(self.alarms[stream].alarms) != alarms
+        return changed
+
+    def _all_rows(self, sink: "_Sink", stream: str) -> pd.DataFrame:
+        return _newest(sink.rows([stream], 0, self.rowid, COLUMNS)).sort_values("ts", kind="stable")
+
+    def _publish(self, plan: PlanSummary) -> None:
+        found = figures.newest_first([a for state in self.alarms.values() for a in state.alarms])
+        by_workflow: dict[str, tuple[int, int]] = {}
+        for alarm in found:
+            workflow = plan.workflow_of(alarm.stream)
+            count, ts = by_workflow.get(workflow, (0, alarm.ts))
+            by_workflow[workflow] = (count + 1, ts)
+        self.changes += 1
+        self.view = AlarmView(found, by_workflow, (self.key, self.changes))
+
+    def streams(self, sink: "_Sink", streams: list[str]) -> dict[str, pd.DataFrame]:
+        """Each stream's rows so far: read whole the first time, then only those added since."""
+        behind: dict[int, list[str]] = {}  # rowid read up to -> the streams read that far
+        for stream in streams:
+            after = self.rows[stream][0] if stream in self.rows else 0
+            if after < self.rowid:
+                behind.setdefault(after, []).append(stream)
+        if behind:
+            with sink:
+                for after, some in behind.items():
+                    new = sink.rows(sorted(some), after, self.rowid, ("_rowid",) + COLUMNS)
+                    groups = dict(tuple(new.groupby("stream", sort=False)))
+                    for stream in some:
+                        kept = self.rows[stream][1] if stream in self.rows else new.iloc[0:0]
+                        if stream in groups:
+                            rows = pd.concat([kept, groups[stream]], ignore_index=True) if len(kept) else groups[stream]
+                            kept = _newest(rows).sort_values("ts", kind="stable")
+                        self.rows[stream] = (self.rowid, kept)
+        for stream in streams:
+            if stream in self.rows:
+                self.rows.move_to_end(stream)
+        while len(self.rows) > STREAMS_KEPT:
+            self.rows.popitem(last=False)
+        empty = pd.DataFrame(columns=["_rowid", *COLUMNS])
+        return {s: self.rows[s][1] if s in self.rows else empty for s in streams}
+
+
+def _arrays(rows: pd.DataFrame, *first: str) -> tuple:
+    """`first` columns, then ts, values and events, as numpy arrays."""
+    return (*(rows[c].to_numpy(object) for c in first), rows["ts"].to_numpy("int64"), rows["value"].to_numpy(float),
+            rows["events"].to_numpy(object))
+
+
+def _newest(rows: pd.DataFrame) -> pd.DataFrame:
+    """The newest version of each row, retractions left out."""
+    if len(rows) and (rows["version"] > 1).any():
+        rows = newest(rows.reindex(columns=list(dict.fromkeys([*rows.columns, *COLUMNS]))))
+    return rows[rows["value"].notna()]
+
+
+class _HealthTables:
+    """Quarantine counts and metrics, kept up to date by rowid."""
+
+    def __init__(self):
+        self.read_at = 0.0
+        self.key: tuple = ()
+        self.quarantine: Counter[str] = Counter()
+        self.quarantine_rowid = 0
+        self.metrics = pd.DataFrame(columns=list(METRIC_COLUMNS))
+        self.metrics_rowid = 0
+
+    def read(self, sink: "_Sink", run) -> None:
+        with sink:
+            if run != self.key:
+                self.__init__()
+                self.key = run
+            counts, self.quarantine_rowid = sink.quarantine(self.quarantine_rowid, self.quarantine)
+            self.quarantine = counts
+            new, self.metrics_rowid = sink.metrics(self.metrics_rowid)
             if len(new):
-                self._rows = pd.concat([self._rows, new], ignore_index=True) if len(self._rows) else new
-                self._last_rowid = int(new["_rowid"].iloc[-1])
-            quarantine = []
-            if "quarantine" in tables:
-                quarantine = db.execute("SELECT reason, COUNT(*) FROM quarantine GROUP BY reason "
-                                        "ORDER BY COUNT(*) DESC, reason").fetchall()
-            metrics = pd.DataFrame(columns=list(METRIC_COLUMNS))
-            if "metrics" in tables:
-                names = ", ".join("?" * len(METRICS_SHOWN))
-                metrics = pd.read_sql_query(
-                    f"SELECT {', '.join(METRIC_COLUMNS)} FROM metrics WHERE name IN ({names}) AND batch_id > "
-                    f"(SELECT COALESCE(MAX(batch_id), 0) FROM metrics) - ?", db,
-                    params=(*METRICS_SHOWN, BATCHES_SHOWN))
-            return quarantine, metrics
-        finally:
-            db.close()
+                kept = pd.concat([self.metrics, new], ignore_index=True) if len(self.metrics) else new
+                self.metrics = kept[kept["batch_id"] > kept["batch_id"].max() - BATCHES_SHOWN]
 
-    def _read_files(self, spec: str, path: Path) -> tuple[list[tuple[str, int]], pd.DataFrame]:
-        """A CSV or Parquet sink: the results whole, the side tables from the folders beside them."""
-        kind = spec.partition(":")[0]
-        rows = read_results(f"{kind}:{path}")
-        self._rows = rows.assign(_rowid=range(len(rows)))
-        side = {}
-        for name in SIDE_TABLES:
-            files = sorted((path.parent / name).glob("batch-*.csv"))
-            side[name] = pd.concat([pd.read_csv(f) for f in files], ignore_index=True) if files else None
-        quarantine = []
-        if side["quarantine"] is not None:
-            counts = side["quarantine"].groupby("reason").size().sort_values(ascending=False)
-            quarantine = [(str(reason), int(count)) for reason, count in counts.items()]
-        metrics = side["metrics"]
-        if metrics is None:
-            metrics = pd.DataFrame(columns=list(METRIC_COLUMNS))
-        else:
-            metrics = metrics[metrics["name"].isin(METRICS_SHOWN)]
-            metrics = metrics[metrics["batch_id"] > metrics["batch_id"].max() - BATCHES_SHOWN]
-        return quarantine, metrics
+    def view(self) -> Health:
+        quarantine = sorted(self.quarantine.items(), key=lambda item: (-item[1], item[0]))
+        return Health(quarantine, self.metrics, (self.key, self.quarantine_rowid, self.metrics_rowid))
+
+
+# ---------------------------------------------------------------------- the sinks, as read
+
+
+class _Unreadable(Exception):
+    """A sink the page cannot show, in one sentence."""
+
+
+class _Sink:
+    """One look at a sink: `with sink:` opens it, then its rows by rowid (the order they were written)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        return False
+
+    def last_rowid(self) -> int:
+        return 0
+
+    def rows(self, streams: list[str], after: int, upto: int, columns: tuple[str, ...],
+             by_stream: bool = True) -> pd.DataFrame:
+        """The rows of these streams with after < rowid <= upto; `by_stream`: few rows of each stream
+        are expected (else: few rows past `after`)."""
+        return pd.DataFrame(columns=list(columns))
+
+    def quarantine(self, after: int, counts: Counter) -> tuple[Counter, int]:
+        return counts, after
+
+    def metrics(self, after: int) -> tuple[pd.DataFrame, int]:
+        return pd.DataFrame(columns=list(METRIC_COLUMNS)), after
+
+
+class _Nothing(_Sink):
+    def __init__(self, spec: str):
+        self.spec = spec
+
+    def __enter__(self):
+        raise _Unreadable(f"the job writes its results to the {self.spec}: there is nothing to show")
+
+
+class _SQLite(_Sink):
+    """A read-only connection for one look."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.db: sqlite3.Connection | None = None
+        self.tables: set[str] = set()
+
+    def __enter__(self):
+        if self.path.exists():
+            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
+            self.tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return self
+
+    def __exit__(self, *_):
+        if self.db is not None:
+            self.db.close()
+        return False
+
+    def last_rowid(self) -> int:
+        if "results" not in self.tables:
+            return 0
+        return self.db.execute("SELECT COALESCE(MAX(rowid), 0) FROM results").fetchone()[0]
+
+    def rows(self, streams, after, upto, columns, by_stream=True):
+        if "results" not in self.tables or not streams:
+            return pd.DataFrame(columns=list(columns))
+        present = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
+        select = ", ".join("rowid AS _rowid" if c == "_rowid" else c if c in present else f"NULL AS {c}"
+                           for c in columns)
+        # The streams as one JSON parameter. By stream, SQLite looks each up in the index on (stream,
+        # ts); else (`+stream` keeps it from the index) it reads the rows past `after` and keeps theirs.
+        stream = "stream" if by_stream else "+stream"
+        return pd.read_sql_query(f"SELECT {select} FROM results WHERE {stream} IN (SELECT value FROM json_each(?)) "
+                                 f"AND rowid > ? AND rowid <= ?", self.db, params=(json.dumps(streams), after, upto))
+
+    def quarantine(self, after, counts):
+        if "quarantine" not in self.tables:
+            return counts, after
+        (last,) = self.db.execute("SELECT COALESCE(MAX(rowid), 0) FROM quarantine").fetchone()
+        if last < after:  # replaced under the same run
+            counts, after = Counter(), 0
+        counts = counts.copy()
+        for reason, count in self.db.execute("SELECT reason, COUNT(*) FROM quarantine WHERE rowid > ? AND rowid <= ? "
+                                             "GROUP BY reason", (after, last)):
+            counts[reason] += count
+        return counts, last
+
+    def metrics(self, after):
+        empty = pd.DataFrame(columns=list(METRIC_COLUMNS))
+        if "metrics" not in self.tables:
+            return empty, after
+        newest_row = self.db.execute("SELECT rowid, batch_id FROM metrics ORDER BY rowid DESC LIMIT 1").fetchone()
+        if newest_row is None or newest_row[0] <= after:
+            return empty, after
+        last, batch = newest_row
+        names = ", ".join("?" * len(METRICS_SHOWN))
+        frame = pd.read_sql_query(f"SELECT {', '.join(METRIC_COLUMNS)} FROM metrics WHERE name IN ({names}) "
+                                  f"AND batch_id > ? AND rowid > ? AND rowid <= ?", self.db,
+                                  params=(*METRICS_SHOWN, batch - BATCHES_SHOWN, after, last))
+        return frame, last
+
+
+class _Files(_Sink):
+    """A CSV or Parquet sink: its results and side tables read whole when their files changed. The
+    sink only appends (a file per batch, or rows at the end), so a row's place is its rowid."""
+
+    def __init__(self, kind: str, path: Path, cache: dict):
+        self.kind, self.path, self.cache = kind, path, cache
+
+    def __enter__(self):
+        files = [self.path] if self.kind == "csv" else sorted(self.path.glob("*.parquet"))
+        files += [f for name in SIDE_TABLES for f in sorted((self.path.parent / name).glob("batch-*.csv"))]
+        seen = [(str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files if f.exists()]
+        if self.cache.get("seen") != seen:
+            rows = read_results(f"{self.kind}:{self.path}")
+            side = {}
+            for name in SIDE_TABLES:
+                found = sorted((self.path.parent / name).glob("batch-*.csv"))
+                side[name] = pd.concat([pd.read_csv(f) for f in found], ignore_index=True) if found else None
+            self.cache.update(seen=seen, results=rows.assign(_rowid=range(1, len(rows) + 1)), side=side)
+        self.results, self.side = self.cache["results"], self.cache["side"]
+        return self
+
+    def last_rowid(self):
+        return len(self.results)
+
+    def rows(self, streams, after, upto, columns, by_stream=True):
+        rows = self.results
+        rows = rows[rows["stream"].isin(streams) & (rows["_rowid"] > after) & (rows["_rowid"] <= upto)]
+        return rows.reindex(columns=list(columns)).reset_index(drop=True)
+
+    def quarantine(self, after, counts):
+        lines = self.side.get("quarantine")
+        if lines is None or after >= len(lines):
+            return counts, after
+        counts = counts.copy()
+        counts.update(lines["reason"].iloc[after:].astype(str))
+        return counts, len(lines)
+
+    def metrics(self, after):
+        metrics = self.side.get("metrics")
+        if metrics is None or after >= len(metrics):
+            return pd.DataFrame(columns=list(METRIC_COLUMNS)), after
+        new = metrics.iloc[after:]
+        return new[new["name"].isin(METRICS_SHOWN)].reindex(columns=list(METRIC_COLUMNS)), len(metrics)
