@@ -16,6 +16,7 @@ from sensorscript.cep.plan import DEFAULT_LIMIT
 from sensorscript.codegen.job import render_job
 from sensorscript.codegen.naive import NotExpressible, render_naive
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem, warning
+from sensorscript.memory import paused_gc
 from sensorscript.parser import load
 from sensorscript.partition.explain import explain
 from sensorscript.partition.plan import Plan, Previous, make_plan, write_plan
@@ -91,18 +92,21 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
     (OUT/selectivity.json), where it has them."""
     out = Path(out)
     selectivity, unreadable = measured_pass_rates(out / SELECTIVITY)
-    plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators, selectivity, pattern_limit)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        copied = write_plan_files(out, plan, operators,
-                                  lambda copied: render_job(plan, loaded.sources, str(out), watermark, copied, late))
-        versions.keep_first(out)  # version 1 of the plan (sscript update makes the next ones)
-        if naive:
-            (out / "naive_job.py").write_text(
-                render_naive(loaded.workflows, loaded.sources, delay_ms(watermark), partitions))
-    except OSError as exc:  # a folder under a file, a read-only disk, a full one
-        raise SensorScriptError([Diagnostic("error", f"{exc.filename or out}: cannot write the compiled job "
-                                                     f"there: {file_problem(exc)}")]) from None
+    # What a compile makes (the ASTs, the plan, the files' text) lives to its end and holds no cycles:
+    # no pass of the cyclic collector, each of which would walk all of it again.
+    with paused_gc():
+        plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators, selectivity, pattern_limit)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            copied = write_plan_files(out, plan, operators,
+                                      lambda copied: render_job(plan, loaded.sources, str(out), watermark, copied, late))
+            versions.keep_first(out)  # version 1 of the plan (sscript update makes the next ones)
+            if naive:
+                (out / "naive_job.py").write_text(
+                    render_naive(loaded.workflows, loaded.sources, delay_ms(watermark), partitions))
+        except OSError as exc:  # a folder under a file, a read-only disk, a full one
+            raise SensorScriptError([Diagnostic("error", f"{exc.filename or out}: cannot write the compiled job "
+                                                         f"there: {file_problem(exc)}")]) from None
     return Compiled(plan, out, (*unreadable, *warnings), loaded.sources)
 
 
