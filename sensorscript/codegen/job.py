@@ -139,10 +139,18 @@ class ScriptLines:
     """Script lines by file, for the comments above each computation."""
 
     def __init__(self, sources: dict[str, str]):
-        self.lines = {Path(f).name: text.splitlines() for f, text in sources.items()}
+        self._names: dict[str, str] = {}
+        self.lines = {self.name(f): text.splitlines() for f, text in sources.items()}
+
+    def name(self, file: str) -> str:
+        """A workflow's file name (kept: a Path per statement cost a second at 70,000 statements)."""
+        name = self._names.get(file)
+        if name is None:
+            name = self._names[file] = Path(file).name
+        return name
 
     def statement(self, file: str, line: int) -> str:
-        lines = self.lines.get(Path(file).name, [])
+        lines = self.lines.get(self.name(file), [])
         text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
         # One line per statement in the comment; a statement that spans lines shows its first.
         return text.split("//")[0].rstrip()
@@ -177,7 +185,7 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
         elif not isinstance(node, rt.Sensor):
             origins = graph.node(node.id).origins
             for o in origins:
-                comments.append(f"{Path(o.file).name}:{o.line}  {lines.statement(o.file, o.line)}")
+                comments.append(f"{lines.name(o.file)}:{o.line}  {lines.statement(o.file, o.line)}")
             if len({o.workflow for o in origins}) > 1:
                 comments.append(f"(one computation, shared by {len({o.workflow for o in origins})} workflows)")
             if isinstance(node, rt.Pattern):

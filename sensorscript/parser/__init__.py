@@ -5,13 +5,12 @@
 
 from __future__ import annotations
 
-import os
-import threading
 from pathlib import Path
 from typing import Collection, Iterable
 
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
 from sensorscript.memory import paused_gc
+from sensorscript import processes
 from sensorscript.parser import ast
 from sensorscript.parser.antlr import parse_workflow
 from sensorscript.parser.check import Context, check
@@ -65,16 +64,12 @@ WARM_UP = 8
 def _parse_and_check_all(items: list[tuple[str, str]], context: Context):
     """Each workflow parses and checks on its own, in order; many of them in parallel processes.
 
-    The parent parses the first share itself while forked workers parse the rest. Forking is
-    used only from a single-threaded process (the `sscript` commands are; a process that runs
-    Spark's gateway threads parses in one process).
+    The parent parses the first share itself while forked workers parse the rest (where
+    `processes.may_fork`: a process that runs Spark's gateway threads parses in one process).
     """
-    workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8)
-    if len(items) < PARALLEL_FROM or workers < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
+    workers = min(processes.cores(), 8)
+    if len(items) < PARALLEL_FROM or not processes.may_fork():
         return _parse_and_check_chunk(items, context)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     # A few workflows first, so that the workers inherit ANTLR's DFA caches warm instead of each
     # building them again; then equal shares (measured: the parent's parsing is slowed by copy-on-
     # write after the fork about as much as a worker's by pickling its results).
@@ -83,7 +78,7 @@ def _parse_and_check_all(items: list[tuple[str, str]], context: Context):
     rest = items[max(own, WARM_UP):]
     size = -(-len(rest) // (workers - 1))
     chunks = [rest[i:i + size] for i in range(0, len(rest), size)]
-    with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
+    with processes.pool(len(chunks)) as pool:
         futures = [pool.submit(_parse_and_check_chunk, chunk, context) for chunk in chunks]
         results += _parse_and_check_chunk(items[WARM_UP:own], context)
         with paused_gc():
