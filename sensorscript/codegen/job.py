@@ -8,7 +8,7 @@ lines each computation came from.
 from __future__ import annotations
 
 import dataclasses
-import json
+from json.encoder import encode_basestring_ascii as _string  # json.dumps(a str), without its wrapping
 from pathlib import Path
 
 import jinja2
@@ -49,7 +49,7 @@ def _call(name: str, *positional, **keywords) -> _Call:
 def _literal(value) -> str:
     """Python source on one line, with double quotes as in the rest of the file."""
     if isinstance(value, str):
-        return json.dumps(value)
+        return _string(value)
     if isinstance(value, tuple):
         inner = ", ".join(_literal(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
@@ -239,7 +239,7 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
     for node in graph.nodes():
         for origin in node.origins:
             statements_of.setdefault(origin.workflow, set()).add(origin.stream)
-    workflows = [{"file": Path(path).name, "statements": len(statements_of.get(name, ())),
+    workflows = [{"file": lines.name(path), "statements": len(statements_of.get(name, ())),
                   "outputs": ", ".join(sorted(outputs_of.get(name, [])))}
                  for name, path in sorted(graph.workflows.items())]
     placement = plan.partitions.sensor_partition

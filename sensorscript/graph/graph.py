@@ -32,6 +32,7 @@ class Graph:
         self.outputs: dict[str, str] = {}
         self.workflows: dict[str, str] = {}  # workflow name -> file
         self._order: list[str] | None = None
+        self._in_order: tuple[Node, ...] | None = None  # the nodes in that order, origins merged
         self._edges: list[tuple[str, str]] | None = None
         self._sensors: list[str] | None = None
 
@@ -48,7 +49,7 @@ class Graph:
                     merged = self._merged[node_id] = dict.fromkeys(known.origins)
                 merged.update(dict.fromkeys(node.origins))
         else:
-            self._order = self._edges = self._sensors = None
+            self._order = self._in_order = self._edges = self._sensors = None
             self._nodes[node_id] = node
             self._consumers[node_id] = []
             consumers = self._consumers
@@ -79,16 +80,19 @@ class Graph:
             if len(merged) != len(node.origins):
                 nodes[node_id] = with_origins(node, tuple(merged))
         self._merged = {}
+        self._in_order = None
 
     def nodes(self) -> Iterator[Node]:
         """Every node in a deterministic dependency order (inputs before consumers; among the
         nodes whose inputs are all out, the smallest id first)."""
-        if self._order is None:
-            self._order = self._topological_order()
         if self._merged:
             self._settle()
-        nodes = self._nodes
-        return (nodes[node_id] for node_id in self._order)
+        if self._in_order is None:
+            if self._order is None:
+                self._order = self._topological_order()
+            nodes = self._nodes
+            self._in_order = tuple(nodes[node_id] for node_id in self._order)
+        return iter(self._in_order)
 
     def _topological_order(self) -> list[str]:
         waiting = {node_id: len(set(node.inputs)) for node_id, node in self._nodes.items()}
