@@ -37,13 +37,14 @@ class CommunicationCost:
         return 1 - self.ours / baseline if baseline else 0.0
 
 
-def communication_cost(graph: Graph, frequencies: dict[str, float], plan: PartitionPlan) -> CommunicationCost:
-    rates = node_rates(graph, frequencies)
+def communication_cost(graph: Graph, frequencies: dict[str, float], plan: PartitionPlan,
+                       rates: dict[str, float] | None = None) -> CommunicationCost:
+    """`rates`: the graph's node rates (node_rates), when the caller has them."""
+    rates = rates if rates is not None else node_rates(graph, frequencies)
     raw = sum(frequencies[s] for s in graph.sensors())
     ours = raw + sum({(c.source, c.to_partition): c.rate_per_s for c in plan.crossings}.values())
-    by_sensor = raw + sum(
-        rates[u] for u, v in graph.edges()
-        if not (graph.node(v).kind == WINDOW and graph.node(u).kind == SENSOR))
+    kind = {node.id: node.kind for node in graph.nodes()}
+    by_sensor = raw + sum(rates[u] for u, v in graph.edges() if not (kind[v] == WINDOW and kind[u] == SENSOR))
     return CommunicationCost(
         ours=ours * 60,
         lower_bound=raw * 60,

@@ -48,6 +48,8 @@ class Plan:
     stream_names: dict[str, dict[int, str]] = field(default_factory=dict)
     # Sensor id -> the small integer the job carries instead of the id.
     codes: dict[str, int] = field(default_factory=dict)
+    # Node id -> estimated tuples per second (greedy.node_rates of the graph).
+    rates: dict[str, float] = field(default_factory=dict)
 
     def partitions_of(self, node_id: str) -> tuple[int, ...]:
         """Where a node runs: one partition, or each partition holding a piece of it."""
@@ -119,22 +121,25 @@ def _make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None, p
                                         f"default {DEFAULT_FREQUENCY_HZ:g} Hz"))
     placed, pieces = placement_graph(graph)
     codes = sensor_codes(graph.sensors(), previous)
+    rates = node_rates(graph, frequencies)
     placement = partition(placed, frequencies, partitions, epsilon,
-                          pinned=previous.placement if previous is not None else None, rebalance=rebalance, cuts=cuts)
-    patterns = plan_patterns(graph, workflows, frequencies, pieces, selectivity, options, limit, codes)
+                          pinned=previous.placement if previous is not None else None, rebalance=rebalance, cuts=cuts,
+                          rates=rates if placed is graph else None)
+    patterns = plan_patterns(graph, workflows, rates, pieces, selectivity, options, limit, codes)
     slices = plan_slices(graph, previous.slices if previous is not None else None)
     return Plan(graph, frequencies, slices, placement,
-                communication_cost(graph, frequencies, placement), tuple(warnings), placed, pieces, patterns,
-                stream_names(graph, patterns), codes)
+                communication_cost(graph, frequencies, placement, rates), tuple(warnings), placed, pieces, patterns,
+                stream_names(graph, patterns), codes, rates)
 
 
-def plan_patterns(graph: Graph, workflows: list[ast.Workflow], frequencies: dict[str, float],
+def plan_patterns(graph: Graph, workflows: list[ast.Workflow], rates: dict[str, float],
                   pieces: dict[str, dict[str, str]], selectivity: dict, options: Options,
                   limit: int, codes: dict[str, int]) -> dict[str, PatternPlan]:
     """Every pattern node's operator tree (cep/plan.py), with the variable names each output's
-    workflow wrote."""
+    workflow wrote; `rates`: the graph's node rates."""
+    if not any(node.kind == PATTERN for node in graph.nodes()):
+        return {}
     statements = {(w.name, s.name): s for w in workflows for s in w.statements}
-    rates = node_rates(graph, frequencies)
     outputs: dict[str, list[str]] = {}
     for name, node_id in sorted(graph.outputs.items()):
         outputs.setdefault(node_id, []).append(name)
@@ -217,7 +222,7 @@ def _expression_text(expression: tuple) -> str:
 
 def plan_json(plan: Plan) -> dict:
     graph, placement = plan.graph, plan.partitions
-    rates = node_rates(graph, plan.frequencies)
+    rates = plan.rates or node_rates(graph, plan.frequencies)
     file_names: dict[str, str] = {}  # a workflow's path -> its file name (a Path per origin cost 0.6 s at 70,000)
     nodes = []
     for node in graph.nodes():
