@@ -183,8 +183,9 @@ _LATE_HELP = ("Late readings: drop (counted only), log (kept in the late store b
               help=_WATERMARK_HELP)
 @click.option("--late", default="log", show_default=True, metavar="drop|log|correct[:GAMMA]", callback=_check_late,
               help=_LATE_HELP)
+@click.option("--timings", is_flag=True, help="Also print how long each phase of the compile took.")
 def compile_command(files, out, sensors, partitions, epsilon, naive, operators, pattern_limit, watermark,
-                    late) -> None:
+                    late, timings) -> None:
     """Compile workflow FILES into one job: OUT/job.py, OUT/plan.json and OUT/plan.txt."""
     from sensorscript.compiler import compile_workflows
 
@@ -198,6 +199,8 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
                f"(lower bound {cost.lower_bound:,.0f})")
     for name in sorted(p.name for p in compiled.out.iterdir() if p.is_file()):
         click.echo(f"  {compiled.out / name}")
+    if timings:
+        click.echo(f"timings:\n{compiled.timings}")
 
 
 @main.command(name="run")
