@@ -15,9 +15,11 @@ reported by its first syntax error; its name, when ANTLR read one, is kept in
 `Parsed.broken` so that the checks raise no follow-on error for references to
 it. Every other statement is built and checked as usual.
 
-Two pieces of ANTLR's Python runtime are tightened here, both grammar-free:
-the lexer walks ANTLR's own DFA in one loop (`_LexerSimulator`), and the parser
-reads a token list that is complete before parsing starts (`_TokenList`).
+Three pieces of ANTLR's Python runtime are tightened here, all grammar-free:
+the lexer walks ANTLR's own DFA in one loop (`_LexerSimulator`), the parser
+reads a token list that is complete before parsing starts (`_TokenList`), and
+the first, bail-out parse matches tokens and enters rules with fewer calls
+(`_BailingParser`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from antlr4.atn.PredictionMode import PredictionMode
 from antlr4.error.ErrorListener import ErrorListener
 from antlr4.error.ErrorStrategy import BailErrorStrategy, DefaultErrorStrategy
 from antlr4.error.Errors import IllegalStateException, ParseCancellationException
-from antlr4.tree.Tree import ErrorNode, TerminalNode
+from antlr4.tree.Tree import ErrorNode, TerminalNode, TerminalNodeImpl
 
 from sensorscript.errors import Diagnostic, did_you_mean, error
 from sensorscript.parser import ast
@@ -76,24 +78,22 @@ def parse_workflow(text: str, file: str) -> Parsed:
     too_deep = _check_limits(tokens.tokens, file)
     if too_deep:
         return Parsed((), (), tuple(too_deep))
-    parser = SensorScriptParser(tokens)
-    parser.removeErrorListeners()
-    parser._interp.predictionMode = PredictionMode.SLL
-    parser._errHandler = BailErrorStrategy()
+    parser = _BailingParser(tokens)
     try:
         tree = parser.workflow()
     except ParseCancellationException:
-        return _parse_with_recovery(parser, tokens, file)
+        return _parse_with_recovery(tokens, file)
     builder = _Builder(file)
     statements = tuple(builder.statement(s) for s in tree.statement())
     _release(tokens, parser, tree)
     return Parsed(statements, (), tuple(builder.diagnostics))
 
 
-def _parse_with_recovery(parser: SensorScriptParser, tokens: "_TokenList", file: str) -> Parsed:
+def _parse_with_recovery(tokens: "_TokenList", file: str) -> Parsed:
     """The full LL parse with ANTLR's error recovery; statements with an error are left out."""
     tokens.seek(0)
-    parser.reset()
+    parser = SensorScriptParser(tokens)  # ANTLR's own, every method stock
+    parser.removeErrorListeners()
     parser._interp.predictionMode = PredictionMode.LL
     parser._errHandler = _StatementRecovery()
     listener = _SyntaxErrors(file)
@@ -270,12 +270,87 @@ class _TokenList(CommonTokenStream):
         return None if k == 0 else self.LB(-k)
 
     def LA(self, k: int) -> int:  # noqa: N802
+        if k > 0:  # (LT's body again: LA(1) is asked before every decision)
+            i = self.index + k - 1
+            tokens = self.tokens
+            return (tokens[i] if i < len(tokens) else tokens[-1]).type
         return self.LT(k).type
 
     def consume(self) -> None:
         if self.tokens[self.index].type == Token.EOF:
             raise IllegalStateException("cannot consume EOF")
         self.index += 1
+
+
+_SYMBOL, _PARENT = TerminalNodeImpl.symbol.__set__, TerminalNodeImpl.parentCtx.__set__  # its slots, set directly
+
+
+class _BailingParser(SensorScriptParser):
+    """The generated parser for the first parse (SLL, bail out at the first error), with the runtime's
+    per-token and per-rule methods written tighter: the same tree, token for token.
+
+    It reads a `_TokenList` (the token at lookahead 1 is `tokens[index]`), builds the parse tree
+    and has no parse listeners; a token that does not match goes to ANTLR's own `match`, where the
+    bail-out strategy ends the parse. Until then no error was reported, so a match has no error
+    condition to end (`reportMatch`). A terminal node's slots are set without
+    `TerminalNodeImpl.__setattr__`, a Python call per attribute.
+    """
+
+    def __init__(self, tokens: "_TokenList"):
+        super().__init__(tokens)
+        self.removeErrorListeners()
+        self._interp.predictionMode = PredictionMode.SLL
+        self._errHandler = BailErrorStrategy()
+
+    def match(self, ttype: int):
+        stream = self._input
+        token = stream.tokens[stream.index]
+        if token.type != ttype:
+            return super().match(ttype)
+        if ttype != _EOF:
+            stream.index += 1
+        self._add_token(token)
+        return token
+
+    def consume(self):
+        stream = self._input
+        token = stream.tokens[stream.index]
+        if token.type != _EOF:
+            stream.index += 1
+        self._add_token(token)
+        return token
+
+    def _add_token(self, token) -> None:
+        node = _new_terminal(TerminalNodeImpl)
+        _SYMBOL(node, token)
+        context = self._ctx
+        _PARENT(node, context)
+        if context.children is None:
+            context.children = [node]
+        else:
+            context.children.append(node)
+
+    def enterRule(self, localctx, state: int, ruleIndex: int):  # noqa: N802, N803 (ANTLR's names)
+        self._stateNumber = state
+        self._ctx = localctx
+        stream = self._input
+        localctx.start = stream.tokens[stream.index]
+        parent = localctx.parentCtx
+        if parent is not None:
+            if parent.children is None:
+                parent.children = [localctx]
+            else:
+                parent.children.append(localctx)
+
+    def exitRule(self):  # noqa: N802
+        context = self._ctx
+        index = self._input.index
+        context.stop = self._input.tokens[index - 1] if index > 0 else None
+        self._stateNumber = context.invokingState
+        self._ctx = context.parentCtx
+
+
+_new_terminal = object.__new__
 
 
 # ---------------------------------------------------------------------- limits
