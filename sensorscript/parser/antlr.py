@@ -28,11 +28,12 @@ import re
 from dataclasses import dataclass
 
 from antlr4 import CommonTokenStream, InputStream, Token
+from antlr4.Token import CommonToken
 from antlr4.atn.LexerATNSimulator import LexerATNSimulator
 from antlr4.atn.PredictionMode import PredictionMode
 from antlr4.error.ErrorListener import ErrorListener
 from antlr4.error.ErrorStrategy import BailErrorStrategy, DefaultErrorStrategy
-from antlr4.error.Errors import IllegalStateException, ParseCancellationException
+from antlr4.error.Errors import IllegalStateException, LexerNoViableAltException, ParseCancellationException
 from antlr4.tree.Tree import ErrorNode, TerminalNode, TerminalNodeImpl
 
 from sensorscript.errors import Diagnostic, did_you_mean, error
@@ -207,7 +208,19 @@ class _LexerSimulator(LexerATNSimulator):
     edges, the same longest-match and accept rules: only the per-character work of the
     runtime's `execATN` (a method call per lookahead, per consumed character and per edge)
     is done with local variables. An edge not yet in the DFA is computed by ANTLR itself.
+    A token found is accepted in place (ANTLR's `failOrAccept` and `accept`: back to its end,
+    then its actions, such as skip); anything else goes to `failOrAccept`.
     """
+
+    def match(self, input: InputStream, mode: int):
+        # LexerATNSimulator.match without the mark and release of the input (an InputStream's do nothing).
+        self.mode = mode
+        self.startIndex = input._index
+        self.prevAccept.reset()
+        dfa = self.decisionToDFA[mode]
+        if dfa.s0 is None:
+            return self.matchATN(input)
+        return self.execATN(input, dfa.s0)
 
     def execATN(self, input: InputStream, ds0):  # noqa: N802 (ANTLR's name)
         accept = self.prevAccept
@@ -237,15 +250,75 @@ class _LexerSimulator(LexerATNSimulator):
                 if t == eof:
                     break
             state = target
-        input._index, self.line, self.column = index, line, column
-        return self.failOrAccept(accept, input, state.configs, t)
+        found = accept.dfaState
+        if found is None:  # at the end of the input, or no token (the grammar matches any character)
+            input._index, self.line, self.column = index, line, column
+            return self.failOrAccept(accept, input, state.configs, t)
+        input._index, self.line, self.column = accept.index, accept.line, accept.column
+        actions = found.lexerActionExecutor
+        if actions is not None and self.recog is not None:
+            actions.execute(self.recog, input, self.startIndex)
+        return found.prediction
 
 
 class _Lexer(SensorScriptLexer):
+    """The generated lexer on `_LexerSimulator`: `nextToken` is ANTLR's, step for step, without
+    the input's marks (an InputStream's do nothing) and its lookahead call, and tokens are made
+    directly: what `Lexer.emit` and the default token factory make, without their three calls."""
+
     def __init__(self, input: InputStream):
         super().__init__(input)
         self._interp = _LexerSimulator(self, self.atn, self.decisionsToDFA, self._interp.sharedContextCache)
         self.removeErrorListeners()  # the lexer never fails: any character is a token (UNEXPECTED_CHAR)
+
+    def nextToken(self):  # noqa: N802 (ANTLR's name)
+        input, simulator = self._input, self._interp
+        while True:
+            if self._hitEOF:
+                self.emitEOF()
+                return self._token
+            self._token = None
+            self._channel = Token.DEFAULT_CHANNEL
+            self._tokenStartCharIndex = input._index
+            self._tokenStartColumn = simulator.column
+            self._tokenStartLine = simulator.line
+            self._text = None
+            while True:
+                self._type = Token.INVALID_TYPE
+                ttype = self.SKIP
+                try:
+                    ttype = simulator.match(input, self._mode)
+                except LexerNoViableAltException as e:
+                    self.notifyListeners(e)
+                    self.recover(e)
+                if input._index >= input._size:  # input.LA(1) == Token.EOF
+                    self._hitEOF = True
+                if self._type == Token.INVALID_TYPE:
+                    self._type = ttype
+                if self._type != self.MORE:
+                    break
+            if self._type == self.SKIP:
+                continue
+            if self._token is None:
+                self.emit()
+            return self._token
+
+    def emit(self):
+        token = _new_token(CommonToken)
+        token.source = self._tokenFactorySourcePair
+        token.type = self._type
+        token.channel = self._channel
+        token.start = self._tokenStartCharIndex
+        token.stop = self._input._index - 1
+        token.tokenIndex = -1
+        token.line = self._tokenStartLine
+        token.column = self._tokenStartColumn
+        token._text = self._text  # None: read from the input when asked (the factory's copyText is off)
+        self._token = token
+        return token
+
+
+_new_token = object.__new__
 
 
 class _TokenList(CommonTokenStream):
