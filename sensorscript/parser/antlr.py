@@ -264,7 +264,7 @@ class _LexerSimulator(LexerATNSimulator):
 class _Lexer(SensorScriptLexer):
     """The generated lexer on `_LexerSimulator`: `nextToken` is ANTLR's, step for step, without
     the input's marks (an InputStream's do nothing) and its lookahead call, and tokens are made
-    directly: what `Lexer.emit` and the default token factory make, without their three calls."""
+    directly: what `Lexer.emit` and the default token factory make, without their calls."""
 
     def __init__(self, input: InputStream):
         super().__init__(input)
@@ -313,7 +313,13 @@ class _Lexer(SensorScriptLexer):
         token.tokenIndex = -1
         token.line = self._tokenStartLine
         token.column = self._tokenStartColumn
-        token._text = self._text  # None: read from the input when asked (the factory's copyText is off)
+        # The text now, what CommonToken.text would read from the input at each ask (three calls; the
+        # AST builder asks twice a token).
+        text = self._text
+        if text is None:
+            start, stop, size = token.start, token.stop, self._input._size
+            text = self._input.strdata[start:stop + 1] if start < size and stop < size else "<EOF>"
+        token._text = text
         self._token = token
         return token
 
