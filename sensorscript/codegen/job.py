@@ -16,7 +16,7 @@ import jinja2
 from sensorscript.cep.plan import describe
 from sensorscript.codegen.buckets import bucket_keys
 from sensorscript.codegen.program import programs
-from sensorscript.graph.nodes import SENSOR
+from sensorscript.graph.nodes import SENSOR, ScriptLines
 from sensorscript.parser.printer import format_ms
 from sensorscript.partition.plan import Plan
 from sensorscript.runtime.plan import program as rt
@@ -133,27 +133,6 @@ def _pattern_code(node: rt.Pattern) -> str:
     fields = {field.name: _declaration(getattr(node, field.name)) for field in dataclasses.fields(node)}
     fields["names"] = dict(sorted(node.names.items()))
     return _wrapped(_call("p.Pattern", **fields), 8)
-
-
-class ScriptLines:
-    """Script lines by file, for the comments above each computation."""
-
-    def __init__(self, sources: dict[str, str]):
-        self._names: dict[str, str] = {}
-        self.lines = {self.name(f): text.splitlines() for f, text in sources.items()}
-
-    def name(self, file: str) -> str:
-        """A workflow's file name (kept: a Path per statement cost a second at 70,000 statements)."""
-        name = self._names.get(file)
-        if name is None:
-            name = self._names[file] = Path(file).name
-        return name
-
-    def statement(self, file: str, line: int) -> str:
-        lines = self.lines.get(self.name(file), [])
-        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-        # One line per statement in the comment; a statement that spans lines shows its first.
-        return text.split("//")[0].rstrip()
 
 
 def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0",
