@@ -114,18 +114,6 @@ class Graph:
             self._sensors = sorted(n.key[1] for n in self._nodes.values() if n.kind == SENSOR)
         return list(self._sensors)
 
-    def upstream_sensors(self) -> dict[str, frozenset[str]]:
-        """For every node, the sensor node ids it reads, directly or through other nodes."""
-        upstream: dict[str, frozenset[str]] = {}
-        for node in self.nodes():
-            if node.kind == SENSOR:
-                upstream[node.id] = frozenset((node.id,))
-            elif len(node.inputs) == 1:
-                upstream[node.id] = upstream[node.inputs[0]]
-            else:
-                upstream[node.id] = frozenset().union(*(upstream[i] for i in node.inputs))
-        return upstream
-
     def sources(self, node_id: str) -> dict[str, int]:
         """What a stream's tuples come from: through unions, the sensors and the derived streams that
         make them, each with how many times it reaches the stream (a multiset union repeats)."""
@@ -170,21 +158,3 @@ class Graph:
         if self._edges is None:
             self._edges = sorted((u, v) for u, readers in self._consumers.items() for v in readers)
         return self._edges
-
-    def restricted_to_outputs(self, outputs: dict[str, str]) -> "Graph":
-        """A new graph with only these outputs and the nodes they need."""
-        keep: set[str] = set()
-        stack = list(outputs.values())
-        while stack:
-            node_id = stack.pop()
-            if node_id not in keep:
-                keep.add(node_id)
-                stack.extend(self._nodes[node_id].inputs)
-        graph = Graph()
-        graph.workflows = {w: f for w, f in self.workflows.items()
-                           if any(o.rsplit(".", 1)[0] == w for o in outputs)}
-        for node in self.nodes():
-            if node.id in keep:
-                graph.add(node)
-        graph.outputs = dict(outputs)
-        return graph
