@@ -191,9 +191,10 @@ def _release(tokens: "_TokenList", parser: SensorScriptParser, tree) -> None:
     stack = [tree]
     while stack:
         node = stack.pop()
-        node.parentCtx = None
-        if not isinstance(node, TerminalNode):
-            node.parser = None
+        if isinstance(node, TerminalNodeImpl):
+            _PARENT(node, None)  # (its slot, without TerminalNodeImpl.__setattr__)
+        else:
+            node.parentCtx = node.parser = None
             if node.children:
                 stack.extend(node.children)
 
