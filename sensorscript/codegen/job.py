@@ -224,7 +224,7 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
     placement = plan.partitions.sensor_partition
     return template_environment().get_template(TEMPLATE).render(
         name=_job_name(graph.workflows), name_literal=_literal(_job_name(graph.workflows)),
-        workflows=workflows, workflow_names=_literal(tuple(sorted(graph.workflows))),
+        workflows=workflows, workflow_names=_wrapped(tuple(sorted(graph.workflows)), 4, len("workflows=,")),
         out_name=out_name,
         node_count=sum(1 for n in graph.nodes() if n.kind != SENSOR), shared_count=len(graph.shared()),
         partitions=plan.partitions.count, balance=f"{plan.partitions.balance:.3f}",
