@@ -12,10 +12,10 @@ from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
 from sensorscript.memory import paused_gc
 from sensorscript import processes
 from sensorscript.parser import ast
-from sensorscript.parser.antlr import parse_workflow
+from sensorscript.parser.antlr import SeenStatements, parse_workflow
 from sensorscript.parser.check import Context, check
 
-__all__ = ["parse", "parse_file", "load", "Loaded", "ast"]
+__all__ = ["parse", "parse_file", "load", "Loaded", "SeenStatements", "ast"]
 
 
 def parse(text: str, file: str = "<script>", name: str | None = None) -> ast.Workflow:
@@ -26,10 +26,11 @@ def parse(text: str, file: str = "<script>", name: str | None = None) -> ast.Wor
     return workflow
 
 
-def _parse(text: str, file: str, name: str | None) -> tuple[ast.Workflow, list[Diagnostic]]:
+def _parse(text: str, file: str, name: str | None,
+           seen: SeenStatements | None = None) -> tuple[ast.Workflow, list[Diagnostic]]:
     """The workflow as far as it parsed (statements that did not are named in `broken`) and the
-    diagnostics of parsing."""
-    parsed = parse_workflow(text, file)
+    diagnostics of parsing; `seen`: the statements parsed before, which are not parsed again."""
+    parsed = parse_workflow(text, file, seen)
     return ast.Workflow(name or Path(file).stem, parsed.statements, file, parsed.broken), list(parsed.diagnostics)
 
 
@@ -42,17 +43,19 @@ def _position(diagnostic: Diagnostic) -> tuple[int, int]:
     return (diagnostic.span.line, diagnostic.span.column) if diagnostic.span else (0, 0)
 
 
-def _parse_and_check(item: tuple[str, str], context: Context) -> tuple[ast.Workflow, list[Diagnostic]]:
+def _parse_and_check(item: tuple[str, str], context: Context,
+                     seen: SeenStatements | None = None) -> tuple[ast.Workflow, list[Diagnostic]]:
     """One workflow's AST and all its diagnostics, in file order: the statements that parsed are
     checked even when others did not."""
     path, text = item
-    workflow, found = _parse(text, path, Path(path).stem)
+    workflow, found = _parse(text, path, Path(path).stem, seen)
     return workflow, sorted([*found, *check(workflow, context)], key=_position)
 
 
 def _parse_and_check_chunk(items: list[tuple[str, str]], context: Context):
+    seen = SeenStatements()  # a statement written in several of these workflows is parsed once
     with paused_gc():
-        return [_parse_and_check(item, context) for item in items]
+        return [_parse_and_check(item, context, seen) for item in items]
 
 
 # Below this many workflows one process is as fast: starting workers and pickling their results

@@ -74,11 +74,19 @@ class Parsed:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def parse_workflow(text: str, file: str) -> Parsed:
+def parse_workflow(text: str, file: str, seen: "SeenStatements | None" = None) -> Parsed:
+    """One script parsed; `seen`: the statements parsed before in this run, by their text (a
+    statement seen before is not parsed again)."""
     tokens = _TokenList(_Lexer(InputStream(text)))
     too_deep = _check_limits(tokens.tokens, file)
     if too_deep:
         return Parsed((), (), tuple(too_deep))
+    if seen is not None:
+        statements = seen.statements(tokens, text, file)
+        if statements is not None:
+            _release_lexer(tokens)
+            return Parsed(statements, (), ())
+        tokens.index = 0  # parsed whole after all
     parser = _BailingParser(tokens)
     try:
         tree = parser.workflow()
@@ -86,8 +94,70 @@ def parse_workflow(text: str, file: str) -> Parsed:
         return _parse_with_recovery(tokens, file)
     builder = _Builder(file)
     statements = tuple(builder.statement(s) for s in tree.statement())
-    _release(tokens, parser, tree)
+    _release_lexer(tokens)
+    _release_tree(parser, tree)
     return Parsed(statements, (), tuple(builder.diagnostics))
+
+
+class SeenStatements:
+    """The statements parsed so far, by their text: a statement written again, in another workflow
+    or at another line, is built from the AST of the first at its own place (`ast.moved`) instead
+    of being parsed again. Generated workflows repeat statements: the 71,680 statements of the
+    10,240 bridge workflows are 12,149 different ones.
+
+    A script is cut at its ';' tokens (the grammar's `statement` ends with one and holds no other)
+    and each statement seen for the first time is parsed alone by the generated parser's
+    `statement` rule, in the same bail-out parse as a whole script. A statement is known by its
+    text and the column it starts at, which fix every token and every span but the file and the
+    line. A script in which any statement does not parse alone, or gives a diagnostic, or with
+    tokens after its last ';', is parsed whole, as without this.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int], tuple[ast.Statement, int]] = {}
+
+    def statements(self, stream: "_TokenList", text: str, file: str) -> tuple[ast.Statement, ...] | None:
+        """A script's statements, or None where it must be parsed whole."""
+        tokens = stream.tokens
+        found = []
+        first = 0
+        for last, token in enumerate(tokens):
+            if token.type == _END:
+                statement = self._statement(stream, first, last, text, file)
+                if statement is None:
+                    return None
+                found.append(statement)
+                first = last + 1
+        return tuple(found) if tokens[first].type == _EOF else None
+
+    def _statement(self, stream: "_TokenList", first: int, last: int, text: str, file: str) -> ast.Statement | None:
+        start = stream.tokens[first]
+        key = (text[start.start:stream.tokens[last].stop + 1], start.column)
+        known = self._known.get(key)
+        if known is not None:
+            statement, line = known
+            return ast.moved(statement, file, start.line - line)
+        statement = _parse_statement(stream, first, last, file)
+        if statement is not None:
+            self._known[key] = (statement, start.line)
+        return statement
+
+
+def _parse_statement(stream: "_TokenList", first: int, last: int, file: str) -> ast.Statement | None:
+    """The script's tokens from `first` to `last` (its ';') parsed by the `statement` rule; None
+    when they do not parse as one statement, or give a diagnostic."""
+    parser = _BailingParser(stream)
+    stream.index = first
+    try:
+        tree = parser.statement()
+    except ParseCancellationException:
+        return None
+    if stream.index != last + 1:
+        return None
+    builder = _Builder(file)
+    statement = builder.statement(tree)
+    _release_tree(parser, tree)
+    return None if builder.diagnostics else statement
 
 
 def _parse_with_recovery(tokens: "_TokenList", file: str) -> Parsed:
@@ -179,14 +249,18 @@ def _has_error(context) -> bool:
     return False
 
 
-def _release(tokens: "_TokenList", parser: SensorScriptParser, tree) -> None:
-    """Cut the reference cycles of ANTLR's objects once the AST is built (a lexer and its simulator,
-    a parser and its simulator, each parse-tree node and its parent), so that reference counting
-    frees a script's tokens and tree at once. Left to the cyclic collector, the trees of 10,000
-    scripts (300 objects each) cost a second to find; tests/test_parser.py holds this to no cycle.
-    (A script with syntax errors is not released: its errors' tracebacks hold the tree too.)"""
+def _release_lexer(tokens: "_TokenList") -> None:
+    """Cut the reference cycles of ANTLR's objects once the AST is built (here a lexer and its
+    simulator; in `_release_tree` a parser and its simulator, each parse-tree node and its parent),
+    so that reference counting frees a script's tokens and tree at once. Left to the cyclic
+    collector, the trees of 10,000 scripts (300 objects each) cost a second to find;
+    tests/test_parser.py holds this to no cycle. (A script with syntax errors is not released:
+    its errors' tracebacks hold the tree too.)"""
     lexer = tokens.tokenSource
     lexer._interp = lexer._token = lexer._tokenFactorySourcePair = None
+
+
+def _release_tree(parser: SensorScriptParser, tree) -> None:
     parser._interp = parser._ctx = None
     stack = [tree]
     while stack:
