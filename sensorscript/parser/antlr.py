@@ -412,9 +412,17 @@ class _TokenList(CommonTokenStream):
 
     def __init__(self, lexer: SensorScriptLexer):
         super().__init__(lexer)
-        self.fill()
-        self.seek(0)
-        assert all(t.channel == Token.DEFAULT_CHANNEL for t in self.tokens), "a token on a hidden channel"
+        # BufferedTokenStream.fill(), then seek(0), in one loop: every token numbered, up to the EOF.
+        tokens, next_token, eof = self.tokens, lexer.nextToken, Token.EOF
+        while True:
+            token = next_token()
+            token.tokenIndex = len(tokens)
+            tokens.append(token)
+            if token.type == eof:
+                break
+        self.fetchedEOF = True
+        self.index = 0
+        assert all(t.channel == Token.DEFAULT_CHANNEL for t in tokens), "a token on a hidden channel"
 
     def LT(self, k: int):  # noqa: N802 (ANTLR's name)
         if k > 0:
