@@ -448,8 +448,9 @@ _SYMBOL, _PARENT = TerminalNodeImpl.symbol.__set__, TerminalNodeImpl.parentCtx._
 
 
 class _BailingParser(SensorScriptParser):
-    """The generated parser for the first parse (SLL, bail out at the first error), with the runtime's
-    per-token and per-rule methods written tighter: the same tree, token for token.
+    """The generated parser for the bail-out parses (SLL, give up at the first error; of a whole
+    script, or of one statement), with the runtime's per-token and per-rule methods written
+    tighter: the same tree, token for token.
 
     It reads a `_TokenList` (the token at lookahead 1 is `tokens[index]`), builds the parse tree
     and has no parse listeners; a token that does not match goes to ANTLR's own `match`, where the
