@@ -150,8 +150,9 @@ def explain_workflow(plan: Plan, name: str, lines: ScriptLines | None = None) ->
     if name not in graph.workflows:
         closeness = {w: difflib.SequenceMatcher(None, name, w).ratio() for w in graph.workflows}
         near = [f"'{w}'" for w in sorted(closeness, key=lambda w: (-closeness[w], w))[:3] if closeness[w] >= 0.6]
-        hint = f"; did you mean {' or '.join([', '.join(near[:-1]), near[-1]] if len(near) > 1 else near)}?" \
-            if near else ""
+        hint = ""
+        if near:  # the three nearest, closest first
+            hint = f"; did you mean {near[0] if len(near) == 1 else ', '.join(near[:-1]) + ' or ' + near[-1]}?"
         raise SensorScriptError([error(f"no workflow named '{name}' among the {len(graph.workflows)} given "
                                        f"(a workflow is named after its file, without .ss){hint}")])
     lines = lines or ScriptLines({})
