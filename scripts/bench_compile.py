@@ -8,8 +8,9 @@ scripts and their sensor registry are written to a folder, then `sscript compile
 runs as a command of its own into a fresh OUT, `--repeat` times. Printed per point: the phases
 compile reports (median of the runs), the command's wall time (median, and the spread), its CPU
 time (the compile's process and the worker processes it forks) and its peak memory (the largest
-of those processes, as /usr/bin/time's %M reports it). "start" is what the command took besides
-the compile itself: Python, the imports, the command line. The last columns compare the time per
+of those processes, as /usr/bin/time's %M reports it). "other" is what the command took besides
+the compile's phases: starting Python, the imports, the command line, and freeing the memory at
+the end. The last columns compare the time per
 workflow with the first point's: 1.00 or less is linear or better.
 
 With `--load`, it also times what a run's driver does first at the largest point: import OUT/job.py
@@ -87,7 +88,7 @@ def main() -> None:
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench_compile_"))
     print(f"sscript compile, {args.partitions} partitions, median of {args.repeat} run(s); python {sys.version.split()[0]}, "
           f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} core(s)")
-    header = (f"{'workflows':>9} {'sensors':>7} {'start':>6} {'parse':>6} {'plan':>6} {'job.py':>6} {'+json':>6} "
+    header = (f"{'workflows':>9} {'sensors':>7} {'other':>6} {'parse':>6} {'plan':>6} {'job.py':>6} {'+json':>6} "
               f"{'total':>6} {'(min-max)':>13} {'cpu':>6} {'peak MB':>7} {'ms/wf':>6} {'x first':>7}")
     print(header)
     first_per_workflow = None
@@ -115,8 +116,8 @@ def main() -> None:
                   f"{f'({min(walls):.2f}-{max(walls):.2f})':>13} {statistics.median(r[2] for r in runs):>6.2f} "
                   f"{max(r[3] for r in runs) / 1024:>7.0f} {per_workflow:>6.3f} {per_workflow / first_per_workflow:>7.2f}",
                   flush=True)
-        print("start: Python, imports, the command line; parse: read, parse and check; +json: what plan.json and "
-              "plan.txt, written beside job.py, took longer than it")
+        print("other: Python's start, imports, the command line, freeing memory at the end; parse: read, parse and "
+              "check; +json: what plan.json and plan.txt, written beside job.py, took longer than it")
         if args.load and out is not None:
             env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
             shutil.rmtree(out / "__pycache__", ignore_errors=True)
