@@ -39,6 +39,8 @@ def second_stage(plan: Plan) -> set[str]:
                     (node.id in of_piece and any(p in stage2 for p in together[of_piece[node.id]])):
                 stage2.add(node.id)
                 changed = True
+        # Inputs come before their readers: one pass is enough unless a piece can pull in one before it.
+        changed = changed and bool(of_piece)
     return stage2
 
 
