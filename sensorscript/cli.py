@@ -183,8 +183,9 @@ _LATE_HELP = ("Late readings: drop (counted only), log (kept in the late store b
               help=_WATERMARK_HELP)
 @click.option("--late", default="log", show_default=True, metavar="drop|log|correct[:GAMMA]", callback=_check_late,
               help=_LATE_HELP)
+@click.option("--timings", is_flag=True, help="Also print how long each phase of the compile took.")
 def compile_command(files, out, sensors, partitions, epsilon, naive, operators, pattern_limit, watermark,
-                    late) -> None:
+                    late, timings) -> None:
     """Compile workflow FILES into one job: OUT/job.py, OUT/plan.json and OUT/plan.txt."""
     from sensorscript.compiler import compile_workflows
 
@@ -198,6 +199,8 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
                f"(lower bound {cost.lower_bound:,.0f})")
     for name in sorted(p.name for p in compiled.out.iterdir() if p.is_file()):
         click.echo(f"  {compiled.out / name}")
+    if timings:
+        click.echo(f"timings:\n{compiled.timings}")
 
 
 @main.command(name="run")
@@ -453,19 +456,25 @@ def dashboard(out, port, host, tz) -> None:
 @_partitions
 @_epsilon
 @_operators
-def explain(files, sensors, partitions, epsilon, operators) -> None:
-    """Print the plan for people: shared computations, slices, pattern operator trees, partitions, cost."""
+@click.option("--workflow", "workflow", metavar="NAME",
+              help="Only this workflow's part of the plan (NAME: its file name without .ss): each statement's "
+                   "computation, where it runs, which other workflows share it, its sensors, slices and crossings.")
+def explain(files, sensors, partitions, epsilon, operators, workflow) -> None:
+    """Print the plan for people: shared computations, slices, pattern operator trees, partitions, cost;
+    with --workflow, one workflow's part of it."""
     from sensorscript.compiler import plan_workflows
-    from sensorscript.partition.explain import explain as explain_plan
+    from sensorscript.graph.nodes import ScriptLines
+    from sensorscript.partition.explain import explain as explain_plan, explain_workflow
 
     try:
         plan, warnings, sources = plan_workflows(files, sensors, partitions, epsilon, operators)
+        text = explain_plan(plan) if workflow is None else explain_workflow(plan, workflow, ScriptLines(sources))
     except SensorScriptError as exc:
         _fail(exc)
         return
     if warnings:
         click.echo(render_all(warnings, sources), err=True)
-    click.echo(explain_plan(plan), nl=False)
+    click.echo(text, nl=False)
 
 
 @main.command()

@@ -64,3 +64,16 @@ def test_job_help_works_on_its_own(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "--input" in result.stdout and "--once" in result.stdout
+
+
+def test_no_line_of_the_job_grows_with_the_number_of_workflows():
+    """At hundreds of workflows, job.py lists them one a line (as a formatter would), never all on one."""
+    from sensorscript.workload import bridge_workload
+
+    workload = bridge_workload(300, 200)
+    texts = {f"{name}.ss": text for name, text in workload.workflows.items()}
+    loaded = load(list(texts), texts=texts)
+    job = render_job(make_plan(loaded.workflows, SensorRegistry.of(workload.sensors), 2), texts, "out/demo")
+    assert max(len(line) for line in job.splitlines()) < 200
+    assert '    workflows=(\n        "wf0000",\n        "wf0001",\n' in job
+    ast.parse(job)

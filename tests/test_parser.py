@@ -185,3 +185,79 @@ def test_parallel_parsing_gives_what_one_process_gives(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "error: unexpected ';'" in done.stdout and "unknown function 'avgg'" in done.stdout
+
+
+def test_parsing_leaves_no_reference_cycles():
+    """A parse leaves nothing for the cyclic collector (antlr._release cuts ANTLR's cycles): at
+    10,000 workflows, collecting their parse trees took a second of `sscript compile`."""
+    import gc
+
+    from sensorscript.parser import SeenStatements, _parse
+
+    texts = [(p.read_text(), str(p)) for p in EXAMPLES]
+    texts.append(("A = -(B + 2) * not C > 1 or D;\nX = avg(A, 10s, 5s);\n", "expressions.ss"))
+    _parse(*texts[0], None)  # ANTLR's caches (DFA states) are built once and kept: not garbage
+    seen = SeenStatements()
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        results = [_parse(text, path, None) for text, path in texts]
+        results += [_parse(text, path, None, seen) for text, path in texts * 2]  # statements parsed alone, then seen
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
+    assert all(workflow.statements for workflow, _ in results)
+
+
+# A statement written again is built from the first one's AST (antlr.SeenStatements): the same
+# AST, spans included, as parsing it; scripts with errors or diagnostics are parsed whole.
+REPEATED = ['A = avg("8MD1-AZ", 10min, 5min);', "U = union(A, \"S 2\", B);", "B = max(A, 600_000, 300_000);",
+            "C = -(A + 2) * not B > 1 or A;", "D = max(A, B, C);", "E = A /* inline */ + 1.5e3;",
+            "F = avg(A,\n      1min,\n      30s);",
+            "P = pattern(a: A -> !b: B -> c: C+) where a.value > 0.5 and count(c) >= 2 within 10min\n"
+            "    strategy next emit first partition by sensor yield c.value - a.value limit 50;",
+            "Q = pattern(x: A ->[op] y: f(B)) within 1s;",
+            "G = avg(A, 10mn, 5s);",  # a unit the builder reports: parsed whole
+            "H = A +;", "K = (A;"]  # syntax errors: parsed whole
+BEFORE = ["", " ", "  ", "\n", "\n\n", "// a comment\n", "/* a\n   comment */ "]
+
+
+def ast_with_spans(node):
+    """An AST as nested tuples, every field included (spans, names' spans, texts)."""
+    if isinstance(node, tuple):
+        return tuple(ast_with_spans(item) for item in node)
+    if hasattr(node, "__dataclass_fields__"):
+        return (type(node).__name__, *((name, ast_with_spans(value)) for name, value in sorted(vars(node).items())))
+    return node
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(BEFORE), st.sampled_from(REPEATED)), min_size=1, max_size=6),
+                min_size=1, max_size=6))
+def test_a_statement_seen_before_gives_the_ast_of_parsing_it(scripts):
+    from sensorscript.parser.antlr import SeenStatements, parse_workflow
+
+    seen = SeenStatements()
+    for index, parts in enumerate(scripts):
+        text = "".join(before + statement for before, statement in parts) + "\n"
+        file = f"w{index}.ss"
+        remembered, parsed = parse_workflow(text, file, seen), parse_workflow(text, file)
+        assert ast_with_spans(remembered.statements) == ast_with_spans(parsed.statements)
+        assert remembered.broken == parsed.broken and remembered.diagnostics == parsed.diagnostics
+
+
+def test_statements_seen_before_are_not_parsed_again(monkeypatch):
+    from sensorscript.parser import antlr
+
+    parsed = []
+    parse_statement = antlr._parse_statement
+    monkeypatch.setattr(antlr, "_parse_statement", lambda stream, first, last, file: parsed.append(file) or
+                        parse_statement(stream, first, last, file))
+    seen = antlr.SeenStatements()
+    for index in range(3):
+        text = "\n" * index + 'A = avg("8MD1-AZ", 10min, 5min);\nB = max(A, 1min, 1min);\n'
+        statements = antlr.parse_workflow(text, f"w{index}.ss", seen).statements
+        assert [(s.span.file, s.span.line) for s in statements] == [(f"w{index}.ss", 1 + index), (f"w{index}.ss", 2 + index)]
+    assert parsed == ["w0.ss", "w0.ss"]

@@ -10,7 +10,7 @@ from sensorscript.graph.slicing import slice_index, slice_stream, slice_start
 from sensorscript.parser import load
 from sensorscript.partition.greedy import _two_hop_edges, partition
 from sensorscript.graph.draw import to_dot
-from sensorscript.partition.plan import graph_of_plan_json, make_plan, plan_json
+from sensorscript.partition.plan import graph_of_plan_json, make_plan, plan_json, stable_json
 from sensorscript.registry import Sensor, SensorRegistry
 from sensorscript.workload import bridge_workload
 from tests.conftest import EXAMPLES, ROOT
@@ -180,3 +180,24 @@ def test_placement_properties_on_bridge_workloads(seed, count, size):
     assert plan.partitions.balance <= 1.1 + 1e-9
     assert plan.cost.ours >= plan.cost.lower_bound
     assert not _two_hop_edges(plan.graph, plan.partitions.node_partition)  # the job forwards once
+
+
+_json_scalars = (st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True, allow_infinity=True)
+                 | st.text())
+_json_values = st.recursive(_json_scalars, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+                            | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+                            | st.dictionaries(st.integers(-5, 5), inner, max_size=3), max_leaves=30)
+
+
+@given(_json_values)
+@settings(max_examples=400, deadline=None)
+def test_stable_json_is_json_dumps_with_indent_and_sorted_keys(value):
+    """plan.json's writer is the standard library's `json.dumps(..., indent=2, sort_keys=True)`,
+    only faster: the same text for any JSON value (non-ASCII and control characters, NaN and
+    infinities, empty containers, tuples, integer keys)."""
+    assert stable_json(value) == json.dumps(value, indent=2, sort_keys=True)
+
+
+def test_plan_json_text_is_json_dumps_of_the_plan():
+    document = plan_json(example_plan())
+    assert stable_json(document) == json.dumps(document, indent=2, sort_keys=True)

@@ -68,6 +68,8 @@ SMOKE: dict[str, tuple[Case, ...]] = {
     "bench_flink_cep.py": (Case(("--skip-flink", "--sensors", "30", "--rows", "6000", "--files", "1", "--keep", "{work}"),
                                 (r"Flink: NOT RUN \(--skip-flink\)", r"events/s .*; [1-9][\d,]* matches;"),
                                 spark=True),),
+    "bench_compile.py": (Case(("--points", "16:40", "32:60", "--repeat", "1", "--load"),
+                              (r"\n +16 +40 .*1\.00\n", r"\n +32 +60 ", r"load_job: job.py of .* from the byte code")),),
     "bench_frontend.py": (Case(("--workflows", "8", "--repeat", "1"), (r"workflows: 8  statements: 56",)),),
     "bench_job.py": (Case(("--workflows", "2", "--sensors", "20", "--seconds", "5", "--files", "1", "--check", "2",
                            "--keep", "{work}"),

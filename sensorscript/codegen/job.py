@@ -8,7 +8,7 @@ lines each computation came from.
 from __future__ import annotations
 
 import dataclasses
-import json
+from json.encoder import encode_basestring_ascii as _string  # json.dumps(a str), without its wrapping
 from pathlib import Path
 
 import jinja2
@@ -16,7 +16,7 @@ import jinja2
 from sensorscript.cep.plan import describe
 from sensorscript.codegen.buckets import bucket_keys
 from sensorscript.codegen.program import programs
-from sensorscript.graph.nodes import SENSOR
+from sensorscript.graph.nodes import SENSOR, ScriptLines
 from sensorscript.parser.printer import format_ms
 from sensorscript.partition.plan import Plan
 from sensorscript.runtime.plan import program as rt
@@ -49,7 +49,7 @@ def _call(name: str, *positional, **keywords) -> _Call:
 def _literal(value) -> str:
     """Python source on one line, with double quotes as in the rest of the file."""
     if isinstance(value, str):
-        return json.dumps(value)
+        return _string(value)
     if isinstance(value, tuple):
         inner = ", ".join(_literal(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
@@ -135,19 +135,6 @@ def _pattern_code(node: rt.Pattern) -> str:
     return _wrapped(_call("p.Pattern", **fields), 8)
 
 
-class ScriptLines:
-    """Script lines by file, for the comments above each computation."""
-
-    def __init__(self, sources: dict[str, str]):
-        self.lines = {Path(f).name: text.splitlines() for f, text in sources.items()}
-
-    def statement(self, file: str, line: int) -> str:
-        lines = self.lines.get(Path(file).name, [])
-        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-        # One line per statement in the comment; a statement that spans lines shows its first.
-        return text.split("//")[0].rstrip()
-
-
 def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0",
                operator_files: tuple[str, ...] = (), late: str = "log", version: rt.Version = rt.Version(),
                keep_second_stage: bool = False, adjust=None, retired: dict[str, list[str]] | None = None) -> str:
@@ -177,7 +164,7 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
         elif not isinstance(node, rt.Sensor):
             origins = graph.node(node.id).origins
             for o in origins:
-                comments.append(f"{Path(o.file).name}:{o.line}  {lines.statement(o.file, o.line)}")
+                comments.append(f"{lines.name(o.file)}:{o.line}  {lines.statement(o.file, o.line)}")
             if len({o.workflow for o in origins}) > 1:
                 comments.append(f"(one computation, shared by {len({o.workflow for o in origins})} workflows)")
             if isinstance(node, rt.Pattern):
@@ -231,13 +218,13 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
     for node in graph.nodes():
         for origin in node.origins:
             statements_of.setdefault(origin.workflow, set()).add(origin.stream)
-    workflows = [{"file": Path(path).name, "statements": len(statements_of.get(name, ())),
+    workflows = [{"file": lines.name(path), "statements": len(statements_of.get(name, ())),
                   "outputs": ", ".join(sorted(outputs_of.get(name, [])))}
                  for name, path in sorted(graph.workflows.items())]
     placement = plan.partitions.sensor_partition
     return template_environment().get_template(TEMPLATE).render(
         name=_job_name(graph.workflows), name_literal=_literal(_job_name(graph.workflows)),
-        workflows=workflows, workflow_names=_literal(tuple(sorted(graph.workflows))),
+        workflows=workflows, workflow_names=_wrapped(tuple(sorted(graph.workflows)), 4, len("workflows=,")),
         out_name=out_name,
         node_count=sum(1 for n in graph.nodes() if n.kind != SENSOR), shared_count=len(graph.shared()),
         partitions=plan.partitions.count, balance=f"{plan.partitions.balance:.3f}",

@@ -28,7 +28,8 @@ import keyword
 from dataclasses import dataclass
 from pathlib import Path
 
-from sensorscript.codegen.job import ScriptLines, template_environment
+from sensorscript.codegen.job import template_environment
+from sensorscript.graph.nodes import ScriptLines
 from sensorscript.errors import Diagnostic, SensorScriptError
 from sensorscript.parser import ast
 

@@ -26,11 +26,12 @@ def second_stage(plan: Plan) -> set[str]:
         for piece in pieces.values():
             together.setdefault((pattern_id, placement[piece]), []).append(piece)
     of_piece = {piece: key for key, pieces in together.items() for piece in pieces}
+    nodes = list(graph.nodes())
     stage2: set[str] = set()
     changed = True
     while changed:
         changed = False
-        for node in graph.nodes():
+        for node in nodes:
             if node.id in stage2:
                 continue
             here = placement[node.id]
@@ -38,6 +39,8 @@ def second_stage(plan: Plan) -> set[str]:
                     (node.id in of_piece and any(p in stage2 for p in together[of_piece[node.id]])):
                 stage2.add(node.id)
                 changed = True
+        # Inputs come before their readers: one pass is enough unless a piece can pull in one before it.
+        changed = changed and bool(of_piece)
     return stage2
 
 
@@ -67,14 +70,18 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
                         forwarded[dest].append(rid(i))
                     sends.add((placement[i], dest, rid(i)))
     forward_code = {(dest, node_id): code for dest, ids in forwarded.items() for code, node_id in enumerate(ids)}
+    placed_on: list[list] = [[] for _ in range(plan.partitions.count)]
+    for node in placed.nodes():
+        placed_on[placement[node.id]].append(node)
+    sliced = sorted(plan.slices.items())
     firsts, seconds = [], []
     for partition in range(plan.partitions.count):
-        mine = [n for n in placed.nodes() if placement[n.id] == partition]
+        mine = placed_on[partition]
         first = _runtime_nodes(plan, [n for n in mine if n.id not in stage2], codes, rid, source_of)
         firsts.append(rt.Program(
             partition=partition, stage=1,
             nodes=first,
-            slices=_slices(plan, {n.id for n in first}, {n.id for n in first}),
+            slices=_slices(sliced, {n.id for n in first}, {n.id for n in first}),
             outputs={n.id: tuple(outputs[n.id]) for n in first if n.id in outputs},
             forwards=tuple(rt.Forward(node_id, dest, forward_code[dest, node_id])
                            for dest, ids in sorted(forwarded.items()) for node_id in ids
@@ -89,7 +96,7 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
         seconds.append(rt.Program(
             partition=partition, stage=2,
             nodes=(*sources, *second),
-            slices=_slices(plan, {n.id for n in second} | {s.id for s in sources}, {n.id for n in second}),
+            slices=_slices(sliced, {n.id for n in second} | {s.id for s in sources}, {n.id for n in second}),
             outputs={n.id: tuple(outputs[n.id]) for n in second if n.id in outputs},
             senders=tuple(sorted({sender for sender, dest, _ in sends if dest == partition})),
         ))
@@ -142,8 +149,8 @@ def runtime_node(node, codes: dict[str, int], plan: Plan | None = None) -> rt.No
     raise ValueError(node.kind)
 
 
-def _slices(plan: Plan, streams: set[str], computed: set[str]) -> tuple[rt.Slices, ...]:
-    """The slice plans of the streams present here (computed or received) that feed a window computed here."""
+def _slices(sliced: list, streams: set[str], computed: set[str]) -> tuple[rt.Slices, ...]:
+    """The slice plans (`sliced`: the plan's, by stream) of the streams present here (computed or
+    received) that feed a window computed here."""
     return tuple(rt.Slices(s.stream, s.period_ms, s.offsets_ms, s.partials)
-                 for stream, s in sorted(plan.slices.items()) if stream in streams
-                 and any(w in computed for w in s.windows))
+                 for stream, s in sliced if stream in streams and any(w in computed for w in s.windows))

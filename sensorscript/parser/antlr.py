@@ -15,9 +15,11 @@ reported by its first syntax error; its name, when ANTLR read one, is kept in
 `Parsed.broken` so that the checks raise no follow-on error for references to
 it. Every other statement is built and checked as usual.
 
-Two pieces of ANTLR's Python runtime are tightened here, both grammar-free:
-the lexer walks ANTLR's own DFA in one loop (`_LexerSimulator`), and the parser
-reads a token list that is complete before parsing starts (`_TokenList`).
+Three pieces of ANTLR's Python runtime are tightened here, all grammar-free:
+the lexer walks ANTLR's own DFA in one loop (`_LexerSimulator`), the parser
+reads a token list that is complete before parsing starts (`_TokenList`), and
+the first, bail-out parse matches tokens and enters rules with fewer calls
+(`_BailingParser`).
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ import re
 from dataclasses import dataclass
 
 from antlr4 import CommonTokenStream, InputStream, Token
+from antlr4.Token import CommonToken
 from antlr4.atn.LexerATNSimulator import LexerATNSimulator
 from antlr4.atn.PredictionMode import PredictionMode
 from antlr4.error.ErrorListener import ErrorListener
 from antlr4.error.ErrorStrategy import BailErrorStrategy, DefaultErrorStrategy
-from antlr4.error.Errors import IllegalStateException, ParseCancellationException
-from antlr4.tree.Tree import ErrorNode, TerminalNode
+from antlr4.error.Errors import IllegalStateException, LexerNoViableAltException, ParseCancellationException
+from antlr4.tree.Tree import ErrorNode, TerminalNode, TerminalNodeImpl
 
 from sensorscript.errors import Diagnostic, did_you_mean, error
 from sensorscript.parser import ast
@@ -71,28 +74,97 @@ class Parsed:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def parse_workflow(text: str, file: str) -> Parsed:
+def parse_workflow(text: str, file: str, seen: "SeenStatements | None" = None) -> Parsed:
+    """One script parsed; `seen`: the statements parsed before in this run, by their text (a
+    statement seen before is not parsed again)."""
     tokens = _TokenList(_Lexer(InputStream(text)))
     too_deep = _check_limits(tokens.tokens, file)
     if too_deep:
         return Parsed((), (), tuple(too_deep))
-    parser = SensorScriptParser(tokens)
-    parser.removeErrorListeners()
-    parser._interp.predictionMode = PredictionMode.SLL
-    parser._errHandler = BailErrorStrategy()
+    if seen is not None:
+        statements = seen.statements(tokens, text, file)
+        if statements is not None:
+            _release_lexer(tokens)
+            return Parsed(statements, (), ())
+        tokens.index = 0  # parsed whole after all
+    parser = _BailingParser(tokens)
     try:
         tree = parser.workflow()
     except ParseCancellationException:
-        return _parse_with_recovery(parser, tokens, file)
+        return _parse_with_recovery(tokens, file)
     builder = _Builder(file)
     statements = tuple(builder.statement(s) for s in tree.statement())
+    _release_lexer(tokens)
+    _release_tree(parser, tree)
     return Parsed(statements, (), tuple(builder.diagnostics))
 
 
-def _parse_with_recovery(parser: SensorScriptParser, tokens: "_TokenList", file: str) -> Parsed:
+class SeenStatements:
+    """The statements parsed so far, by their text: a statement written again, in another workflow
+    or at another line, is built from the AST of the first at its own place (`ast.moved`) instead
+    of being parsed again. Generated workflows repeat statements: the 71,680 statements of the
+    10,240 bridge workflows are 12,149 different ones.
+
+    A script is cut at its ';' tokens (the grammar's `statement` ends with one and holds no other)
+    and each statement seen for the first time is parsed alone by the generated parser's
+    `statement` rule, in the same bail-out parse as a whole script. A statement is known by its
+    text and the column it starts at, which fix every token and every span but the file and the
+    line. A script in which any statement does not parse alone, or gives a diagnostic, or with
+    tokens after its last ';', is parsed whole, as without this.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int], tuple[ast.Statement, int]] = {}
+
+    def statements(self, stream: "_TokenList", text: str, file: str) -> tuple[ast.Statement, ...] | None:
+        """A script's statements, or None where it must be parsed whole."""
+        tokens = stream.tokens
+        found = []
+        first = 0
+        for last, token in enumerate(tokens):
+            if token.type == _END:
+                statement = self._statement(stream, first, last, text, file)
+                if statement is None:
+                    return None
+                found.append(statement)
+                first = last + 1
+        return tuple(found) if tokens[first].type == _EOF else None
+
+    def _statement(self, stream: "_TokenList", first: int, last: int, text: str, file: str) -> ast.Statement | None:
+        start = stream.tokens[first]
+        key = (text[start.start:stream.tokens[last].stop + 1], start.column)
+        known = self._known.get(key)
+        if known is not None:
+            statement, line = known
+            return ast.moved(statement, file, start.line - line)
+        statement = _parse_statement(stream, first, last, file)
+        if statement is not None:
+            self._known[key] = (statement, start.line)
+        return statement
+
+
+def _parse_statement(stream: "_TokenList", first: int, last: int, file: str) -> ast.Statement | None:
+    """The script's tokens from `first` to `last` (its ';') parsed by the `statement` rule; None
+    when they do not parse as one statement, or give a diagnostic."""
+    parser = _BailingParser(stream)
+    stream.index = first
+    try:
+        tree = parser.statement()
+    except ParseCancellationException:
+        return None
+    if stream.index != last + 1:
+        return None
+    builder = _Builder(file)
+    statement = builder.statement(tree)
+    _release_tree(parser, tree)
+    return None if builder.diagnostics else statement
+
+
+def _parse_with_recovery(tokens: "_TokenList", file: str) -> Parsed:
     """The full LL parse with ANTLR's error recovery; statements with an error are left out."""
     tokens.seek(0)
-    parser.reset()
+    parser = SensorScriptParser(tokens)  # ANTLR's own, every method stock
+    parser.removeErrorListeners()
     parser._interp.predictionMode = PredictionMode.LL
     parser._errHandler = _StatementRecovery()
     listener = _SyntaxErrors(file)
@@ -177,6 +249,30 @@ def _has_error(context) -> bool:
     return False
 
 
+def _release_lexer(tokens: "_TokenList") -> None:
+    """Cut the reference cycles of ANTLR's objects once the AST is built (here a lexer and its
+    simulator; in `_release_tree` a parser and its simulator, each parse-tree node and its parent),
+    so that reference counting frees a script's tokens and tree at once. Left to the cyclic
+    collector, the trees of 10,000 scripts (300 objects each) cost a second to find;
+    tests/test_parser.py holds this to no cycle. (A script with syntax errors is not released:
+    its errors' tracebacks hold the tree too.)"""
+    lexer = tokens.tokenSource
+    lexer._interp = lexer._token = lexer._tokenFactorySourcePair = None
+
+
+def _release_tree(parser: SensorScriptParser, tree) -> None:
+    parser._interp = parser._ctx = None
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, TerminalNodeImpl):
+            _PARENT(node, None)  # (its slot, without TerminalNodeImpl.__setattr__)
+        else:
+            node.parentCtx = node.parser = None
+            if node.children:
+                stack.extend(node.children)
+
+
 # ------------------------------------------------------------------ the runtime, tightened
 
 
@@ -187,7 +283,19 @@ class _LexerSimulator(LexerATNSimulator):
     edges, the same longest-match and accept rules: only the per-character work of the
     runtime's `execATN` (a method call per lookahead, per consumed character and per edge)
     is done with local variables. An edge not yet in the DFA is computed by ANTLR itself.
+    A token found is accepted in place (ANTLR's `failOrAccept` and `accept`: back to its end,
+    then its actions, such as skip); anything else goes to `failOrAccept`.
     """
+
+    def match(self, input: InputStream, mode: int):
+        # LexerATNSimulator.match without the mark and release of the input (an InputStream's do nothing).
+        self.mode = mode
+        self.startIndex = input._index
+        self.prevAccept.reset()
+        dfa = self.decisionToDFA[mode]
+        if dfa.s0 is None:
+            return self.matchATN(input)
+        return self.execATN(input, dfa.s0)
 
     def execATN(self, input: InputStream, ds0):  # noqa: N802 (ANTLR's name)
         accept = self.prevAccept
@@ -217,15 +325,81 @@ class _LexerSimulator(LexerATNSimulator):
                 if t == eof:
                     break
             state = target
-        input._index, self.line, self.column = index, line, column
-        return self.failOrAccept(accept, input, state.configs, t)
+        found = accept.dfaState
+        if found is None:  # at the end of the input, or no token (the grammar matches any character)
+            input._index, self.line, self.column = index, line, column
+            return self.failOrAccept(accept, input, state.configs, t)
+        input._index, self.line, self.column = accept.index, accept.line, accept.column
+        actions = found.lexerActionExecutor
+        if actions is not None and self.recog is not None:
+            actions.execute(self.recog, input, self.startIndex)
+        return found.prediction
 
 
 class _Lexer(SensorScriptLexer):
+    """The generated lexer on `_LexerSimulator`: `nextToken` is ANTLR's, step for step, without
+    the input's marks (an InputStream's do nothing) and its lookahead call, and tokens are made
+    directly: what `Lexer.emit` and the default token factory make, without their calls."""
+
     def __init__(self, input: InputStream):
         super().__init__(input)
         self._interp = _LexerSimulator(self, self.atn, self.decisionsToDFA, self._interp.sharedContextCache)
         self.removeErrorListeners()  # the lexer never fails: any character is a token (UNEXPECTED_CHAR)
+
+    def nextToken(self):  # noqa: N802 (ANTLR's name)
+        input, simulator = self._input, self._interp
+        while True:
+            if self._hitEOF:
+                self.emitEOF()
+                return self._token
+            self._token = None
+            self._channel = Token.DEFAULT_CHANNEL
+            self._tokenStartCharIndex = input._index
+            self._tokenStartColumn = simulator.column
+            self._tokenStartLine = simulator.line
+            self._text = None
+            while True:
+                self._type = Token.INVALID_TYPE
+                ttype = self.SKIP
+                try:
+                    ttype = simulator.match(input, self._mode)
+                except LexerNoViableAltException as e:
+                    self.notifyListeners(e)
+                    self.recover(e)
+                if input._index >= input._size:  # input.LA(1) == Token.EOF
+                    self._hitEOF = True
+                if self._type == Token.INVALID_TYPE:
+                    self._type = ttype
+                if self._type != self.MORE:
+                    break
+            if self._type == self.SKIP:
+                continue
+            if self._token is None:
+                self.emit()
+            return self._token
+
+    def emit(self):
+        token = _new_token(CommonToken)
+        token.source = self._tokenFactorySourcePair
+        token.type = self._type
+        token.channel = self._channel
+        token.start = self._tokenStartCharIndex
+        token.stop = self._input._index - 1
+        token.tokenIndex = -1
+        token.line = self._tokenStartLine
+        token.column = self._tokenStartColumn
+        # The text now, what CommonToken.text would read from the input at each ask (three calls; the
+        # AST builder asks twice a token).
+        text = self._text
+        if text is None:
+            start, stop, size = token.start, token.stop, self._input._size
+            text = self._input.strdata[start:stop + 1] if start < size and stop < size else "<EOF>"
+        token._text = text
+        self._token = token
+        return token
+
+
+_new_token = object.__new__
 
 
 class _TokenList(CommonTokenStream):
@@ -238,9 +412,17 @@ class _TokenList(CommonTokenStream):
 
     def __init__(self, lexer: SensorScriptLexer):
         super().__init__(lexer)
-        self.fill()
-        self.seek(0)
-        assert all(t.channel == Token.DEFAULT_CHANNEL for t in self.tokens), "a token on a hidden channel"
+        # BufferedTokenStream.fill(), then seek(0), in one loop: every token numbered, up to the EOF.
+        tokens, next_token, eof = self.tokens, lexer.nextToken, Token.EOF
+        while True:
+            token = next_token()
+            token.tokenIndex = len(tokens)
+            tokens.append(token)
+            if token.type == eof:
+                break
+        self.fetchedEOF = True
+        self.index = 0
+        assert all(t.channel == Token.DEFAULT_CHANNEL for t in tokens), "a token on a hidden channel"
 
     def LT(self, k: int):  # noqa: N802 (ANTLR's name)
         if k > 0:
@@ -250,12 +432,88 @@ class _TokenList(CommonTokenStream):
         return None if k == 0 else self.LB(-k)
 
     def LA(self, k: int) -> int:  # noqa: N802
+        if k > 0:  # (LT's body again: LA(1) is asked before every decision)
+            i = self.index + k - 1
+            tokens = self.tokens
+            return (tokens[i] if i < len(tokens) else tokens[-1]).type
         return self.LT(k).type
 
     def consume(self) -> None:
         if self.tokens[self.index].type == Token.EOF:
             raise IllegalStateException("cannot consume EOF")
         self.index += 1
+
+
+_SYMBOL, _PARENT = TerminalNodeImpl.symbol.__set__, TerminalNodeImpl.parentCtx.__set__  # its slots, set directly
+
+
+class _BailingParser(SensorScriptParser):
+    """The generated parser for the bail-out parses (SLL, give up at the first error; of a whole
+    script, or of one statement), with the runtime's per-token and per-rule methods written
+    tighter: the same tree, token for token.
+
+    It reads a `_TokenList` (the token at lookahead 1 is `tokens[index]`), builds the parse tree
+    and has no parse listeners; a token that does not match goes to ANTLR's own `match`, where the
+    bail-out strategy ends the parse. Until then no error was reported, so a match has no error
+    condition to end (`reportMatch`). A terminal node's slots are set without
+    `TerminalNodeImpl.__setattr__`, a Python call per attribute.
+    """
+
+    def __init__(self, tokens: "_TokenList"):
+        super().__init__(tokens)
+        self.removeErrorListeners()
+        self._interp.predictionMode = PredictionMode.SLL
+        self._errHandler = BailErrorStrategy()
+
+    def match(self, ttype: int):
+        stream = self._input
+        token = stream.tokens[stream.index]
+        if token.type != ttype:
+            return super().match(ttype)
+        if ttype != _EOF:
+            stream.index += 1
+        self._add_token(token)
+        return token
+
+    def consume(self):
+        stream = self._input
+        token = stream.tokens[stream.index]
+        if token.type != _EOF:
+            stream.index += 1
+        self._add_token(token)
+        return token
+
+    def _add_token(self, token) -> None:
+        node = _new_terminal(TerminalNodeImpl)
+        _SYMBOL(node, token)
+        context = self._ctx
+        _PARENT(node, context)
+        if context.children is None:
+            context.children = [node]
+        else:
+            context.children.append(node)
+
+    def enterRule(self, localctx, state: int, ruleIndex: int):  # noqa: N802, N803 (ANTLR's names)
+        self._stateNumber = state
+        self._ctx = localctx
+        stream = self._input
+        localctx.start = stream.tokens[stream.index]
+        parent = localctx.parentCtx
+        if parent is not None:
+            if parent.children is None:
+                parent.children = [localctx]
+            else:
+                parent.children.append(localctx)
+
+    def exitRule(self):  # noqa: N802
+        context = self._ctx
+        index = self._input.index
+        context.stop = self._input.tokens[index - 1] if index > 0 else None
+        self._stateNumber = context.invokingState
+        self._ctx = context.parentCtx
+
+
+_new_terminal = object.__new__
 
 
 # ---------------------------------------------------------------------- limits
@@ -446,33 +704,29 @@ class _Builder(SensorScriptVisitor):
         items = ctx.children
         if len(items) == 1:
             return self.visitAtom(items[0])
-        position = 0
+        return self._binary(items, 0, 0)[0]
 
-        def operand() -> ast.Expr:
-            nonlocal position
-            item = items[position]
-            position += 1
-            if isinstance(item, TerminalNode):  # a prefix operator: - or not
-                token = item.symbol
-                op = "not" if token.text == "not" else "-"
-                inner = binary(_NOT_LEVEL if op == "not" else _NEG_LEVEL)
-                return ast.Unary(op, inner, self._join(self.tspan(token), inner.span))
-            return self.visitAtom(item)
+    # (Methods passing the position on, not closures over it: two closures calling each other are
+    # a reference cycle, left for the cyclic collector with the parse tree they hold.)
+    def _binary(self, items: list, position: int, min_level: int) -> tuple[ast.Expr, int]:
+        left, position = self._operand(items, position)
+        while position < len(items):
+            op = items[position].symbol.text
+            level = _PRECEDENCE[op]
+            if level < min_level:
+                break
+            right, position = self._binary(items, position + 1, level + 1)  # left-associative
+            left = ast.Binary(op, left, right, self._join(left.span, right.span))
+        return left, position
 
-        def binary(min_level: int) -> ast.Expr:
-            nonlocal position
-            left = operand()
-            while position < len(items):
-                op = items[position].symbol.text
-                level = _PRECEDENCE[op]
-                if level < min_level:
-                    break
-                position += 1
-                right = binary(level + 1)  # left-associative
-                left = ast.Binary(op, left, right, self._join(left.span, right.span))
-            return left
-
-        return binary(0)
+    def _operand(self, items: list, position: int) -> tuple[ast.Expr, int]:
+        item = items[position]
+        if isinstance(item, TerminalNode):  # a prefix operator: - or not
+            token = item.symbol
+            op = "not" if token.text == "not" else "-"
+            inner, position = self._binary(items, position + 1, _NOT_LEVEL if op == "not" else _NEG_LEVEL)
+            return ast.Unary(op, inner, self._join(self.tspan(token), inner.span)), position
+        return self.visitAtom(item), position + 1
 
     def _join(self, first: ast.Span, last: ast.Span) -> ast.Span:
         return ast.Span(self.file, first.line, first.column, last.end_line, last.end_column)

@@ -253,6 +253,30 @@ def walk(node: object):
             push(reversed(below))
 
 
+def moved(node, file: str, lines: int):
+    """An AST node (or a tuple of them) as it would be written in `file`, `lines` lines further
+    down: the same node with every span moved there (a statement written again elsewhere)."""
+    kind = type(node)
+    if kind is Span:
+        copy = _new(Span)
+        copy.__dict__.update(file=file, line=node.line + lines, column=node.column,
+                             end_line=node.end_line + lines, end_column=node.end_column)
+        return copy
+    if kind is tuple:
+        return tuple(moved(item, file, lines) for item in node)
+    if kind in _NODES:
+        copy = _new(kind)
+        copy.__dict__.update({name: value if type(value) in _PLAIN else moved(value, file, lines)
+                              for name, value in node.__dict__.items()})
+        return copy
+    return node
+
+
+_new = object.__new__
+_NODES = frozenset((*_CHILDREN, *_LEAVES))
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+
+
 def references(definition: object) -> list[Ref]:
     """The stream references a definition reads, in source order.
 

@@ -8,8 +8,6 @@ from typing import Callable, Collection, Iterator
 
 import math
 
-import networkx as nx
-
 from sensorscript.errors import Diagnostic, did_you_mean, error, warning
 from sensorscript.parser import ast
 from sensorscript.parser.antlr import MAX_DURATION_MS, WINDOW_FUNCTIONS
@@ -163,8 +161,10 @@ def check_references(workflow: ast.Workflow, context: Context) -> Iterator[Diagn
 def check_cycles(workflow: ast.Workflow, context: Context) -> Iterator[Diagnostic]:
     defined = workflow.defined
     reads = {s.name: [r.name for r in ast.references(s.value) if r.name in defined] for s in workflow.statements}
-    if _acyclic(reads):  # cheap test first; networkx only to name the cycles
+    if _acyclic(reads):  # cheap test first; networkx only to name the cycles (imported then: 0.1 s)
         return
+    import networkx as nx
+
     graph = nx.DiGraph()
     for statement in workflow.statements:
         for ref in ast.references(statement.value):

@@ -37,13 +37,14 @@ class CommunicationCost:
         return 1 - self.ours / baseline if baseline else 0.0
 
 
-def communication_cost(graph: Graph, frequencies: dict[str, float], plan: PartitionPlan) -> CommunicationCost:
-    rates = node_rates(graph, frequencies)
+def communication_cost(graph: Graph, frequencies: dict[str, float], plan: PartitionPlan,
+                       rates: dict[str, float] | None = None) -> CommunicationCost:
+    """`rates`: the graph's node rates (node_rates), when the caller has them."""
+    rates = rates if rates is not None else node_rates(graph, frequencies)
     raw = sum(frequencies[s] for s in graph.sensors())
     ours = raw + sum({(c.source, c.to_partition): c.rate_per_s for c in plan.crossings}.values())
-    by_sensor = raw + sum(
-        rates[u] for u, v in graph.edges()
-        if not (graph.node(v).kind == WINDOW and graph.node(u).kind == SENSOR))
+    kind = {node.id: node.kind for node in graph.nodes()}
+    by_sensor = raw + sum(rates[u] for u, v in graph.edges() if not (kind[v] == WINDOW and kind[u] == SENSOR))
     return CommunicationCost(
         ours=ours * 60,
         lower_bound=raw * 60,
@@ -63,10 +64,16 @@ def workflow_partition(workflow: str, count: int) -> int:
 
 
 def _by_workflow(graph: Graph, frequencies: dict[str, float], count: int) -> float:
-    readers: dict[str, set[int]] = {}
-    upstream = graph.upstream_sensors()
+    """A sensor's tuples go to every partition that runs a workflow with an output downstream of it:
+    the partitions (a bit each) are passed from the outputs up to the sensors, consumers before
+    their inputs."""
+    homes: dict[str, int] = {}
     for output, node_id in graph.outputs.items():
-        home = workflow_partition(output.rsplit(".", 1)[0], count)
-        for sensor_node in upstream[node_id]:
-            readers.setdefault(sensor_node, set()).add(home)
-    return sum(frequencies[graph.node(s).sensor_id] * len(homes) for s, homes in readers.items())
+        homes[node_id] = homes.get(node_id, 0) | 1 << workflow_partition(output.rsplit(".", 1)[0], count)
+    for node in reversed(list(graph.nodes())):
+        mine = homes.get(node.id)
+        if mine:
+            for input_id in node.inputs:
+                homes[input_id] = homes.get(input_id, 0) | mine
+    sensors = sorted((node.sensor_id, node.id) for node in graph.nodes() if node.kind == SENSOR)
+    return sum(frequencies[sensor_id] * homes.get(node_id, 0).bit_count() for sensor_id, node_id in sensors)

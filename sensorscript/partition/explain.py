@@ -1,11 +1,23 @@
-"""The plan in words, for people: what is shared, how streams are sliced, where things run."""
+"""The plan in words, for people: what is shared, how streams are sliced, where things run.
+
+`explain` is the whole plan in a summary whose length does not grow with the number of workflows
+(plan.txt); `explain_workflow` is one workflow's part of it, computation by computation
+(`sscript explain --workflow NAME`): at 10,000 workflows, what a reviewer reads.
+"""
 
 from __future__ import annotations
 
+import difflib
+
 from sensorscript.cep.plan import describe as pattern_lines
-from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW, Node
+from sensorscript.errors import SensorScriptError, error
+from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW, Node, ScriptLines
 from sensorscript.parser.printer import format_ms
 from sensorscript.partition.plan import Plan
+
+# How many of a summary's items are shown, and how many of the workflows sharing a computation.
+SHOWN = 50
+NAMED = 8
 
 
 def describe(node: Node, plan: Plan) -> str:
@@ -28,7 +40,28 @@ def describe(node: Node, plan: Plan) -> str:
     return node.kind
 
 
+def named(names: list[str], limit: int = NAMED) -> str:
+    """The first names and how many more: a line that stays short however many there are."""
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _slice_text(slices) -> str:
+    cuts = (f"every {format_ms(slices.period_ms)}" if slices.offsets_ms == (0,)
+            else f"at {', '.join(format_ms(o) for o in slices.offsets_ms)} of every {format_ms(slices.period_ms)}")
+    return (f"{len(slices.windows)} window(s), slices {cuts} ({slices.mode}; {slices.slices_per_minute:g}/min), "
+            f"partials {', '.join(slices.partials)}")
+
+
+def _crossing_text(plan: Plan, crossing) -> str:
+    placed = plan.placed or plan.graph
+    return (f"{placed.node(crossing.source).label} -> {placed.node(crossing.target).label}: "
+            f"{crossing.rate_per_s * 60:g} tuples/min ({crossing.kind}, partition {crossing.from_partition} -> "
+            f"{crossing.to_partition})")
+
+
 def explain(plan: Plan) -> str:
+    """The whole plan for people (plan.txt): counts, then the first SHOWN items of each list, the
+    most shared computations first; each line names at most NAMED workflows."""
     graph, placement, cost = plan.graph, plan.partitions, plan.cost
     nodes = list(graph.nodes())
     computations = [n for n in nodes if n.kind != SENSOR]
@@ -37,34 +70,33 @@ def explain(plan: Plan) -> str:
         f"{len(graph.workflows)} workflow(s), {written} statements -> {len(computations)} computations "
         f"over {len(graph.sensors())} sensors ({written - len(computations)} computed once instead of "
         f"several times)",
+        "One workflow's part of the plan: sscript explain FILES --workflow NAME",
         "",
-        "Shared computations:",
+        "Shared computations (the most shared first):",
     ]
-    shared = graph.shared()
-    for node in shared[:50]:
-        users = sorted({o.workflow for o in node.origins})
-        lines.append(f"  {node.label:<14} {describe(node, plan)}  <- {', '.join(users)}")
-    if len(shared) > 50:
-        lines.append(f"  ... and {len(shared) - 50} more")
+    users = {n.id: sorted({o.workflow for o in n.origins}) for n in graph.shared()}
+    shared = sorted(graph.shared(), key=lambda n: -len(users[n.id]))  # stable: graph order among equals
+    for node in shared[:SHOWN]:
+        who = users[node.id]
+        lines.append(f"  {node.label:<14} {describe(node, plan)}  <- "
+                     + (named(who) if len(who) <= NAMED else f"{len(who)} workflows: {named(who)}"))
+    if len(shared) > SHOWN:
+        lines.append(f"  ... and {len(shared) - SHOWN} more")
     if not shared:
         lines.append("  none")
-    lines += ["", "Window slices (each tuple is added to one slice; windows are composed from slices):"]
-    for stream, slices in list(plan.slices.items())[:50]:
-        cuts = (f"every {format_ms(slices.period_ms)}" if slices.offsets_ms == (0,)
-                else f"at {', '.join(format_ms(o) for o in slices.offsets_ms)} of every {format_ms(slices.period_ms)}")
-        lines.append(f"  {graph.node(stream).label:<14} {len(slices.windows)} window(s), slices {cuts} "
-                     f"({slices.mode}; {slices.slices_per_minute:g}/min), partials {', '.join(slices.partials)}")
-    if len(plan.slices) > 50:
-        lines.append(f"  ... and {len(plan.slices) - 50} more streams")
+    lines += ["", f"Window slices (each tuple is added to one slice; windows are composed from slices): "
+                  f"{len(plan.slices)} stream(s), {sum(s.slices_per_minute for s in plan.slices.values()):g} "
+                  f"slices/min"]
+    for stream, slices in list(plan.slices.items())[:SHOWN]:
+        lines.append(f"  {graph.node(stream).label:<14} {_slice_text(slices)}")
+    if len(plan.slices) > SHOWN:
+        lines.append(f"  ... and {len(plan.slices) - SHOWN} more streams")
     if plan.patterns:
         lines += ["", "Patterns (operator trees: where each condition is tested, the shapes compared):"]
-        for node_id, planned in plan.patterns.items():
-            node = graph.node(node_id)
-            where = plan.partitions_of(node_id)
-            runs = (f"on partitions {', '.join(map(str, where))}, each for its own sensors" if node_id in plan.pieces
-                    else f"on partition {where[0]}")
-            lines.append(f"  {', '.join(f'{o.workflow}.{o.stream}' for o in node.origins)} ({runs}):")
-            lines += [f"    {line}" for line in pattern_lines(planned)]
+        for node_id, planned in list(plan.patterns.items())[:SHOWN]:
+            lines += _pattern_lines(plan, node_id, planned, "  ")
+        if len(plan.patterns) > SHOWN:
+            lines.append(f"  ... and {len(plan.patterns) - SHOWN} more patterns")
     lines += ["", f"Partitions ({placement.count}, balance {placement.balance:.3f} = most loaded / average; "
                   f"bound {1 + placement.epsilon:.2f}):"]
     by_partition: dict[int, list[str]] = {}
@@ -77,11 +109,10 @@ def explain(plan: Plan) -> str:
     if placement.crossings:
         lines.append(f"  {len(placement.crossings)} edge(s) cross partitions to keep the balance "
                      f"({placement.split_subgraphs} subgraph(s) split):")
-        placed = plan.placed or graph
         for c in placement.crossings[:20]:
-            lines.append(f"    {placed.node(c.source).label} -> {placed.node(c.target).label}: "
-                         f"{c.rate_per_s * 60:g} tuples/min ({c.kind}, partition {c.from_partition} -> "
-                         f"{c.to_partition})")
+            lines.append(f"    {_crossing_text(plan, c)}")
+        if len(placement.crossings) > 20:
+            lines.append(f"    ... and {len(placement.crossings) - 20} more")
     lines += ["", "Communication cost (tuples per minute crossing a shuffle):",
               f"  ours                       {cost.ours:>14,.0f}",
               f"  lower bound                {cost.lower_bound:>14,.0f}   (each raw tuple crosses once)",
@@ -90,3 +121,95 @@ def explain(plan: Plan) -> str:
               f"  naive, hash by workflow    {cost.naive_workflow_hash:>14,.0f}   "
               f"(ours saves {cost.saving(cost.naive_workflow_hash):.1%})"]
     return "\n".join(lines) + "\n"
+
+
+def _pattern_lines(plan: Plan, node_id: str, planned, indent: str) -> list[str]:
+    node = plan.graph.node(node_id)
+    where = plan.partitions_of(node_id)
+    runs = (f"on partitions {', '.join(map(str, where))}, each for its own sensors" if node_id in plan.pieces
+            else f"on partition {where[0]}")
+    origins = [f"{o.workflow}.{o.stream}" for o in node.origins]
+    return [f"{indent}{named(origins)} ({runs}):", *(f"{indent}  {line}" for line in pattern_lines(planned))]
+
+
+def _where(plan: Plan, node_id: str) -> str:
+    where = plan.partitions_of(node_id)
+    if node_id in plan.pieces:
+        return f"partitions {', '.join(map(str, where))}, each for its own sensors"
+    if not where:
+        return "not formed: the patterns reading it read its sources, each where it lands"
+    return f"partition {where[0]}"
+
+
+def explain_workflow(plan: Plan, name: str, lines: ScriptLines | None = None) -> str:
+    """One workflow's part of the plan: each statement (with its script line, from `lines`), the
+    computation it is, where that runs and which other workflows share it; the sensors it reads,
+    the slices its windows are composed from, the edges that cross partitions, its patterns.
+    Raises SensorScriptError for a name that is not a workflow of the plan."""
+    graph = plan.graph
+    if name not in graph.workflows:
+        closeness = {w: difflib.SequenceMatcher(None, name, w).ratio() for w in graph.workflows}
+        near = [f"'{w}'" for w in sorted(closeness, key=lambda w: (-closeness[w], w))[:3] if closeness[w] >= 0.6]
+        hint = ""
+        if near:  # the three nearest, closest first
+            hint = f"; did you mean {near[0] if len(near) == 1 else ', '.join(near[:-1]) + ' or ' + near[-1]}?"
+        raise SensorScriptError([error(f"no workflow named '{name}' among the {len(graph.workflows)} given "
+                                       f"(a workflow is named after its file, without .ss){hint}")])
+    lines = lines or ScriptLines({})
+    file = graph.workflows[name]
+    written = sorted(((o, node) for node in graph.nodes() for o in node.origins if o.workflow == name),
+                     key=lambda item: (item[0].line, item[0].stream))
+    mine = {node.id: node for _, node in written}
+    sharing = {node_id: sorted({o.workflow for o in node.origins} - {name}) for node_id, node in mine.items()}
+    outputs = sorted(output for output in graph.outputs if output.rsplit(".", 1)[0] == name)
+    partitions = sorted({p for node_id in mine for p in plan.partitions_of(node_id)})
+    text = [f"Workflow {name} ({lines.name(file)}): {len(written)} statement(s), {len(mine)} computation(s), "
+            f"{sum(1 for others in sharing.values() if others)} of them shared with other workflows",
+            f"Outputs: {', '.join(outputs) or 'none'}",
+            f"Runs on partition(s) {', '.join(map(str, partitions)) or 'none'}",
+            "", "Statements (script line; the computation, where it runs; who else computes it):"]
+    for origin, node in written:
+        others = sharing[node.id]
+        text += [f"  {lines.name(origin.file)}:{origin.line}  {lines.statement(origin.file, origin.line)}".rstrip(),
+                 f"      {node.id}  {describe(node, plan)}; {_where(plan, node.id)}",
+                 f"      shared with {len(others)} other workflow(s): {named(others)}" if others
+                 else "      its own: no other workflow computes it"]
+    sensors = sorted({i for node in mine.values() for i in node.inputs if graph.node(i).kind == SENSOR})
+    text += ["", "Sensors it reads (their readings go to the partition shown):"]
+    for sensor in sensors:
+        sensor_id = graph.node(sensor).sensor_id
+        readers = {o.workflow for consumer in graph.consumers(sensor) for o in graph.node(consumer).origins}
+        text.append(f"  {sensor_id:<14} {plan.frequencies[sensor_id]:g} Hz, partition "
+                    f"{plan.partitions.node_partition.get(sensor, '-')}, read by {len(readers)} workflow(s)")
+    if not sensors:
+        text.append("  none")
+    streams = sorted({node.inputs[0] for node in mine.values() if node.kind == WINDOW})
+    text += ["", "Window slices of the streams its windows read (the windows of every workflow over each):"]
+    for stream in streams:
+        text.append(f"  {graph.node(stream).label:<14} {_slice_text(plan.slices[stream])}")
+    if not streams:
+        text.append("  none")
+    pieces = {piece: pattern for pattern, by_source in plan.pieces.items() for piece in by_source.values()}
+    own_names = {node.id: origin.stream for origin, node in reversed(written)}  # its first name for each
+
+    def called(placed_id: str) -> str:
+        """A node as this workflow names it, else as the first workflow that wrote it does."""
+        node = graph.node(pieces.get(placed_id, placed_id))
+        if node.kind == SENSOR:
+            return f"sensor {node.sensor_id}"
+        return own_names.get(node.id) or f"{node.origins[0].workflow}.{node.origins[0].stream}"
+
+    crossings = [c for c in plan.partitions.crossings
+                 if pieces.get(c.source, c.source) in mine or pieces.get(c.target, c.target) in mine]
+    text += ["", "Edges of its computations that cross partitions:"]
+    text += [f"  {called(c.source)} -> {called(c.target)}: {c.rate_per_s * 60:g} tuples/min ({c.kind}, partition "
+             f"{c.from_partition} -> {c.to_partition})" for c in crossings] \
+        or ["  none: all its tuples stay where they land"]
+    patterns = [node_id for node_id in mine if node_id in plan.patterns]
+    if patterns:
+        text += ["", "Patterns (operator trees):"]
+        for node_id in patterns:
+            text += _pattern_lines(plan, node_id, plan.patterns[node_id], "  ")
+    text += ["", f"In job.py each of its computations carries the comment '{lines.name(file)}:LINE  statement': "
+                 f"grep -n '{lines.name(file)}:' OUT/job.py"]
+    return "\n".join(text) + "\n"

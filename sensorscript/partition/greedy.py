@@ -113,22 +113,24 @@ def stages(graph: Graph) -> dict[str, int]:
 
 
 def partition(graph: Graph, frequencies: dict[str, float], count: int, epsilon: float = 0.1,
-              pinned: dict[str, int] | None = None, rebalance: bool = False, cuts: bool = True) -> PartitionPlan:
+              pinned: dict[str, int] | None = None, rebalance: bool = False, cuts: bool = True,
+              rates: dict[str, float] | None = None) -> PartitionPlan:
     """`pinned` (an update): the running plan's placement (placed node id -> partition). Its nodes
     stay where they are and the new ones are placed around them (`_around`; without `cuts`, no
     computation's tuples may be forwarded to another partition); where that cannot be done, or with
-    `rebalance`, everything is placed anew and the nodes that move are listed."""
+    `rebalance`, everything is placed anew and the nodes that move are listed. `rates`: the
+    graph's node rates (node_rates), when the caller has them."""
     if count < 1:
         raise ValueError("the number of partitions must be at least 1")
     if pinned:
         around, why = ((None, "rebalanced (--rebalance)") if rebalance
-                       else _around(graph, frequencies, count, epsilon, pinned, cuts))
+                       else _around(graph, frequencies, count, epsilon, pinned, cuts, rates))
         if around is not None:
             return around
-        fresh = partition(graph, frequencies, count, epsilon)
+        fresh = partition(graph, frequencies, count, epsilon, rates=rates)
         moved = tuple(sorted(n for n, p in fresh.node_partition.items() if n in pinned and pinned[n] != p))
         return dataclasses.replace(fresh, moved=moved, moved_because=why)
-    rates = node_rates(graph, frequencies)
+    rates = rates if rates is not None else node_rates(graph, frequencies)
     stage = stages(graph)
     weight = {n.id: frequencies[n.sensor_id] if n.kind == SENSOR else 0.0 for n in graph.nodes()}
     components = graph.components()
@@ -166,7 +168,8 @@ def partition(graph: Graph, frequencies: dict[str, float], count: int, epsilon: 
 
 
 def _around(graph: Graph, frequencies: dict[str, float], count: int, epsilon: float,
-            pinned: dict[str, int], cuts: bool = True) -> tuple[PartitionPlan | None, str]:
+            pinned: dict[str, int], cuts: bool = True,
+            rates: dict[str, float] | None = None) -> tuple[PartitionPlan | None, str]:
     """Place the nodes that are not pinned around those that are, without moving any.
 
     The new nodes form pieces (connected through new nodes only), heaviest first. A piece goes where
@@ -174,7 +177,7 @@ def _around(graph: Graph, frequencies: dict[str, float], count: int, epsilon: fl
     computation, not from a sensor), else where the pinned nodes it reads send it the most tuples,
     else to the least-loaded partition. Returns None and the reason when a piece must go to two
     partitions at once, or a cut would need a second hop."""
-    rates = node_rates(graph, frequencies)
+    rates = rates if rates is not None else node_rates(graph, frequencies)
     stage = stages(graph)
     weight = {n.id: frequencies[n.sensor_id] if n.kind == SENSOR else 0.0 for n in graph.nodes()}
     placement = {n.id: pinned[n.id] for n in graph.nodes() if n.id in pinned and pinned[n.id] < count}
@@ -258,12 +261,18 @@ def _split(graph: Graph, component: set[str], weight, rates, stage, cap: float,
         parent[b] = a
         size[a] += size[b]
 
-    edges = sorted(((u, v) for u, v in graph.edges() if u in component), key=lambda e: (-rates[e[0]], e))
-    cuttable = [(u, v) for u, v in edges if graph.node(u).kind == SENSOR or stage[v] == 2]
-    keep = set(edges).difference(cuttable) | kept
-    for u, v in edges:
-        if (u, v) in keep and find(u) != find(v):
-            merge(find(u), find(v))
+    # By rate, highest first; edges of one rate in their order (graph.edges() is sorted).
+    edges = sorted((e for e in graph.edges() if e[0] in component), key=lambda e: -rates[e[0]])
+    cuttable = []
+    for edge in edges:
+        u, v = edge
+        if stage[v] == 2 or graph.node(u).kind == SENSOR:
+            cuttable.append(edge)
+            if edge not in kept:
+                continue
+        a, b = find(u), find(v)
+        if a != b:
+            merge(a, b)
     for u, v in cuttable:
         a, b = find(u), find(v)
         if a != b and size[a] + size[b] <= cap:
