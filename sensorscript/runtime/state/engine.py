@@ -391,11 +391,15 @@ class Engine:
         fresh |= {n.id for n in self.program.nodes if isinstance(n, p.Window) and n.input in recut}
         # A combine or pattern that reads, at any depth, what the update started starts anew too: its
         # latest values and partial matches hold what the restarted input no longer gives (a window
-        # keeps its slices and emits only the windows its input holds whole: `process`).
+        # keeps its slices and emits only the windows its input holds whole: `process`). At any
+        # depth: through the unions and windows between (a combine over a union of a sensor and a
+        # restarted window kept its pending rows and claimed to be whole from the first of them).
+        downstream = fresh | set(state.exact)  # what does not hold the readings whole from the start
         for node in self.program.nodes:
-            if isinstance(node, (p.Combine, p.Pattern)) and node.id not in fresh and \
-                    any(i in fresh or i in state.exact for i in _inputs(node)):
-                fresh.add(node.id)
+            if not isinstance(node, p.Sensor) and any(i in downstream for i in _inputs(node)):
+                downstream.add(node.id)
+                if isinstance(node, (p.Combine, p.Pattern)):
+                    fresh.add(node.id)
         for mapping in (state.combines, state.patterns, state.marks, state.since, state.exact, state.dropped):
             for key in [k for k in mapping if _node_of(k) not in current or _node_of(k) in fresh]:
                 del mapping[key]
