@@ -17,11 +17,18 @@ from sensorscript.cli import main
 from sensorscript.registry import SensorRegistry
 from sensorscript.workload import bridge_workload
 
-needs_fork = pytest.mark.skipif(not processes.may_fork(), reason="forks only with 2+ cores, single-threaded")
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or processes.cores() < 2, reason="forks only with 2+ cores")
+
+
+@pytest.fixture
+def single_threaded(monkeypatch):
+    """As in `sscript compile`, a single-threaded process: in the whole suite this one runs Spark's
+    gateway threads too, whatever ran before (the forked processes here only write files and exit)."""
+    monkeypatch.setattr(processes.threading, "active_count", lambda: 1)
 
 
 @needs_fork
-def test_side_runs_in_another_process_while_main_runs_here(tmp_path):
+def test_side_runs_in_another_process_while_main_runs_here(tmp_path, single_threaded):
     parent = os.getpid()
     side_file = tmp_path / "side"
     result = processes.beside(lambda: side_file.write_text(str(os.getpid())), lambda: os.getpid())
@@ -31,7 +38,7 @@ def test_side_runs_in_another_process_while_main_runs_here(tmp_path):
 
 @needs_fork
 @pytest.mark.parametrize("failure", ["exception", "killed"])
-def test_a_failed_fork_is_done_again_here(tmp_path, failure):
+def test_a_failed_fork_is_done_again_here(tmp_path, failure, single_threaded):
     parent = os.getpid()
     ran_in: list[int] = []
 
@@ -48,7 +55,7 @@ def test_a_failed_fork_is_done_again_here(tmp_path, failure):
 
 
 @needs_fork
-def test_an_error_of_the_side_work_is_raised_here(tmp_path):
+def test_an_error_of_the_side_work_is_raised_here(tmp_path, single_threaded):
     def side():
         raise PermissionError(13, "Permission denied", str(tmp_path / "plan.json"))
 
@@ -71,7 +78,7 @@ def test_no_fork_while_threads_run(tmp_path):
 
 
 @needs_fork
-def test_compile_writes_the_same_files_with_plan_json_written_beside(tmp_path, monkeypatch):
+def test_compile_writes_the_same_files_with_plan_json_written_beside(tmp_path, monkeypatch, single_threaded):
     """Enough workflows that plan.json is written in a forked process (compiler.BESIDE_FROM nodes):
     the same bytes as when it is written in the compiling process."""
     workload = bridge_workload(400, 300)
