@@ -38,12 +38,11 @@ from pathlib import Path
 import psutil
 
 from sensorscript.compiler import compile_workflows
-from sensorscript.registry import SensorRegistry
 from sensorscript.runtime.plan.loading import load_job
 from sensorscript.runtime.ingest import source as sources
 from sensorscript.runtime.control.run_loop import run
 from sensorscript.runtime.control.session import spark_session
-from sensorscript.workload import bridge_workload, write_readings
+from sensorscript.workload import write_readings, write_workflows
 
 
 def main() -> None:
@@ -77,18 +76,13 @@ def bench(args, master: str) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     work = Path(args.keep or tempfile.mkdtemp(prefix="sscript-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    workload = bridge_workload(args.workflows, args.sensors)
     scripts = work / "workflows"
     shutil.rmtree(scripts, ignore_errors=True)
-    scripts.mkdir()
-    for name, text in workload.workflows.items():
-        (scripts / f"{name}.ss").write_text(text)
-    registry = work / "sensors.db"
-    registry.unlink(missing_ok=True)
-    SensorRegistry.create(registry).put(workload.sensors)
+    sensors = write_workflows(work, args.workflows, args.sensors)
+    registry = work / "sensors.csv"
     data = work / "data"
     shutil.rmtree(data, ignore_errors=True)
-    readings = write_readings(workload.sensors, data, args.seconds, files=args.files)
+    readings = write_readings(sensors, data, args.seconds, files=args.files)
     start = time.perf_counter()
     compiled = compile_workflows(sorted(str(p) for p in scripts.glob("*.ss")), work / "out", str(registry),
                                  args.partitions)

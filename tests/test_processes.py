@@ -14,8 +14,7 @@ from click.testing import CliRunner
 
 from sensorscript import processes
 from sensorscript.cli import main
-from sensorscript.registry import SensorRegistry
-from sensorscript.workload import bridge_workload
+from sensorscript.workload import write_workflows
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or processes.cores() < 2, reason="forks only with 2+ cores")
 
@@ -81,13 +80,8 @@ def test_no_fork_while_threads_run(tmp_path):
 def test_compile_writes_the_same_files_with_plan_json_written_beside(tmp_path, monkeypatch, single_threaded):
     """Enough workflows that plan.json is written in a forked process (compiler.BESIDE_FROM nodes):
     the same bytes as when it is written in the compiling process."""
-    workload = bridge_workload(400, 300)
-    folder = tmp_path / "wf"
-    folder.mkdir()
-    for name, text in workload.workflows.items():
-        (folder / f"{name}.ss").write_text(text)
-    SensorRegistry.create(tmp_path / "sensors.db").put(workload.sensors)
-    files = sorted(str(p) for p in folder.glob("*.ss"))
+    write_workflows(tmp_path, 400, 300)
+    files = sorted(str(p) for p in (tmp_path / "workflows").glob("*.ss"))
     forks = []
     beside = processes.beside
     monkeypatch.setattr(processes, "beside", lambda side, main: forks.append(1) or beside(side, main))
@@ -95,7 +89,7 @@ def test_compile_writes_the_same_files_with_plan_json_written_beside(tmp_path, m
     def compiled() -> dict[str, bytes]:
         out = tmp_path / "out"  # the same folder each time: job.py names it
         shutil.rmtree(out, ignore_errors=True)
-        result = CliRunner().invoke(main, ["compile", *files, "-o", str(out), "--sensors", str(tmp_path / "sensors.db")])
+        result = CliRunner().invoke(main, ["compile", *files, "-o", str(out), "--sensors", str(tmp_path / "sensors.csv")])
         assert result.exit_code == 0, result.output
         return {name: (out / name).read_bytes() for name in ("plan.json", "plan.txt", "job.py")}
 

@@ -17,10 +17,9 @@ import pytest
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
-from sensorscript.registry import SensorRegistry
 from sensorscript.runtime.plan.loading import load_job
 from sensorscript.runtime.control.session import SPARK_LOG
-from sensorscript.workload import bridge_workload, write_readings
+from sensorscript.workload import write_readings, write_workflows
 from tests.differential import assert_same, expected_rows, result_rows
 from tests.oracles.streams import evaluate
 
@@ -28,20 +27,15 @@ pytestmark = pytest.mark.spark
 
 
 def test_a_plan_of_several_megabytes_with_a_second_stage_runs_and_says_only_its_own_lines(tmp_path):
-    workload = bridge_workload(4096, 4096)
-    scripts = tmp_path / "workflows"
-    scripts.mkdir()
-    for name, text in workload.workflows.items():
-        (scripts / f"{name}.ss").write_text(text)
-    SensorRegistry.create(tmp_path / "sensors.db").put(workload.sensors)
-    files = sorted(str(p) for p in scripts.glob("*.ss"))
+    sensors = write_workflows(tmp_path, 4096, 4096)
+    files = sorted(str(p) for p in (tmp_path / "workflows").glob("*.ss"))
     out = tmp_path / "out"
-    compile_workflows(files, out, str(tmp_path / "sensors.db"), 2)
+    compile_workflows(files, out, str(tmp_path / "sensors.csv"), 2)
     job = load_job(out).JOB
     assert job.has_second_stage  # the plan cut edges: a transformWithStateInPandas stage follows
     assert len(pickle.dumps(job)) > 2 * 2**20  # well past the 1 MiB above which a closure is broadcast
 
-    write_readings(workload.sensors, tmp_path / "data", seconds=3, files=1)
+    write_readings(sensors, tmp_path / "data", seconds=3, files=1)
     # As a user runs it on its own (sscript run passes its output on as it is).
     environment = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     environment.pop("SSCRIPT_SPARK_LOG", None)
