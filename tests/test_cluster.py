@@ -77,8 +77,10 @@ def _start_cli(arguments: list[str], logs: Path, environment: dict[str, str] | N
 
 
 def _run_cli(arguments: list[str], logs: Path, timeout: float) -> tuple[int, str]:
-    """`python -m sensorscript.cli ARGUMENTS` in its own process group; the group is killed afterwards."""
-    process, stdout, stderr = _start_cli(arguments, logs)
+    """`python -m sensorscript.cli ARGUMENTS` in its own process group, as a user runs it (Spark's log
+    not asked for); the group is killed afterwards."""
+    environment = {k: v for k, v in spark_environment().items() if k != "SSCRIPT_SPARK_LOG"}
+    process, stdout, stderr = _start_cli(arguments, logs, environment)
     try:
         code = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -165,6 +167,10 @@ def test_examples_on_a_standalone_cluster_agree_with_the_reference(cluster, tmp_
     code, output = _run_cli(["run", str(out), "--cluster", cluster.url, "--input", str(data), "--once"],
                             tmp_path, SUBMIT_TIMEOUT)
     assert code == 0, f"sscript run --cluster exited with {code};\n{output}"
+    # The run said its own lines; spark-submit's log went to OUT/spark.log.
+    said = (tmp_path / "submit.out").read_text(errors="replace") + (tmp_path / "submit.err").read_text(errors="replace")
+    assert "batch 0:" in said and not any(w in said for w in ("log4j", "WARN", "Traceback")), said
+    assert "log4j" in (out / "spark.log").read_text(errors="replace")
 
     # The application ran on the cluster: the worker launched its executors in an app-* directory.
     (worker,) = cluster.workers

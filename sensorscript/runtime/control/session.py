@@ -109,6 +109,7 @@ def output_writer(log: Path | None):
 
 
 def pass_on(stream, write) -> None:
-    """Read the JVM's output to its end (a JVM whose pipe is not read would block once it fills)."""
-    for raw in iter(stream.readline, b""):
-        write(raw.decode("utf-8", "replace"))
+    """Read a JVM's output to its end, in bytes or text (a JVM whose pipe is not read would block
+    once it fills)."""
+    for line in stream:
+        write(line.decode("utf-8", "replace") if isinstance(line, bytes) else line)
