@@ -1,10 +1,13 @@
 """Comparing a job's results with the reference evaluator's: shared by the Spark and cluster tests."""
 
+import codecs
 import math
+import re
 from pathlib import Path
 
+from sensorscript.runtime.ingest.records import read_block
+from sensorscript.runtime.ingest.source import blocks
 from sensorscript.runtime.output.sinks import sqlite_results
-from sensorscript.runtime.ingest.source import parse
 from tests.oracles.records import Rejected, read_line
 
 
@@ -34,21 +37,37 @@ def write_scripts(folder: Path, scripts: dict[str, str]) -> list[str]:
     return files
 
 
-def assert_parsed_as_records(spark, lines: list[str]) -> None:
-    """Spark's parse of `lines` gives what the oracle's record rules give (tests/oracles/records.py,
-    written from SPEC §1 and docs/LANGUAGE.md, sharing no pattern with the job's parsers), line by
-    line (a line the rules skip: a row of nulls, which the job counts)."""
-    parsed = parse(spark.createDataFrame([(line,) for line in lines], "line string")).collect()
-    assert len(parsed) == len(lines)
-    for line, row in zip(lines, parsed):
-        want = read_line(line)
-        if want is None:
-            assert tuple(row) == (None,) * 5, (line, row)
-        elif isinstance(want, Rejected):
-            assert (row.raw, row.reason) == (want.raw, want.reason), (line, row)
-        else:
-            assert row.reason is None and row.raw is None, (line, row)
-            assert (row.sensor_id, row.ts, row.value) == (want.sensor_id, want.ts, want.value), (line, row)
+def spark_lines(data: bytes) -> list[str]:
+    """The lines of a file as Spark's and Hadoop's text sources read them: split at \\n, \\r\\n or
+    \\r, a UTF-8 BOM at the start of the file dropped; bytes that are not UTF-8 read as U+FFFD."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    pieces = re.split(rb"\r\n|\r|\n", data)
+    if pieces[-1] == b"":  # a final line break ends the last line; it starts none
+        pieces.pop()
+    return [piece.decode("utf-8", "replace") for piece in pieces]
+
+
+def assert_read_as_records(data: bytes, tmp: Path, block_bytes: tuple[int, ...] = (7, 64, 1 << 20)) -> None:
+    """Stage 0's reader (source.blocks, records.read_block) reads the file `data` as the oracle's
+    record rules read its lines (tests/oracles/records.py, written from SPEC §1 and docs/LANGUAGE.md,
+    sharing no pattern with the job's parsers): the same readings and rejections in line order, and
+    as many lines skipped; cut into blocks of each size in `block_bytes`."""
+    wanted = [read_line(line) for line in spark_lines(data)]
+    readings = [(w.sensor_id, w.ts, w.value) for w in wanted if w is not None and not isinstance(w, Rejected)]
+    rejected = [(w.raw, w.reason) for w in wanted if isinstance(w, Rejected)]
+    path = tmp / "block-test.csv"
+    path.write_bytes(data)
+    for size in block_bytes:
+        got_readings, got_rejected, skipped = [], [], 0
+        for number, block in enumerate(blocks(str(path), len(data), size)):
+            read = read_block(block, file_start=number == 0)
+            got_readings += zip(read.sensor_id.to_pylist(), read.ts.tolist(), read.value.tolist())
+            got_rejected += [(r.raw, r.reason) for r in read.rejected]
+            skipped += read.skipped
+        assert got_readings == readings, size
+        assert got_rejected == rejected, size
+        assert skipped == wanted.count(None), size
 
 
 def disordered_replay(folder: Path, seed: int, files: int = 8) -> list[list[str]]:

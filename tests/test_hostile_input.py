@@ -30,7 +30,7 @@ from sensorscript.runtime.ingest.records import Reading, Rejected, parse_line
 from sensorscript.runtime.output.status import describe, read_status
 from sensorscript.runtime.plan.loading import load_job
 from tests.conftest import ROOT
-from tests.differential import assert_parsed_as_records, assert_same, expected_rows, result_rows
+from tests.differential import assert_read_as_records, assert_same, expected_rows, result_rows, spark_lines
 
 BASE = 1_767_225_600_000  # 2026-01-01 00:00:00 UTC
 YEAR_9999 = 253_402_300_799_999  # 9999-12-31 23:59:59.999 UTC: 15 digits, a valid ts
@@ -115,25 +115,26 @@ def test_the_record_rules_on_each_odd_line(name):
                 ("Reading", want.sensor_id, want.ts, want.value)
 
 
-@pytest.mark.spark
-def test_spark_parses_every_odd_line_as_the_rules_do(spark):
-    assert_parsed_as_records(spark, [line for line, _ in CASES.values()])
+def test_stage_0_reads_every_odd_line_as_the_rules_do(tmp_path):
+    lines = [line for line, _ in CASES.values()]
+    assert_read_as_records("\n".join(lines).encode(), tmp_path)
+    for line in lines:
+        assert_read_as_records(line.encode(), tmp_path, (1 << 20,))
 
 
 # JSON-like garbage: an object, half an object or a brace, and fragments after it (more objects,
-# brackets closing early, quotes of both kinds, non-numbers); Spark must read each line as the rules do.
+# brackets closing early, quotes of both kinds, non-numbers); stage 0 must read each line as the rules do.
 _JSON_START = st.sampled_from(['{', '{"sensor_id": "S1", "ts": 12, "value": 2.5', '{"sensor_id": "S1", "ts": 12, '
                                                                                   '"value": 2.5}'])
 _JSON_PART = st.sampled_from(['{', '}', '[', ']', ',', ' ', ':', '"sensor_id": "S1"', '"ts": 12', '"value": 2.5',
                               '"value": NaN', "'ts': 12", '"x": [1, {"y": "}"}]', '"', 'x'])
 
 
-@pytest.mark.spark
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(st.tuples(_JSON_START, st.lists(_JSON_PART, max_size=6)).map(lambda t: t[0] + "".join(t[1])),
                       min_size=1, max_size=40))
-def test_spark_reads_json_like_garbage_as_the_rules_do(spark, lines):
-    assert_parsed_as_records(spark, lines)
+def test_stage_0_reads_json_like_garbage_as_the_rules_do(tmp_path, lines):
+    assert_read_as_records("\n".join(lines).encode(), tmp_path)
 
 
 # ---------------------------------------------------------------- the whole job
@@ -198,18 +199,6 @@ def hostile_files() -> list[tuple[str, bytes]]:
     # Read two files a micro-batch: an empty file and one of only a header ride along.
     return [("a-bom.csv", first), ("b-empty.csv", b""), ("c-crlf.csv", crlf), ("d-header.csv", b"sensor_id,ts,value\n"),
             ("e-garbage.bin", garbage)]
-
-
-def spark_lines(data: bytes) -> list[str]:
-    """The lines Spark's text source reads from a file (Hadoop's LineRecordReader): split at \\n,
-    \\r\\n or \\r, a UTF-8 BOM at the start of the file dropped; bytes that are not UTF-8 read as
-    U+FFFD (records.py)."""
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
-    pieces = re.split(rb"\r\n|\r|\n", data)
-    if pieces[-1] == b"":  # a final line break ends the last line; it starts none
-        pieces.pop()
-    return [piece.decode("utf-8", "replace") for piece in pieces]
 
 
 @pytest.mark.spark

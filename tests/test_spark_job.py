@@ -1,5 +1,6 @@
 """The compiled job on real local Spark, against the reference evaluator (differential tests)."""
 
+import json
 import random
 import sqlite3
 from pathlib import Path
@@ -18,7 +19,7 @@ from sensorscript.running import run_local
 from sensorscript.workload import write_readings
 from sensorscript.registry import read_csv
 from tests.conftest import ROOT
-from tests.differential import (assert_parsed_as_records, assert_same, expected_rows, result_rows, write_replay,
+from tests.differential import (assert_read_as_records, assert_same, expected_rows, result_rows, write_replay,
                                 write_scripts)
 from tests.strategies import workflows_and_lines
 
@@ -149,8 +150,8 @@ TRICKY_LINES = [
 ]
 
 
-def test_spark_parsing_follows_the_record_rules(spark):
-    assert_parsed_as_records(spark, TRICKY_LINES)
+def test_stage_0_reads_by_the_record_rules(tmp_path):
+    assert_read_as_records("\n".join(TRICKY_LINES).encode(), tmp_path)
 
 
 
@@ -166,11 +167,11 @@ _FIELD = st.lists(st.sampled_from(["0", "7", "12", ".", "+", "-", "e", "E", " ",
                                 st.one_of(st.sampled_from(["2.5", "true", "FALSE", "1d", "1f", "+.5", "5.", "-0",
                                                            "Infinity", "NaN", "0x10", "1.2.3", "+-1", "1e-3"]),
                                           _FIELD)).map(",".join), min_size=1, max_size=60))
-def test_spark_parsing_follows_the_record_rules_on_random_lines(spark, lines):
-    assert_parsed_as_records(spark, lines)
+def test_stage_0_reads_random_lines_by_the_record_rules(tmp_path, lines):
+    assert_read_as_records("\n".join(lines).encode(), tmp_path)
 
 
-def test_stage_0_takes_exactly_the_referenced_ids_and_counts_the_others(spark):
+def test_stage_0_takes_exactly_the_referenced_ids_and_counts_the_others(spark, tmp_path):
     """The Packer's lookup is the job's filter to the sensors its workflows read: exactly those ids
     (not one differing by case, quoting, an escape or a blank) go on; the others are counted."""
     import numpy as np
@@ -178,17 +179,22 @@ def test_stage_0_takes_exactly_the_referenced_ids_and_counts_the_others(spark):
     from sensorscript.runtime.ingest.packets import assign_partitions
     from sensorscript.runtime.plan.program import Job
 
-    referenced = ["8MD1-AZ", "it's", "back\\slash", "tab\tin", "ünï cödé", "a,b", "' OR 1=1 --", "\\'"]
-    others = ["8MD1-az", "its", "back\\\\slash", "", "'", "\\", "a", "b", "8MD1-AZ ", "8MD1-AZ\x00"]
+    referenced = ["8MD1-AZ", "it's", "back\\slash", "tab\tin", "ünï cödé", "a,b", "' OR 1=1 --", "\\'", 'q"uote']
+    others = ["8MD1-az", "its", "back\\\\slash", "'", "\\", "a", "b", "8MD1-AZ\x00", '"8MD1-AZ"', "8MD1-AZ,"]
     job = Job("t", ("w",), {s: (code, 0) for code, s in enumerate(referenced)}, (), (), bucket_keys(1))
-    lines = [(s, 1000 + i, float(i), None, None) for i, s in enumerate(referenced + others)]
-    lines += [(None, None, None, None, None), ("8MD1-AZ", None, None, "empty sensor_id", ",1,1")]  # skipped, quarantined
-    frame = spark.createDataFrame(lines, "sensor_id string, ts long, value double, reason string, raw string")
+    # CSV where an id can be written so, JSON where it holds a comma; a blank line and a bad line.
+    lines = [json.dumps({"sensor_id": s, "ts": 1000 + i, "value": i}) if "," in s else f"{s},{1000 + i},{i}"
+             for i, s in enumerate(referenced + others)] + ["", ",1,1"]
+    data = "\n".join(lines).encode()
+    (tmp_path / "readings.csv").write_bytes(data)
+    # From a file (its path), and as one Kafka value.
+    frame = spark.createDataFrame([(str(tmp_path / "readings.csv"), len(data), None), (None, None, data)],
+                                  "path string, length long, value binary")
     packed = assign_partitions(frame, job).collect()
     codes = np.concatenate([np.frombuffer(r.code, np.int32) for r in packed if r.code is not None])
-    assert sorted(codes) == list(range(len(referenced)))
-    assert sum(r.unread for r in packed) == len(others) and sum(r.skipped for r in packed) == 1
-    assert [(r.raw, r.reason) for r in packed if r.reason is not None] == [(",1,1", "empty sensor_id")]
+    assert sorted(codes) == sorted(list(range(len(referenced))) * 2)
+    assert sum(r.unread for r in packed) == len(others) * 2 and sum(r.skipped for r in packed) == 2
+    assert [(r.raw, r.reason) for r in packed if r.reason is not None] == [(",1,1", "empty sensor_id")] * 2
 
 
 def test_stage_0_archives_the_readings_no_workflow_reads_by_sensor_id(spark, tmp_path):
@@ -204,12 +210,17 @@ def test_stage_0_archives_the_readings_no_workflow_reads_by_sensor_id(spark, tmp
     from sensorscript.runtime.plan.program import Job
 
     referenced = ["8MD1-AZ", "it's"]
-    others = ["8MD1-az", "ünï cödé", "a,b", "' OR 1=1 --", "8MD1-AZ "]
+    others = ["8MD1-az", "ünï cödé", "a,b", "' OR 1=1 --", "8MD1-AZ\x00"]
     job = Job("t", ("w",), {s: (code, 0) for code, s in enumerate(referenced)}, (), (), bucket_keys(1))
     job = dataclasses.replace(job, archive=str(tmp_path / archive.FOLDER))
     hour = archive.HOUR_MS
     lines = [(s, hour * (i % 3) + i, float(i), None, None) for i, s in enumerate(referenced + others * 3)]
-    frame = spark.createDataFrame(lines, "sensor_id string, ts long, value double, reason string, raw string")
+    files = []
+    for half in (0, 1):  # two files, read by two tasks
+        path = tmp_path / f"readings-{half}.csv"
+        path.write_text("\n".join(json.dumps({"sensor_id": s, "ts": t, "value": v}) for s, t, v, _, _ in lines[half::2]))
+        files.append((str(path), path.stat().st_size, None))
+    frame = spark.createDataFrame(files, "path string, length long, value binary")
     spark.sparkContext.setLocalProperty("streaming.sql.batchId", "7")
     try:
         packed = assign_partitions(frame.repartition(2), job).collect()
@@ -221,8 +232,8 @@ def test_stage_0_archives_the_readings_no_workflow_reads_by_sensor_id(spark, tmp
     assert files and all(f.endswith("-b7.parquet") for f in files), files
     assert not (tmp_path / archive.FOLDER).exists()  # the read ones are stage 1's to archive
     # A job that reads two of them now: their readings, under its codes.
-    code, ts, value = archive.read(tmp_path / archive.FOLDER, {5: "ünï cödé", 6: "8MD1-AZ "}, 0, 3 * hour)
-    expected = sorted((5 if s == "ünï cödé" else 6, t, v) for s, t, v, _, _ in lines if s in ("ünï cödé", "8MD1-AZ "))
+    code, ts, value = archive.read(tmp_path / archive.FOLDER, {5: "ünï cödé", 6: "8MD1-AZ\x00"}, 0, 3 * hour)
+    expected = sorted((5 if s == "ünï cödé" else 6, t, v) for s, t, v, _, _ in lines if s in ("ünï cödé", "8MD1-AZ\x00"))
     assert sorted(zip(code.tolist(), ts.tolist(), value.tolist())) == expected
     assert archive.forget(tmp_path / archive.FOLDER, 7) == len(files)
     assert np.size(archive.read(tmp_path / archive.FOLDER, {5: "ünï cödé"}, 0, 3 * hour)[0]) == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sensorscript.runtime.ingest import records, source
 from sensorscript.runtime.plan.program import NEG_INF, Job
 
 END_OF_INPUT = "__sscript_end_of_input__"  # the control line that ends the input
@@ -29,17 +30,19 @@ PACKET_SCHEMA = ("pkey int, code binary, ts binary, value binary, raw string, re
                  "skipped int, unread_newest long")
 
 
-def assign_partitions(records, job: Job):
-    """Parsed lines (source.parse) -> their sensor's code and partition, packed per partition
-    (`Packer`); quarantined rows go to partition 0, which writes them out."""
-    return records.select("sensor_id", "ts", "value", "reason", "raw").mapInArrow(Packer(job), PACKET_SCHEMA)
+def assign_partitions(inputs, job: Job):
+    """What the source gives (source.read_input: files to read, or Kafka values) -> readings
+    read and parsed (records.read_block), with their sensor's code and partition, packed per
+    partition (`Packer`); quarantined lines go to partition 0, which writes them out."""
+    return inputs.select(*source.INPUT_COLUMNS).mapInArrow(Packer(job), PACKET_SCHEMA)
 
 
-def control_rows(lines, job: Job):
-    """The end-of-input line becomes one control packet per partition (watermark to +infinity)."""
+def control_rows(files, job: Job):
+    """A file in the control folder (the end-of-input line) becomes one control packet per
+    partition (watermark to +infinity)."""
     from pyspark.sql import functions as F
 
-    return lines.select(
+    return files.select(
         F.explode(F.array(*[F.lit(k) for k in job.bucket_keys])).alias("pkey"),
         F.lit(bytearray(np.array([CONTROL_CODE], np.int32).tobytes())).alias("code"),
         F.lit(bytearray(np.zeros(1, np.int64).tobytes())).alias("ts"),
@@ -49,11 +52,11 @@ def control_rows(lines, job: Job):
 
 
 class Packer:
-    """Stage 0 in Python, vectorised with Arrow: sensor id -> code and partition key, then one
-    packet per partition key. The ids are looked up in a hash table (Arrow's `index_in`);
-    a literal map in Spark SQL would be searched key by key. That lookup is also the job's filter
-    to the sensors its workflows read: the readings of other sensors are counted and go no
-    further (a filter in Spark SQL before it would lose them uncounted)."""
+    """Stage 0 in Python, vectorised with Arrow: the input's bytes read in blocks of whole lines
+    (source.blocks) and parsed (records.read_block); sensor id -> code and partition key, then one
+    packet per partition key. The ids are looked up in a hash table (Arrow's `index_in`, while
+    parsing); that lookup is also the job's filter to the sensors its workflows read: the
+    readings of other sensors are counted and go no further."""
 
     def __init__(self, job: Job):
         items = sorted(job.sensors.items())
@@ -81,60 +84,64 @@ class Packer:
 
     def __call__(self, batches):
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         known = pa.array(self.ids, pa.string())
         kept = []  # the unread readings of this task (archived once, at its end)
         for batch in batches:
-            bad = batch.column("reason").is_valid().to_numpy(zero_copy_only=False)
-            named = batch.column("sensor_id").is_valid().to_numpy(zero_copy_only=False)  # not a skipped line
-            where = pc.index_in(batch.column("sensor_id"), value_set=known).to_numpy(zero_copy_only=False)
-            # index_in gives null (NaN here) for an id not in the set.
-            found = ~np.isnan(where)
-            good = ~bad & found
-            not_read = ~bad & named & ~found
-            unread, skipped = int(not_read.sum()), int((~bad & ~named).sum())
-            index = where[good].astype(np.int64)
-            code, key = self.codes[index], self.keys[index]
-            # Nulls (quarantined rows) filled first: numpy would make the column float64, which
-            # rounds timestamps past 2^53.
-            stamps = pc.fill_null(batch.column("ts"), 0).to_numpy(zero_copy_only=False)
-            unread_newest = int(stamps[not_read].max()) if unread else NEG_INF
-            if unread and self.archive is not None:
-                kept.append(batch.select(["sensor_id", "ts", "value"]).filter(pa.array(not_read)))
-            ts = stamps[good].astype(np.int64)
-            value = batch.column("value").to_numpy(zero_copy_only=False)[good].astype(np.float64)
-            if self.copy_keys.size:
-                positions, key = self._replicated(index, key)
-                code, ts, value = code[positions], ts[positions], value[positions]
-            order = np.argsort(key, kind="stable")
-            code, key, ts, value = code[order], key[order], ts[order], value[order]
-            bounds = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True]) if len(key) else np.array([0])
-            packets = [(int(key[lo]), code[lo:hi].tobytes(), ts[lo:hi].tobytes(), value[lo:hi].tobytes())
-                       for lo, hi in zip(bounds[:-1], bounds[1:])]
-            if unread or skipped:  # an empty packet to partition 0 carries the counts
-                packets.append((self.quarantine_key, b"", b"", b""))
-            rejected = np.flatnonzero(bad)
-            raw = batch.column("raw").take(pa.array(rejected)).to_pylist() if len(rejected) else []
-            reason = batch.column("reason").take(pa.array(rejected)).to_pylist() if len(rejected) else []
-            counts = np.zeros((2, len(packets) + len(raw)), np.int32)
-            newest = np.full(len(packets) + len(raw), NEG_INF, np.int64)
-            if unread or skipped:
-                counts[:, len(packets) - 1] = unread, skipped
-                newest[len(packets) - 1] = unread_newest
-            yield pa.RecordBatch.from_pydict({
-                "pkey": pa.array([p[0] for p in packets] + [self.quarantine_key] * len(raw), pa.int32()),
-                "code": pa.array([p[1] for p in packets] + [None] * len(raw), pa.binary()),
-                "ts": pa.array([p[2] for p in packets] + [None] * len(raw), pa.binary()),
-                "value": pa.array([p[3] for p in packets] + [None] * len(raw), pa.binary()),
-                "raw": pa.array([None] * len(packets) + raw, pa.string()),
-                "reason": pa.array([None] * len(packets) + reason, pa.string()),
-                "unread": pa.array(counts[0]),
-                "skipped": pa.array(counts[1]),
-                "unread_newest": pa.array(newest, pa.int64()),
-            })
+            paths, lengths = batch.column("path").to_pylist(), batch.column("length").to_pylist()
+            for path, length in zip(paths, lengths):
+                if path is not None:
+                    for number, data in enumerate(source.blocks(path, length)):
+                        yield self._pack(records.read_block(data, known, file_start=number == 0), kept)
+            values = batch.column("value").drop_null()
+            if len(values):  # Kafka: each value a line, or several
+                data = b"\n".join(values.to_pylist())
+                yield self._pack(records.read_block(data, known), kept)
         if kept:
             self._archive(pa.Table.from_batches(kept))
+
+    def _pack(self, block: records.Block, kept: list):
+        import pyarrow as pa
+
+        found = block.known >= 0
+        unread = int(len(block) - found.sum())
+        skipped = block.skipped
+        unread_newest = int(block.ts[~found].max()) if unread else NEG_INF
+        if unread and self.archive is not None:
+            kept.append(pa.RecordBatch.from_arrays(
+                [block.sensor_id.filter(pa.array(~found)), pa.array(block.ts[~found]), pa.array(block.value[~found])],
+                ["sensor_id", "ts", "value"]))
+        index = block.known[found] if unread else block.known
+        ts, value = (block.ts[found], block.value[found]) if unread else (block.ts, block.value)
+        code, key = self.codes[index], self.keys[index]
+        if self.copy_keys.size:
+            positions, key = self._replicated(index, key)
+            code, ts, value = code[positions], ts[positions], value[positions]
+        order = np.argsort(key, kind="stable")
+        code, key, ts, value = code[order], key[order], ts[order], value[order]
+        bounds = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True]) if len(key) else np.array([0])
+        packets = [(int(key[lo]), code[lo:hi].tobytes(), ts[lo:hi].tobytes(), value[lo:hi].tobytes())
+                   for lo, hi in zip(bounds[:-1], bounds[1:])]
+        if unread or skipped:  # an empty packet to partition 0 carries the counts
+            packets.append((self.quarantine_key, b"", b"", b""))
+        raw = [r.raw for r in block.rejected]
+        reason = [r.reason for r in block.rejected]
+        counts = np.zeros((2, len(packets) + len(raw)), np.int32)
+        newest = np.full(len(packets) + len(raw), NEG_INF, np.int64)
+        if unread or skipped:
+            counts[:, len(packets) - 1] = unread, skipped
+            newest[len(packets) - 1] = unread_newest
+        return pa.RecordBatch.from_pydict({
+            "pkey": pa.array([p[0] for p in packets] + [self.quarantine_key] * len(raw), pa.int32()),
+            "code": pa.array([p[1] for p in packets] + [None] * len(raw), pa.binary()),
+            "ts": pa.array([p[2] for p in packets] + [None] * len(raw), pa.binary()),
+            "value": pa.array([p[3] for p in packets] + [None] * len(raw), pa.binary()),
+            "raw": pa.array([None] * len(packets) + raw, pa.string()),
+            "reason": pa.array([None] * len(packets) + reason, pa.string()),
+            "unread": pa.array(counts[0]),
+            "skipped": pa.array(counts[1]),
+            "unread_newest": pa.array(newest, pa.int64()),
+        })
 
     def _archive(self, table) -> None:
         """Keep the unread readings of this task's share of the micro-batch (one file per hour)."""

@@ -1,8 +1,10 @@
 """Raw input records (SPEC §1): one line of CSV (`sensor_id,ts,value`) or one JSON object.
 
-These rules are the contract between the reference evaluator (`parse_line`) and
-the Spark job, which applies the same rules with Spark SQL functions
-(sensorscript/runtime/ingest/source.py); the differential tests hold them to it.
+These rules are written once, here: `parse_line` reads one line by them, and `read_block` reads a
+block of whole lines with Arrow's CSV reader, taking only what it can tell certainly follows them
+(plain CSV numbers, a sensor id without blanks around it) and handing every other line to
+`parse_line`. The job's stage 0 reads its input with `read_block` (runtime/ingest/packets.py);
+tests hold both to the oracle's rules (tests/oracles/records.py) line for line.
 
 - lines and fields are stripped of spaces, tabs, carriage returns, line feeds (a JSON string
   may hold one) and byte-order marks U+FEFF (a file written with a BOM, or files so written
@@ -25,7 +27,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
 
 HEADER = "sensor_id,ts,value"
 
@@ -35,7 +42,7 @@ REASON_SENSOR = "empty sensor_id"
 REASON_TS = "ts is not an integer (epoch milliseconds)"
 REASON_VALUE = "value is not a number"
 
-# The same patterns are used by Spark's rlike in the job (Java regex; identical here).
+# Python's re here; RE2 (Arrow's regular expressions) in read_block: the same language for these.
 TS_PATTERN = r"^[+-]?[0-9]{1,18}$"
 VALUE_PATTERN = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 BOOLEANS = {"true": 1.0, "false": 0.0}
@@ -115,3 +122,120 @@ def _json_fields(text: str) -> list[str] | None:
 def _reject(constant: str):
     """NaN and Infinity are not JSON; Python's parser accepts them unless told not to."""
     raise ValueError(constant)
+
+
+# ---------------------------------------------------------------- blocks of lines, with Arrow
+
+BOM = "\ufeff".encode()
+_NAMES = ["sensor_id", "ts", "value"]
+
+
+@dataclass
+class Block:
+    """What a block of lines holds, in line order: its readings as columns, its rejected lines, and
+    how many lines the rules skip. `known`: for each reading, its sensor's position in the value set
+    `read_block` was given (-1: another sensor)."""
+
+    sensor_id: "pa.Array"
+    ts: "np.ndarray"
+    value: "np.ndarray"
+    known: "np.ndarray"
+    rejected: list[Rejected] = field(default_factory=list)
+    skipped: int = 0
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
+def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool = True) -> Block:
+    """The lines of `data` (whole lines: a file, or a part of one cut after a line break) read by
+    the rules above, as `parse_line` reads each of them.
+
+    Lines end at \\n, \\r\\n or \\r (as Spark's and Hadoop's text sources read them); a byte-order
+    mark at the start of a file is not part of its first line (`file_start`: `data` begins a file).
+    Arrow's CSV reader splits the lines into three text fields (no quoting: a `"` is a character
+    like any other); a line is taken as it stands only if its ts is 1 to 18 digits, its value a
+    number Arrow reads as a finite double (the language of VALUE_PATTERN, booleans aside) and its
+    sensor id one of `known`, or without blanks around it. Every other line (JSON, other field
+    counts, blanks, signs, booleans, the header, garbage) goes through `parse_line`.
+    """
+    import io
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    added = 0
+    if not file_start and data.startswith(BOM):  # Arrow would drop it; a line here keeps it
+        data, added = b"\n" + data, 1
+    others: list[tuple[int, str]] = []  # (position among the lines Arrow did not find empty, text)
+
+    def other_line(row) -> str:
+        others.append((row.number - 1, row.text))
+        return "skip"
+
+    options = (pacsv.ReadOptions(column_names=_NAMES, use_threads=False, block_size=len(data) + 1),
+               pacsv.ParseOptions(quote_char=False, double_quote=False, escape_char=False,
+                                  newlines_in_values=False, ignore_empty_lines=True, invalid_row_handler=other_line),
+               pacsv.ConvertOptions(column_types={name: pa.string() for name in _NAMES}, null_values=[],
+                                    strings_can_be_null=False, quoted_strings_can_be_null=False))
+    try:
+        table = pacsv.read_csv(io.BytesIO(data), *options)
+    except pa.ArrowInvalid:  # bytes that are not UTF-8: read them as U+FFFD, as a line is read
+        others.clear()
+        data = data.decode("utf-8", "replace").encode()
+        table = pacsv.read_csv(io.BytesIO(data), *options)
+    sensor, ts_text, value_text = (table.column(name).combine_chunks() for name in _NAMES)
+    lines = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    if data and data[-1:] not in b"\r\n":
+        lines += 1  # the last line, without a line break
+    skipped = lines - len(table) - len(others) - added  # the empty lines Arrow passed over
+
+    digits = pc.binary_length(ts_text)
+    good = pc.and_(pc.ascii_is_decimal(ts_text), pc.and_(pc.greater(digits, 0), pc.less_equal(digits, 18)))
+    try:
+        value = pc.cast(value_text, pa.float64())
+    except pa.ArrowInvalid:  # not all numbers: Arrow reads those that match the pattern
+        number = pc.match_substring_regex(value_text, VALUE_PATTERN)
+        good = pc.and_(good, number)
+        value = pc.cast(pc.if_else(number, value_text, "0"), pa.float64())
+    good = pc.and_(good, pc.is_finite(value))
+    where = (pc.index_in(sensor, value_set=known) if known is not None
+             else pa.nulls(len(sensor), pa.int32()))
+    unknown = pc.is_null(where)
+    plain = pc.and_(pc.not_equal(sensor, ""), pc.equal(pc.utf8_trim(sensor, BLANKS), sensor))
+    good = pc.and_(good, pc.or_(pc.invert(unknown), plain))
+    good = good.to_numpy(zero_copy_only=False)
+    ts = pc.cast(pc.if_else(good, ts_text, "0"), pa.int64()).to_numpy(zero_copy_only=False)
+    value = value.to_numpy(zero_copy_only=False)
+    index = pc.fill_null(where, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    if good.all() and not others:  # the common case: every line plain
+        return Block(sensor, ts, value, index, [], skipped)
+
+    # Lines for parse_line: those Arrow read but the checks above did not take, and the others.
+    doubtful = np.flatnonzero(~good)
+    texts = pc.binary_join_element_wise(*(column.take(doubtful) for column in (sensor, ts_text, value_text)), ",")
+    positions = np.flatnonzero(np.ones(len(table) + len(others), bool))
+    taken_at = np.delete(positions, [p for p, _ in others]) if others else positions  # the rows of `table`
+    pending = sorted([(int(taken_at[i]), text) for i, text in zip(doubtful, texts.to_pylist())] + others)
+    extra_at, extra_id, extra_ts, extra_value, rejected = [], [], [], [], []
+    for at, text in pending:
+        parsed = parse_line(text)
+        if parsed is None:
+            skipped += 1
+        elif isinstance(parsed, Rejected):
+            rejected.append(parsed)
+        else:
+            extra_at.append(at)
+            extra_id.append(parsed.sensor_id)
+            extra_ts.append(parsed.ts)
+            extra_value.append(parsed.value)
+    order = np.argsort(np.concatenate([taken_at[good], np.array(extra_at, np.int64)]), kind="stable")
+    extra_ids = pa.array(extra_id, pa.string())
+    extra_known = (pc.fill_null(pc.index_in(extra_ids, value_set=known), -1).to_numpy(zero_copy_only=False)
+                   if known is not None else np.full(len(extra_id), -1))
+    return Block(pa.concat_arrays([sensor.filter(pa.array(good)), extra_ids]).take(pa.array(order)),
+                 np.concatenate([ts[good], np.array(extra_ts, np.int64)])[order],
+                 np.concatenate([value[good], np.array(extra_value, np.float64)])[order],
+                 np.concatenate([index[good], extra_known.astype(np.int64)])[order], rejected, skipped)

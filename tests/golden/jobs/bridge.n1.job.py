@@ -81,16 +81,16 @@ JOB = Job(
 
 def build_query(spark, input_path, control_path, max_files_per_trigger=None, job=JOB):
     """The job's query, stage by stage (`job`: this plan, or another placement of it to compare)."""
-    # 1. Source: a folder of CSV / JSON-lines files (or socket://, kafka://).
-    lines = source.read_lines(spark, input_path, max_files_per_trigger)
-    # 2. Parse and quarantine: a line that cannot be read keeps its reason and goes to quarantine.
-    records = source.parse(lines)
-    # 3-4. The 4 sensors the workflows read: code and partition key from the plan (readings of
-    #      other sensors, and blank and header lines, are counted and go no further); the end-of-input
-    #      control line (--once) reaches every partition.
-    keyed = assign_partitions(records, job)
+    # 1. Source: the new files of a folder of CSV / JSON-lines files (or socket://, kafka://); Spark
+    #    passes on which files to read, not their lines.
+    inputs = source.read_input(spark, input_path, max_files_per_trigger)
+    # 2-4. Read and parse in blocks of whole lines (Arrow, by the record rules; a line that cannot be
+    #      read keeps its reason and goes to quarantine); the 4 sensors the workflows read: code
+    #      and partition key from the plan (readings of other sensors, and blank and header lines, are
+    #      counted and go no further); the end-of-input control line (--once) reaches every partition.
+    keyed = assign_partitions(inputs, job)
     if control_path is not None:
-        keyed = keyed.unionByName(control_rows(source.read_lines(spark, control_path), job))
+        keyed = keyed.unionByName(control_rows(source.read_input(spark, control_path), job))
     # 5-8. One shuffle, then per partition: watermark (fixed 0), slices and windows,
     #      combine (unions, arithmetic), CEP (no patterns in these workflows).
     return run_partitions(keyed, job)
