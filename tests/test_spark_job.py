@@ -197,6 +197,43 @@ def test_stage_0_takes_exactly_the_referenced_ids_and_counts_the_others(spark, t
     assert [(r.raw, r.reason) for r in packed if r.reason is not None] == [(",1,1", "empty sensor_id")] * 2
 
 
+def test_stage_0_reads_a_file_larger_than_its_block_a_block_at_a_time(spark, tmp_path):
+    """A file of 1.5 MB read in blocks of 64 KiB (through Spark, as the job reads it) gives what it gives
+    read whole; no block holds more than 64 KiB and the rest of its last line."""
+    import numpy as np
+
+    from sensorscript.runtime.ingest.packets import assign_partitions
+    from sensorscript.runtime.ingest.source import blocks
+    from sensorscript.runtime.plan.program import Job
+
+    rng = random.Random(26)
+    sensors = [f"S{i}" for i in range(40)]
+    lines = [f"{rng.choice(sensors)},{1000 + i},{rng.uniform(-5, 5):.4f}" for i in range(80_000)]
+    lines[1_000] = "S1,5," + "9" * 200_000  # a line longer than the block (quarantined)
+    lines[40_000] = "\r"  # and a line break of \r\n that the cuts may split
+    data = ("\n".join(lines) + "\n").encode()
+    path = tmp_path / "big.csv"
+    path.write_bytes(data)
+    assert len(data) > 1_500_000
+    longest = max(len(line) for line in data.splitlines(keepends=True))
+    assert all(len(block) <= 64 * 1024 + longest for block in blocks(str(path), len(data), 64 * 1024))
+    assert b"".join(blocks(str(path), len(data), 64 * 1024)) == data
+    job = Job("t", ("w",), {s: (code, code % 2) for code, s in enumerate(sensors)}, (), (), bucket_keys(2))
+    frame = spark.createDataFrame([(str(path), len(data), None)], "path string, length long, value binary")
+
+    def readings(block_bytes):
+        packed = assign_partitions(frame, job, block_bytes).collect()
+        codes = np.concatenate([np.frombuffer(r.code, np.int32) for r in packed if r.code])
+        stamps = np.concatenate([np.frombuffer(r.ts, np.int64) for r in packed if r.ts])
+        values = np.concatenate([np.frombuffer(r.value, np.float64) for r in packed if r.value])
+        rejected = [(r.raw, r.reason) for r in packed if r.reason is not None]
+        return sorted(zip(codes.tolist(), stamps.tolist(), values.tolist())), rejected, sum(r.skipped for r in packed)
+
+    small, whole = readings(64 * 1024), readings(16 << 20)
+    assert small == whole
+    assert len(small[0]) == len(lines) - 2 and small[1] == [(lines[1_000], records.REASON_VALUE)] and small[2] == 1
+
+
 def test_stage_0_archives_the_readings_no_workflow_reads_by_sensor_id(spark, tmp_path):
     """Late policy correct: the readings stage 0 drops (sensors no workflow reads) are archived by
     sensor id, each once, exactly as read (ids any string), under the micro-batch's id; the read ones

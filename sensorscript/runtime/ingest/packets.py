@@ -30,11 +30,12 @@ PACKET_SCHEMA = ("pkey int, code binary, ts binary, value binary, raw string, re
                  "skipped int, unread_newest long")
 
 
-def assign_partitions(inputs, job: Job):
+def assign_partitions(inputs, job: Job, block_bytes: int = source.BLOCK_BYTES):
     """What the source gives (source.read_input: files to read, or Kafka values) -> readings
-    read and parsed (records.read_block), with their sensor's code and partition, packed per
-    partition (`Packer`); quarantined lines go to partition 0, which writes them out."""
-    return inputs.select(*source.INPUT_COLUMNS).mapInArrow(Packer(job), PACKET_SCHEMA)
+    read and parsed (records.read_block) a block of at most `block_bytes` (and the rest of its last
+    line) at a time, with their sensor's code and partition, packed per partition (`Packer`);
+    quarantined lines go to partition 0, which writes them out."""
+    return inputs.select(*source.INPUT_COLUMNS).mapInArrow(Packer(job, block_bytes), PACKET_SCHEMA)
 
 
 def control_rows(files, job: Job):
@@ -58,7 +59,8 @@ class Packer:
     parsing); that lookup is also the job's filter to the sensors its workflows read: the
     readings of other sensors are counted and go no further."""
 
-    def __init__(self, job: Job):
+    def __init__(self, job: Job, block_bytes: int = source.BLOCK_BYTES):
+        self.block_bytes = block_bytes
         items = sorted(job.sensors.items())
         self.ids = [sensor_id for sensor_id, _ in items]
         self.codes = np.array([code for _, (code, _) in items], np.int32)
@@ -91,7 +93,7 @@ class Packer:
             paths, lengths = batch.column("path").to_pylist(), batch.column("length").to_pylist()
             for path, length in zip(paths, lengths):
                 if path is not None:
-                    for number, data in enumerate(source.blocks(path, length)):
+                    for number, data in enumerate(source.blocks(path, length, self.block_bytes)):
                         yield self._pack(records.read_block(data, known, file_start=number == 0), kept)
             values = batch.column("value").drop_null()
             if len(values):  # Kafka: each value a line, or several
