@@ -1,7 +1,7 @@
 """Patterns against Flink SQL MATCH_RECOGNIZE, on the same events, in one run.
 
     bash scripts/flink_env.sh     # once: .venv-flink with the pinned apache-flink (not a project dependency)
-    .venv/bin/python scripts/bench_flink_cep.py [--sensors 1000] [--rows 10000000] [--pattern ab|abcd] [--keep DIR]
+    .venv/bin/python scripts/bench_flink_cep.py [--sensors 1000] [--rows 10000000] [--pattern ab|rare|abcd] [--keep DIR]
                                                 [--flink-batch] [--skip-flink]
 
 The seeded bridge fleet (`--sensors` sensors, most at 20 Hz or more) writes about `--rows` readings
@@ -11,6 +11,7 @@ contiguity (each match's events are consecutive readings of its sensor), within 
   ab    SensorScript  P = pattern(a: U -> b: U) where a.value > 9 and b.value <= 9
                           within 1min strategy strict partition by sensor;
         Flink SQL     PATTERN (A B) ... DEFINE A AS value > 9, B AS value <= 9
+  rare  the same with a.value > 12 and b.value < 9 (few matches)
   abcd  SensorScript  P = pattern(a: U -> b: U+ -> c: U -> d: U) where a.value < -9 and
                           b.value >= -9 and b.value < -8 and c.value >= -8 and c.value < -7 and
                           d.value >= -7 within 1min strategy strict partition by sensor;
@@ -49,6 +50,12 @@ PATTERNS = {
         "script": "P = pattern(a: U -> b: U) where a.value > 9 and b.value <= 9 within 1min strategy strict "
                   "partition by sensor;",
         "flink": "PATTERN (A B) WITHIN INTERVAL '1' MINUTE DEFINE A AS A.`value` > 9, B AS B.`value` <= 9",
+        "measures": "A.ts AS first_ts, B.ts AS last_ts, 2 AS events",
+    },
+    "rare": {  # few matches: what a pattern costs per reading when it seldom completes
+        "script": "P = pattern(a: U -> b: U) where a.value > 12 and b.value < 9 within 1min strategy strict "
+                  "partition by sensor;",
+        "flink": "PATTERN (A B) WITHIN INTERVAL '1' MINUTE DEFINE A AS A.`value` > 12, B AS B.`value` < 9",
         "measures": "A.ts AS first_ts, B.ts AS last_ts, 2 AS events",
     },
     "abcd": {
