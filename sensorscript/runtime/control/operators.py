@@ -28,6 +28,7 @@ from sensorscript.runtime.ingest.packets import CONTROL_CODE  # noqa: E402
 from sensorscript.runtime.plan import shipping  # noqa: E402
 from sensorscript.runtime.plan.program import NEG_INF, Job  # noqa: E402
 from sensorscript.runtime.state.tasks import FirstStage, LaterStage  # noqa: E402
+from sensorscript.runtime.control.later_stage import STATE_SCHEMA, LaterStageProcessor  # noqa: E402
 
 
 def run_partitions(keyed, job: Job):
@@ -61,15 +62,6 @@ def run_partitions(keyed, job: Job):
             statefulProcessor=LaterStageProcessor(job, number), outputStructType=output.OUTPUT_SCHEMA,
             outputMode="Append", timeMode="None")
     return emitted
-
-
-STATE_SCHEMA = "blob binary"  # one value per partition: its stage's state, pickled
-
-
-def _processor_base():
-    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
-
-    return StatefulProcessor
 
 
 def _load(state, task):
@@ -147,50 +139,38 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     yield from output.frames(parts)
 
 
-class LaterStageProcessor(_processor_base()):
-    """Stage k >= 2 of a partition: computations fed by forwarded tuples; the rows that are not
-    for this stage (results, counters, forwards and heartbeats for a later one) pass through."""
-
-    def __init__(self, job: Job, stage: int = 2):
-        self.job = job  # shipped (runtime/plan/shipping.py): pickled with the processor as a file name
-        self.stage = stage
-
-    def init(self, handle) -> None:
-        self.programs = dict(self.job.stages_after_first())[self.stage]
-        self.state = handle.getValueState(f"stage{self.stage}", STATE_SCHEMA)
-        self.tasks: dict[int, LaterStage] = {}
-
-    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:  # noqa: N802 (Spark's name)
-        job = self.job
-        own = int(key[0])
-        partition = job.bucket_keys.index(own)
-        frame = pd.concat(list(rows), ignore_index=True)
-        kind = frame["kind"].to_numpy()
-        mine = ((kind == "forward") | (kind == "heartbeat")) & (frame["stage"].to_numpy() == self.stage)
-        passing = frame[~mine]
-        program = self.programs[partition]
-        if program is None:
-            yield from output.frames([passing])
-            return
-        task = self.tasks.get(partition) or self.tasks.setdefault(partition, LaterStage(program, job.version))
-        state = pickle.loads(self.state.get()[0]) if self.state.exists() else task.new_state()
-        forwards = frame[mine & (kind == "forward")]
-        received = []
-        for c, g in forwards.groupby("fcode", sort=True):
-            ts = np.concatenate([np.frombuffer(b, np.int64) for b in g["times"]])
-            value = np.concatenate([np.frombuffer(b, np.float64) for b in g["values"]])
-            source = np.concatenate([np.frombuffer(b, np.int32) for b in g["sources"]])
-            received.append((int(c), Tuples(ts, value, source)))
-        beats = frame[mine & (kind == "heartbeat")]
-        # Every row carries a ts, so the column arrives as int64 and the +-2^63 sentinels are exact.
-        heartbeats = {int(s): int(w) for s, w in zip(beats["fcode"], beats["ts"].to_numpy(np.int64))}
-        result = task.step(state, received, heartbeats)
-        self.state.update((pickle.dumps(state, protocol=5),))
-        yield from output.frames([passing, *output.result_frames(result, program, own, job), output.forwards(result, job),
-                                  output.heartbeats(program, result.mark, job),
-                                  output.counters([result], program, own),
-                                  output.gauges(output.exact_from([result], program), own)])
-
-    def close(self) -> None:
-        pass
+def later_stage_rows(processor: LaterStageProcessor, key, rows) -> Iterator[pd.DataFrame]:
+    """Stage k >= 2 of a partition, one call per key and micro-batch (LaterStageProcessor's rows):
+    computations fed by forwarded tuples; the rows that are not for this stage (results, counters,
+    forwards and heartbeats for a later one) pass through."""
+    job = processor.job
+    own = int(key[0])
+    partition = job.bucket_keys.index(own)
+    frame = pd.concat(list(rows), ignore_index=True)
+    kind = frame["kind"].to_numpy()
+    mine = ((kind == "forward") | (kind == "heartbeat")) & (frame["stage"].to_numpy() == processor.stage)
+    passing = frame[~mine]
+    program = dict(job.stages_after_first())[processor.stage][partition]
+    if program is None:
+        yield from output.frames([passing])
+        return
+    tasks = processor.tasks
+    task = tasks.get(partition) or tasks.setdefault(partition, LaterStage(program, job.version))
+    state = pickle.loads(processor.state.get()[0]) if processor.state.exists() else task.new_state()
+    forwards = frame[mine & (kind == "forward")]
+    received = []
+    for c, g in forwards.groupby("fcode", sort=True):
+        ts = np.concatenate([np.frombuffer(b, np.int64) for b in g["times"]])
+        value = np.concatenate([np.frombuffer(b, np.float64) for b in g["values"]])
+        source = np.concatenate([np.frombuffer(b, np.int32) for b in g["sources"]])
+        received.append((int(c), Tuples(ts, value, source)))
+    beats = frame[mine & (kind == "heartbeat")]
+    # Every row carries a ts, so the column arrives as int64 and the +-2^63 sentinels are exact.
+    heartbeats = {int(s): int(w) for s, w in zip(beats["fcode"], beats["ts"].to_numpy(np.int64))}
+    result = task.step(state, received, heartbeats)
+    processor.state.update((pickle.dumps(state, protocol=5),))
+    yield from output.frames([passing, *output.result_frames(result, program, own, job), output.forwards(result, job),
+                              output.heartbeats(program, result.mark, job),
+                              output.counters([result], program, own),
+                              output.gauges(output.exact_from([result], program), own)])
 

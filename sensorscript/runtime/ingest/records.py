@@ -187,7 +187,8 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
         data = data.decode("utf-8", "replace").encode()
         table = pacsv.read_csv(io.BytesIO(data), *options)
     sensor, ts_text, value_text = (table.column(name).combine_chunks() for name in _NAMES)
-    lines = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    returns = data.count(b"\r")
+    lines = data.count(b"\n") + (returns - data.count(b"\r\n") if returns else 0)
     if data and data[-1:] not in b"\r\n":
         lines += 1  # the last line, without a line break
     skipped = lines - len(table) - len(others) - added  # the empty lines Arrow passed over
@@ -201,15 +202,16 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
         good = pc.and_(good, number)
         value = pc.cast(pc.if_else(number, value_text, "0"), pa.float64())
     good = pc.and_(good, pc.is_finite(value))
+    good = good.to_numpy(zero_copy_only=False)
     where = (pc.index_in(sensor, value_set=known) if known is not None
              else pa.nulls(len(sensor), pa.int32()))
-    unknown = pc.is_null(where)
-    plain = pc.and_(pc.not_equal(sensor, ""), pc.equal(pc.utf8_trim(sensor, BLANKS), sensor))
-    good = pc.and_(good, pc.or_(pc.invert(unknown), plain))
-    good = good.to_numpy(zero_copy_only=False)
-    ts = pc.cast(pc.if_else(good, ts_text, "0"), pa.int64()).to_numpy(zero_copy_only=False)
-    value = value.to_numpy(zero_copy_only=False)
     index = pc.fill_null(where, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    unknown = index < 0
+    if unknown.any():  # a sensor id not among `known`: certain only if not empty and not blank at its ends
+        good &= ~unknown | _plain_ids(sensor)
+    ts = pc.cast(ts_text if good.all() else pc.if_else(pa.array(good), ts_text, "0"), pa.int64())
+    ts = ts.to_numpy(zero_copy_only=False)
+    value = value.to_numpy(zero_copy_only=False)
     if good.all() and not others:  # the common case: every line plain
         return Block(sensor, ts, value, index, [], skipped)
 
@@ -239,3 +241,28 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
                  np.concatenate([ts[good], np.array(extra_ts, np.int64)])[order],
                  np.concatenate([value[good], np.array(extra_value, np.float64)])[order],
                  np.concatenate([index[good], extra_known.astype(np.int64)])[order], rejected, skipped)
+
+
+# Bytes that may begin or end a field's blanks: space, tab, CR, LF, and the first or last byte of a
+# BOM (EF BB BF). A field that neither begins nor ends with one has nothing for `strip` to take.
+_BLANK_FIRST = frozenset(b" \t\r\n\xef")
+_BLANK_LAST = frozenset(b" \t\r\n\xbf")
+
+
+def _plain_ids(ids: "pa.Array") -> "np.ndarray":
+    """For each text: not empty, and its first and last bytes none that can begin or end a blank."""
+    import numpy as np
+
+    offsets = np.frombuffer(ids.buffers()[1], np.int32, len(ids) + 1, ids.offset * 4)
+    data = np.frombuffer(ids.buffers()[2], np.uint8) if ids.buffers()[2] is not None else np.zeros(0, np.uint8)
+    if not len(data):
+        data = np.zeros(1, np.uint8)
+    length = offsets[1:] - offsets[:-1]
+    filled = length > 0
+    first = data[np.where(filled, offsets[:-1], 0)]
+    last = data[np.where(filled, offsets[1:] - 1, 0)]
+    first_blank = np.zeros(256, bool)
+    first_blank[list(_BLANK_FIRST)] = True
+    last_blank = np.zeros(256, bool)
+    last_blank[list(_BLANK_LAST)] = True
+    return filled & ~first_blank[first] & ~last_blank[last]
