@@ -5,7 +5,7 @@ fresh Python process on the driver, it unpickles the processor and calls `init` 
 (`TransformWithStateInPySparkPythonPreInitRunner`). That process starts anew at every query start,
 so what unpickling the processor imports is paid there each time: this module imports only
 pyspark's `StatefulProcessor`, and the processor travels as its shipped job's file name, loaded (and
-the runtime that computes the stage imported) on its first rows (`operators.later_stage_rows`).
+the runtime that computes the stage imported) on its first rows (`later_rows.later_stage_rows`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ STATE_SCHEMA = "blob binary"  # one value per partition: its stage's state, pick
 
 
 class LaterStageProcessor(StatefulProcessor):
-    """Stage k >= 2 of every partition (runtime/control/operators.py `later_stage_rows`)."""
+    """Stage k >= 2 of every partition (runtime/control/later_rows.py)."""
 
     def __init__(self, job, stage: int = 2):
         self._job, self._shipped, self.stage = job, None, stage
@@ -40,7 +40,7 @@ class LaterStageProcessor(StatefulProcessor):
         self.tasks = {}
 
     def handleInputRows(self, key, rows, timerValues):  # noqa: N802 (Spark's name)
-        from sensorscript.runtime.control.operators import later_stage_rows
+        from sensorscript.runtime.control.later_rows import later_stage_rows
 
         yield from later_stage_rows(self, key, rows)
 

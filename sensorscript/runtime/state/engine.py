@@ -22,6 +22,7 @@ import pandas as pd
 from sensorscript.runtime.plan import program as p
 from sensorscript.runtime.state import exactness
 from sensorscript.runtime.state.expressions import evaluate
+from sensorscript.runtime.state.sorting import stable_order
 
 NEG_INF, POS_INF = p.NEG_INF, p.POS_INF
 
@@ -149,7 +150,7 @@ def add_to_slices(state: SliceState, slices: p.Slices, tuples: Tuples) -> None:
     index = slice_of(tuples.ts, slices)
     value = tuples.value
     if len(index) > 1 and (index[1:] < index[:-1]).any():  # readings mostly arrive in time order
-        order = np.argsort(index, kind="stable")
+        order = stable_order(index)
         index, value = index[order], value[order]
     changes = np.empty(len(index), bool)  # (np.r_ costs more than the work on small arrays)
     changes[0] = True
@@ -448,7 +449,7 @@ class Engine:
         dbz: dict[str, int] = {}
         counters: dict[str, dict[str, int]] = {}
         if len(code):
-            order = np.argsort(code, kind="stable")
+            order = stable_order(code)
             code, ts, value, source = code[order], ts[order], value[order], source[order]
             firsts = np.flatnonzero(np.diff(code, prepend=code[0] - 1))
             for start, end in zip(firsts, [*firsts[1:], len(code)]):

@@ -43,6 +43,17 @@ def duration_ms(text: str, what: str) -> int:
     return int(match.group(1).replace("_", "")) * _UNITS[match.group(2) or "ms"]
 
 
+def _latest_per_code(code: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """The largest ts of each code present (in the order of the codes)."""
+    low, high = int(code.min()), int(code.max())
+    if high - low < 1 << 22:  # codes are the job's sensors: a dense table, no sort
+        latest = np.full(high - low + 1, np.iinfo(np.int64).min, np.int64)
+        np.maximum.at(latest, code - low, ts)
+        return latest[np.bincount(code - low, minlength=high - low + 1) > 0]
+    order = np.lexsort((ts, code))
+    return ts[order][np.flatnonzero(np.r_[code[order][1:] != code[order][:-1], True])]
+
+
 @dataclass
 class Frontier:
     """N, the partition's event time, with the guard against readings far ahead of it."""
@@ -56,9 +67,7 @@ class Frontier:
         if not len(ts):
             self.ahead = 0
             return np.ones(0, bool)
-        order = np.lexsort((ts, code))
-        last_of_sensor = np.flatnonzero(np.r_[code[order][1:] != code[order][:-1], True])
-        latest = ts[order][last_of_sensor]  # each sensor's latest reading in this batch
+        latest = _latest_per_code(code, ts)  # each sensor's latest reading in this batch
         reference = int(np.partition(latest, (len(latest) - 1) // 2)[(len(latest) - 1) // 2])
         if self.largest is not None:
             reference = max(reference, self.largest)

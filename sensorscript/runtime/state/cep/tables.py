@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sensorscript.runtime.state.sorting import stable_order
+
 Table = dict  # column name -> numpy array, all of one length
 
 _I64 = np.int64
@@ -147,7 +149,7 @@ def range_join(left_grp, low, high, right_grp, right_value):
     if not len(left_grp) or not len(right_grp):
         return np.empty(0, _I64), np.empty(0, _I64)
     low_key, high_key, right_key = segment_keys([left_grp, left_grp, right_grp], [low, high, right_value])
-    order = np.argsort(right_key, kind="stable")
+    order = stable_order(right_key)
     sorted_keys = right_key[order]
     first = np.searchsorted(sorted_keys, low_key, side="right")
     last = np.searchsorted(sorted_keys, high_key, side="left")
@@ -162,7 +164,7 @@ def equal_join(left_grp, left_value, right_grp, right_value):
     if not len(left_grp) or not len(right_grp):
         return np.empty(0, _I64), np.empty(0, _I64)
     left_key, right_key = segment_keys([left_grp, right_grp], [left_value, right_value])
-    order = np.argsort(right_key, kind="stable")
+    order = stable_order(right_key)
     sorted_keys = right_key[order]
     first = np.searchsorted(sorted_keys, left_key, side="left")
     last = np.searchsorted(sorted_keys, left_key, side="right")
