@@ -59,6 +59,8 @@ def main() -> None:
     parser.add_argument("--compare-late", action="store_true", help="also run under --late drop and --late correct")
     parser.add_argument("--check", type=int, default=0, metavar="N",
                         help="compare N workflows drawn at random with the reference evaluator")
+    parser.add_argument("--profile", action="store_true",
+                        help="print where the job's time went: its query's start, each Spark stage, the driver")
     parser.add_argument("--cluster", type=int, default=0, metavar="WORKERS",
                         help="run on a standalone cluster of WORKERS workers (1 core, 2 GB each) on 127.0.0.1")
     args = parser.parse_args()
@@ -115,6 +117,7 @@ def bench(args, master: str) -> None:
     limit_seconds = limit(sorted(data.iterdir()), list(module.JOB.sensors))
 
     with PeakMemory() as memory:
+        started = time.time()
         summary = run(module.JOB, module.build_query, str(data), work / "out", once=True, spark=spark,
                       echo=lambda line: print("  " + line))
     job_seconds = summary.seconds
@@ -131,6 +134,8 @@ def bench(args, master: str) -> None:
     partitions = json.loads((work / "out" / "status.json").read_text())["partitions"]
     print("state kept per partition: " + ", ".join(f"{p}: {_mib(g.get('state_bytes', 0))}"
                                                    for p, g in sorted(partitions.items(), key=lambda i: int(i[0]))))
+    if args.profile:
+        print(profile(spark, started, summary.seconds))
     if args.check:
         check(sorted(scripts.glob("*.ss")), data, work / "out", args.check)
     if args.compare_late:
@@ -157,6 +162,38 @@ def bench(args, master: str) -> None:
     spark.stop()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def profile(spark, started: float, seconds: float) -> str:
+    """Where a run that began at `started` (time.time()) and took `seconds` spent them: until its first
+    Spark stage (the query's start and planning), each stage Spark ran for it (from the driver's
+    status store: wall time and its tasks' time), and after the last (the driver writing the rows)."""
+    from sensorscript.report.shuffles import _seq
+
+    context = spark.sparkContext._jsc.sc()
+    context.listenerBus().waitUntilEmpty(10_000)
+    store = context.statusStore()
+    default = getattr(store, "stageData$default$5")()
+    stages = {}
+    for job in _seq(store.jobsList(None)):
+        for stage_id in _seq(job.stageIds()):
+            try:
+                for stage in _seq(store.stageData(stage_id, False, None, False, default)):
+                    if stage.status().toString() == "COMPLETE" and stage.submissionTime().isDefined():
+                        begin = stage.submissionTime().get().getTime() / 1000
+                        if begin >= started:
+                            stages[int(stage.stageId())] = (begin, stage.completionTime().get().getTime() / 1000,
+                                                            int(stage.numTasks()), int(stage.executorRunTime()) / 1000)
+            except Exception:  # skipped, or no longer retained
+                continue
+    if not stages:
+        return "profile: no stage found"
+    rows = sorted(stages.values())
+    lines = [f"profile of the job's {seconds:.2f} s: query start and planning {rows[0][0] - started:.2f} s"]
+    for number, (begin, end, tasks, task_seconds) in enumerate(rows):
+        lines.append(f"  Spark stage {number}: {end - begin:.2f} s ({tasks} tasks, {task_seconds:.2f} s of task time)")
+    lines.append(f"  after the last stage (the driver writes the rows): {started + seconds - rows[-1][1]:.2f} s")
+    return "\n".join(lines)
 
 
 def limit(files: list[Path], sensors: list[str]) -> float:
