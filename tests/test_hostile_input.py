@@ -10,6 +10,7 @@ the whole job to it.
 """
 
 import codecs
+import json
 import os
 import re
 import sqlite3
@@ -135,6 +136,28 @@ _JSON_PART = st.sampled_from(['{', '}', '[', ']', ',', ' ', ':', '"sensor_id": "
                       min_size=1, max_size=40))
 def test_stage_0_reads_json_like_garbage_as_the_rules_do(tmp_path, lines):
     assert_read_as_records("\n".join(lines).encode(), tmp_path)
+
+
+# JSON-lines files, as a gateway writes them: mostly plain readings (Arrow's JSON reader takes a
+# block of them whole), with what makes a block go line by line mixed in at random.
+_JSON_NUMBER = st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr),
+                         st.integers(-10**30, 10**30).map(str),
+                         st.from_regex(r"-?(0|[1-9][0-9]{0,20})(\.[0-9]{1,25})?([eE][+-]?[0-9]{1,3})?", fullmatch=True))
+_JSON_ID = st.one_of(st.sampled_from(["S1", "8MD1-AZ", "ünï", "a\\\"b"]), st.text(max_size=6))
+_JSON_READING = st.builds(lambda sensor, ts, value: '{"sensor_id": %s, "ts": %s, "value": %s}'
+                          % (json.dumps(sensor), ts, value),
+                          _JSON_ID, st.integers(-10**19, 10**19).map(str), _JSON_NUMBER)
+_JSON_ODD = st.sampled_from(['{"sensor_id": "S1", "ts": 5, "value": true}', '{"sensor_id": "S1", "ts": "5", "value": 1}',
+                             '{"sensor_id": "S1", "ts": 5, "value": 1, "value": 2}', '', '  ',
+                             '{"sensor_id": "S1", "ts": 5, "value": 1}{"sensor_id": "S1", "ts": 6, "value": 1}',
+                             '{"sensor_id": "S1", "ts": 5, "value": NaN}', '{"sensor_id": "S1", "ts": 5}',
+                             '{"sensor_id": "S1", "ts": 5, "value": 1, "x": [[1], {"y": null}]}', 'S1,5,1'])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.one_of(_JSON_READING, _JSON_READING, _JSON_READING, _JSON_ODD), min_size=1, max_size=30))
+def test_stage_0_reads_json_lines_as_the_rules_do(tmp_path, lines):
+    assert_read_as_records("\n".join(lines).encode(), tmp_path, (7, 120, 1 << 20))
 
 
 # ---------------------------------------------------------------- the whole job

@@ -86,8 +86,8 @@ SMOKE: dict[str, tuple[Case, ...]] = {
                            (r"tuples/minute at n=2: ours",)),),
     "bench_sources.py": (Case(("--readings", "20000", "--files", "2", "--rounds", "1", "--keep", "{work}"),
                               tuple(rf"\n  {way} +[\d,]+ readings/s \(batches" for way in
-                                    ("text", "content", "paths", "datasource", "datasource-alone"))),
-                         spark=True),),
+                                    ("text", "content", "paths", "datasource", "datasource-alone")),
+                              spark=True),),
     "bench_watermark.py": (Case(("--sensors", "5", "--seconds", "20", "--levels", "3"),
                                 (r"target: adaptive E >= fixed E at every level: met", r"target \(long tail\)")),),
     "generate_data.py": (Case(("{work}/data", "--seconds", "30", "--files", "2", "--bad-lines", "2"),

@@ -166,6 +166,10 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
+    if data.lstrip(b" \t\r\n")[:1] == b"{" and not (not file_start and data.startswith(BOM)):
+        block = _json_block(data, known)
+        if block is not None:
+            return block
     added = 0
     if not file_start and data.startswith(BOM):  # Arrow would drop it; a line here keeps it
         data, added = b"\n" + data, 1
@@ -241,6 +245,53 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
                  np.concatenate([ts[good], np.array(extra_ts, np.int64)])[order],
                  np.concatenate([value[good], np.array(extra_value, np.float64)])[order],
                  np.concatenate([index[good], extra_known.astype(np.int64)])[order], rejected, skipped)
+
+
+def _json_block(data: bytes, known: "pa.Array | None") -> "Block | None":
+    """A block of JSON lines read by Arrow's JSON reader, when every one of its lines is certainly a
+    reading by the rules: one object per line, sensor_id a string (not blank at its ends), ts an
+    integer of at most 18 digits, value a finite number. None for a block with any other line
+    (booleans, numbers as text, a key twice, two objects on a line, a bad line...): `read_block`
+    reads it line by line."""
+    import io
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pajson
+
+    schema = pa.schema([("sensor_id", pa.string()), ("ts", pa.int64()), ("value", pa.float64())])
+    try:
+        table = pajson.read_json(io.BytesIO(data), pajson.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                                 pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore",
+                                                     newlines_in_values=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    octets = np.frombuffer(data, np.uint8)
+    breaks = (octets == 10) | (octets == 13)
+    filled = ~breaks & (octets != 32) & (octets != 9)
+    line_of = np.cumsum(breaks)
+    if np.count_nonzero(np.bincount(line_of[filled])) != len(table):  # two objects on one line, ...
+        return None
+    nesting = line_of[(octets == 91) | (octets == 123)]  # a line nested deeper than Python's parser goes
+    if len(nesting) and np.bincount(nesting).max() > 256:  # is a rejection (parse_line): let it say so
+        return None
+    sensor, ts, value = (table.column(name).combine_chunks() for name in ("sensor_id", "ts", "value"))
+    if sensor.null_count or ts.null_count or value.null_count:
+        return None
+    ts, value = ts.to_numpy(zero_copy_only=False), value.to_numpy(zero_copy_only=False)
+    if not (np.isfinite(value).all() and (np.abs(ts) < 10**18).all()):
+        return None
+    where = pc.index_in(sensor, value_set=known) if known is not None else pa.nulls(len(sensor), pa.int32())
+    index = pc.fill_null(where, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    unknown = index < 0
+    if unknown.any() and not _plain_ids(sensor)[unknown].all():
+        return None
+    returns = data.count(b"\r")
+    lines = data.count(b"\n") + (returns - data.count(b"\r\n") if returns else 0)
+    if data and data[-1:] not in b"\r\n":
+        lines += 1
+    return Block(sensor, ts, value, index, [], lines - len(table))
 
 
 # Bytes that may begin or end a field's blanks: space, tab, CR, LF, and the first or last byte of a
