@@ -52,6 +52,37 @@ def test_examples_agree_with_the_reference_row_for_row(spark, tmp_path):
     assert sorted(db.execute("SELECT raw, reason FROM quarantine")) == sorted(evaluation.quarantine)
 
 
+# The query of a job.py compiled before stage 0 read bytes (f15b3a5's template, word for word).
+_OLD_QUERY = """    lines = source.read_lines(spark, input_path, max_files_per_trigger)
+    records = source.parse(lines)
+    keyed = assign_partitions(records, job)
+    if control_path is not None:
+        keyed = keyed.unionByName(control_rows(source.read_lines(spark, control_path), job))
+"""
+
+
+def test_a_job_compiled_before_stage_0_read_bytes_still_runs(spark, tmp_path):
+    """A job compiled by the previous sscript (and the versions an update wrote) runs on this runtime
+    without being compiled again, with the same results."""
+    import re
+
+    sensors = read_csv(ROOT / "workflows" / "sensors.csv")
+    write_readings(sensors, tmp_path / "gen", seconds=120, files=1, bad_lines=3)
+    lines = (tmp_path / "gen" / "readings-000.csv").read_text().splitlines()
+    out = tmp_path / "out"
+    compile_workflows([str(f) for f in EXAMPLES], out, str(ROOT / "workflows" / "sensors.csv"), 2)
+    job = (out / "job.py").read_text()
+    old, count = re.subn(r"    inputs = source\.read_input.*?control_rows\(source\.read_input\(spark, control_path\), job\)\)\n",
+                         lambda _: _OLD_QUERY, job, flags=re.S)
+    assert count == 1 and "read_input" not in old
+    (out / "job.py").write_text(old)
+    data = write_replay(tmp_path / "data", [lines[: len(lines) // 2], lines[len(lines) // 2:]])
+    summary = run_local(out, str(data), True, None, spark=spark, echo=lambda *_: None, max_files_per_trigger=1)
+    evaluation = evaluate(load([str(f) for f in EXAMPLES]).workflows, [lines[: len(lines) // 2], lines[len(lines) // 2:]])
+    assert_same(result_rows(out), expected_rows(evaluation))
+    assert summary.quarantined == 3
+
+
 def test_late_readings_across_micro_batches_and_partitions(spark, tmp_path):
     rng = random.Random(5)
     scripts = {"w": "A = avg(S1, 1000, 500);\nB = max(S2, 2000, 1000);\nC = union(S1, S3);\n"

@@ -51,6 +51,20 @@ def read_input(spark: SparkSession, source: str, max_files_per_trigger: int | No
     return _files(reader, source)
 
 
+# What a job.py compiled before stage 0 read bytes (sscript 0.x, issue #26) calls: its
+# `read_lines` then `parse` now give what `read_input` gives, which its `assign_partitions` and
+# `control_rows` read. So a running job (and the versions an update wrote) keeps running on a newer
+# runtime without being compiled again; its checkpoint's file log is the same for either source.
+def read_lines(spark: SparkSession, source: str, max_files_per_trigger: int | None = None) -> DataFrame:
+    """`read_input`, under the name a job.py compiled before issue #26 calls."""
+    return read_input(spark, source, max_files_per_trigger)
+
+
+def parse(inputs: DataFrame) -> DataFrame:
+    """What `read_lines` gave, unchanged: stage 0 now reads and parses (runtime/ingest/packets.py)."""
+    return inputs
+
+
 def _files(reader, folder: str) -> DataFrame:
     frame = reader.format("binaryFile").schema(_BINARY_FILE_SCHEMA).load(folder)
     return frame.select("path", "length", F.lit(None).cast("binary").alias("value"))
