@@ -166,7 +166,7 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    if data.lstrip(b" \t\r\n")[:1] == b"{" and not (not file_start and data.startswith(BOM)):
+    if data.lstrip(b" \t\r\n")[:1] == b"{" and (file_start or not data.startswith(BOM)):
         block = _json_block(data, known)
         if block is not None:
             return block
@@ -191,11 +191,7 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
         data = data.decode("utf-8", "replace").encode()
         table = pacsv.read_csv(io.BytesIO(data), *options)
     sensor, ts_text, value_text = (table.column(name).combine_chunks() for name in _NAMES)
-    returns = data.count(b"\r")
-    lines = data.count(b"\n") + (returns - data.count(b"\r\n") if returns else 0)
-    if data and data[-1:] not in b"\r\n":
-        lines += 1  # the last line, without a line break
-    skipped = lines - len(table) - len(others) - added  # the empty lines Arrow passed over
+    skipped = _line_count(data) - len(table) - len(others) - added  # the empty lines Arrow passed over
 
     digits = pc.binary_length(ts_text)
     good = pc.and_(pc.ascii_is_decimal(ts_text), pc.and_(pc.greater(digits, 0), pc.less_equal(digits, 18)))
@@ -207,9 +203,7 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
         value = pc.cast(pc.if_else(number, value_text, "0"), pa.float64())
     good = pc.and_(good, pc.is_finite(value))
     good = good.to_numpy(zero_copy_only=False)
-    where = (pc.index_in(sensor, value_set=known) if known is not None
-             else pa.nulls(len(sensor), pa.int32()))
-    index = pc.fill_null(where, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    index = _positions(sensor, known)
     unknown = index < 0
     if unknown.any():  # a sensor id not among `known`: certain only if not empty and not blank at its ends
         good &= ~unknown | _plain_ids(sensor)
@@ -222,7 +216,7 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
     # Lines for parse_line: those Arrow read but the checks above did not take, and the others.
     doubtful = np.flatnonzero(~good)
     texts = pc.binary_join_element_wise(*(column.take(doubtful) for column in (sensor, ts_text, value_text)), ",")
-    positions = np.flatnonzero(np.ones(len(table) + len(others), bool))
+    positions = np.arange(len(table) + len(others))
     taken_at = np.delete(positions, [p for p, _ in others]) if others else positions  # the rows of `table`
     pending = sorted([(int(taken_at[i]), text) for i, text in zip(doubtful, texts.to_pylist())] + others)
     extra_at, extra_id, extra_ts, extra_value, rejected = [], [], [], [], []
@@ -239,12 +233,10 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
             extra_value.append(parsed.value)
     order = np.argsort(np.concatenate([taken_at[good], np.array(extra_at, np.int64)]), kind="stable")
     extra_ids = pa.array(extra_id, pa.string())
-    extra_known = (pc.fill_null(pc.index_in(extra_ids, value_set=known), -1).to_numpy(zero_copy_only=False)
-                   if known is not None else np.full(len(extra_id), -1))
     return Block(pa.concat_arrays([sensor.filter(pa.array(good)), extra_ids]).take(pa.array(order)),
                  np.concatenate([ts[good], np.array(extra_ts, np.int64)])[order],
                  np.concatenate([value[good], np.array(extra_value, np.float64)])[order],
-                 np.concatenate([index[good], extra_known.astype(np.int64)])[order], rejected, skipped)
+                 np.concatenate([index[good], _positions(extra_ids, known)])[order], rejected, skipped)
 
 
 def _json_block(data: bytes, known: "pa.Array | None") -> "Block | None":
@@ -257,7 +249,6 @@ def _json_block(data: bytes, known: "pa.Array | None") -> "Block | None":
 
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.json as pajson
 
     schema = pa.schema([("sensor_id", pa.string()), ("ts", pa.int64()), ("value", pa.float64())])
@@ -282,16 +273,28 @@ def _json_block(data: bytes, known: "pa.Array | None") -> "Block | None":
     ts, value = ts.to_numpy(zero_copy_only=False), value.to_numpy(zero_copy_only=False)
     if not (np.isfinite(value).all() and (np.abs(ts) < 10**18).all()):
         return None
-    where = pc.index_in(sensor, value_set=known) if known is not None else pa.nulls(len(sensor), pa.int32())
-    index = pc.fill_null(where, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    index = _positions(sensor, known)
     unknown = index < 0
     if unknown.any() and not _plain_ids(sensor)[unknown].all():
         return None
+    return Block(sensor, ts, value, index, [], _line_count(data) - len(table))
+
+
+def _line_count(data: bytes) -> int:
+    """How many lines `data` holds: ended by \\n, \\r\\n or \\r, the last one perhaps by none."""
     returns = data.count(b"\r")
     lines = data.count(b"\n") + (returns - data.count(b"\r\n") if returns else 0)
-    if data and data[-1:] not in b"\r\n":
-        lines += 1
-    return Block(sensor, ts, value, index, [], lines - len(table))
+    return lines + 1 if data and data[-1:] not in b"\r\n" else lines
+
+
+def _positions(ids: "pa.Array", known: "pa.Array | None") -> "np.ndarray":
+    """Each id's position in `known` (int64), -1 for an id not there (every id, without `known`)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if known is None:
+        return np.full(len(ids), -1, np.int64)
+    return pc.fill_null(pc.index_in(ids, value_set=known), -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 # Bytes that may begin or end a field's blanks: space, tab, CR, LF, and the first or last byte of a
