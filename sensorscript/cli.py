@@ -159,12 +159,26 @@ def _check_late(ctx, param, value):
     return _checked(parse_late_policy)(ctx, param, value)
 
 
+def _check_retain(ctx, param, value):
+    """--retain STORE=DURATION, repeated: {store: duration text}, checked."""
+    from sensorscript.runtime.plan import retention
+
+    try:
+        return retention.parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 _WATERMARK_HELP = ("Watermark policy per partition: fixed:DELAY (e.g. fixed:5s), adaptive:MAX_DELAY (waits up to "
                    "MAX_DELAY while the feed is out of order) or quality:EPS,DELTA (a buffer sized so that window "
                    "coverage meets the error bound); each may add ,ahead=DURATION (default 10min).")
 _LATE_HELP = ("Late readings: drop (counted only), log (kept in the late store beside the results) or "
               "correct[:GAMMA] (logged, every reading archived, and the results they touched recomputed and "
               "written again with a higher version once the pending late readings span GAMMA, default 5s).")
+_RETAIN_HELP = ("How long a store is kept: archive (raw readings for corrections, default 7d of event time: a late "
+                "reading older than that is kept in the late store as too late to correct), late (30d), metrics "
+                "(per batch, 1d of wall time, then per minute), metrics-minutes (90d), results (kept; e.g. "
+                "results=365d expires them). DURATION: 30s, 15min, 12h, 7d or forever. Repeat for each store.")
 
 
 @main.command(name="compile")
@@ -183,14 +197,16 @@ _LATE_HELP = ("Late readings: drop (counted only), log (kept in the late store b
               help=_WATERMARK_HELP)
 @click.option("--late", default="log", show_default=True, metavar="drop|log|correct[:GAMMA]", callback=_check_late,
               help=_LATE_HELP)
+@click.option("--retain", multiple=True, metavar="STORE=DURATION", callback=_check_retain, help=_RETAIN_HELP)
 @click.option("--timings", is_flag=True, help="Also print how long each phase of the compile took.")
 def compile_command(files, out, sensors, partitions, epsilon, naive, operators, pattern_limit, watermark,
-                    late, timings) -> None:
+                    late, retain, timings) -> None:
     """Compile workflow FILES into one job: OUT/job.py, OUT/plan.json and OUT/plan.txt."""
     from sensorscript.compiler import compile_workflows
 
     compiled = _compiled(lambda: compile_workflows(files, out, sensors, partitions, epsilon, watermark, naive=naive,
-                                                   operators=operators, pattern_limit=pattern_limit, late=late))
+                                                   operators=operators, pattern_limit=pattern_limit, late=late,
+                                                   retention=retain))
     plan = compiled.plan
     cost = plan.cost
     click.echo(f"compiled {len(plan.graph.workflows)} workflow(s) into {compiled.out}/: "
@@ -219,10 +235,12 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
               help="This run's watermark policy instead of the compiled one. " + _WATERMARK_HELP)
 @click.option("--late", metavar="drop|log|correct[:GAMMA]", callback=_check_late,
               help="This run's late policy instead of the compiled one. " + _LATE_HELP)
+@click.option("--retain", multiple=True, metavar="STORE=DURATION", callback=_check_retain,
+              help="Instead of the compiled horizon; kept in the checkpoint for later runs. " + _RETAIN_HELP)
 @click.option("--replay-order", type=click.Choice(["time", "name"]), default="time", show_default=True,
               help="The order a folder's files are read in: time (Spark's file source, by modification time) or "
                    "name (sets their modification times in name order first).")
-def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, watermark, late,
+def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, watermark, late, retain,
                 replay_order) -> None:
     """Run the job compiled into OUT on local Spark (local[2]) or on a cluster.
 
@@ -232,7 +250,7 @@ def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, 
     stop it between two batches."""
     from sensorscript import running
 
-    policies = running.policy_arguments(watermark, late, replay_order, fresh)
+    policies = running.policy_arguments(watermark, late, replay_order, fresh, retain)
     try:
         if cluster:
             code = running.submit(Path(out), cluster, source, once, sink, echo=click.echo,

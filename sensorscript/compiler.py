@@ -108,12 +108,14 @@ def _plan(files: Sequence[str], sensors: str | None, partitions: int, epsilon: f
 def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None = None,
                       partitions: int = 2, epsilon: float = 0.1, watermark: str = "fixed:0",
                       naive: bool = False, operators: Sequence[str] = (),
-                      pattern_limit: int = DEFAULT_LIMIT, late: str = "log") -> Compiled:
+                      pattern_limit: int = DEFAULT_LIMIT, late: str = "log",
+                      retention: dict[str, str] | None = None) -> Compiled:
     """Write OUT/plan.json, OUT/plan.txt and OUT/job.py; with `naive`, also OUT/naive_job.py (the same
     workflows written the naive way in PySpark, for comparison; raises NotExpressible if it cannot be).
     `operators`: Python files registering pattern operators, copied to OUT/operators/ for the job;
     `pattern_limit`: partial matches a pattern keeps per key and operator, unless it says (`limit N`);
-    `watermark`, `late`: the job's policies for out-of-order and late readings (SPEC §6).
+    `watermark`, `late`: the job's policies for out-of-order and late readings (SPEC §6);
+    `retention`: store -> how long the job keeps it, where not the default (`--retain`).
     The conditions of patterns are ordered by the pass rates an earlier run into OUT measured
     (OUT/selectivity.json), where it has them."""
     out = Path(out)
@@ -127,7 +129,8 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
         try:
             out.mkdir(parents=True, exist_ok=True)
             copied = write_plan_files(out, plan, operators,
-                                      lambda copied: render_job(plan, loaded.sources, str(out), watermark, copied, late),
+                                      lambda copied: render_job(plan, loaded.sources, str(out), watermark, copied, late,
+                                                                         retention=retention),
                                       timings)
             versions.keep_first(out)  # version 1 of the plan (sscript update makes the next ones)
             timings.lap("versions/1")

@@ -5,6 +5,7 @@ time in UTC, or in the IANA time zone the user names with `--tz`."""
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -54,3 +55,25 @@ def parse_time(text: str, tz: tzinfo = UTC) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=tz)
     return int(round(moment.timestamp() * 1000))
+
+
+# The units of durations on the command line (policies, retention): the language's (SPEC §2), and days.
+DURATION_UNITS = {"ms": 1, "s": 1_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def duration_ms(text: str, what: str) -> int:
+    """A duration a person writes on the command line (30s, 5min, 250ms, 7d; no unit: milliseconds)
+    in milliseconds; ValueError, naming `what`, for anything else."""
+    match = re.fullmatch(r"([0-9][0-9_]*)(ms|s|min|h|d)?", text.strip())
+    if not match:
+        raise ValueError(f"{what} '{text}' is not a duration like 30s, 5min, 12h or 7d")
+    return int(match.group(1).replace("_", "")) * DURATION_UNITS[match.group(2) or "ms"]
+
+
+def duration_text(ms: float) -> str:
+    """A duration as a person reads it: in the largest unit that divides it (7 d, 90 min, 1.5 s)."""
+    for unit in ("d", "h", "min", "s"):
+        size = DURATION_UNITS[unit]
+        if ms >= size and ms % size == 0:
+            return f"{ms // size:,.0f} {unit}"
+    return f"{ms / 1000:,.3g} s" if ms >= 1000 else f"{ms:,.0f} ms"

@@ -313,7 +313,8 @@ def write_version(out: Path, number: int, plan: Plan, sources: dict[str, str], r
     retired = {node["id"]: node["defined_in"] for node in running_nodes}
     copied = write_plan_files(staging, plan, operators, lambda copied: render_job(
         plan, sources, str(out), running.watermark, copied, running.late, version, keep_second_stage,
-        adjust=None if not adjust else (lambda f, s: _with_handovers(f, s, running, adjust)), retired=retired))
+        adjust=None if not adjust else (lambda f, s: _with_handovers(f, s, running, adjust)), retired=retired,
+        retention=running.retention))
     (staging / "changes.txt").write_text(f"plan version {number}, from version {number - 1}\n"
                                          + "\n".join(changes.describe()) + "\n")
     os.replace(staging, target)

@@ -137,9 +137,11 @@ def _pattern_code(node: rt.Pattern) -> str:
 
 def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0",
                operator_files: tuple[str, ...] = (), late: str = "log", version: rt.Version = rt.Version(),
-               keep_second_stage: bool = False, adjust=None, retired: dict[str, list[str]] | None = None) -> str:
+               keep_second_stage: bool = False, adjust=None, retired: dict[str, list[str]] | None = None,
+               retention: dict[str, str] | None = None) -> str:
     """job.py for the plan; `operator_files`: files registering pattern operators, relative to OUT;
-    `watermark` and `late`: the job's policies (a run may override them); `version`: which version
+    `watermark` and `late`: the job's policies (a run may override them); `retention`: how long it
+    keeps each store, where not the defaults (runtime/plan/retention.py); `version`: which version
     of the plan this is (sscript update); `keep_second_stage`: an update of a job that has a second
     stage keeps one on every partition (Spark continues a checkpoint only with the same operators);
     `adjust(firsts, seconds)`: the programs as an update in mode dual keeps the previous version's
@@ -233,6 +235,7 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
         bucket_keys=_literal(bucket_keys(plan.partitions.count)),
         programs=entries, first_stage=first_vars, second_stage=second_vars,
         watermark=_literal(watermark), watermark_text=watermark.replace(":", " "), late=_literal(late),
+        retention=_literal(dict(sorted((retention or {}).items()))) if retention else "",
         stream_names=[(_literal(w), "{" + ", ".join(f"{code}: {_literal(name)}" for code, name in names.items()) + "}")
                       for w, names in plan.stream_names.items()],
         operator_files=[_literal(f) for f in operator_files], operator_literal=_literal(tuple(operator_files)),

@@ -43,6 +43,9 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
                         help="the order a folder's files are read in: by modification time (Spark's) or by name")
     parser.add_argument("--watermark", help=f"watermark policy for this run (compiled: {job.watermark})")
     parser.add_argument("--late", help=f"late policy for this run: drop, log or correct[:GAMMA] (compiled: {job.late})")
+    parser.add_argument("--retain", action="append", default=[], metavar="STORE=DURATION",
+                        help="how long a store is kept, instead of the compiled horizon (archive, late, metrics, "
+                             "metrics-minutes, results; e.g. archive=7d); kept in the checkpoint for later runs")
     args = parser.parse_args(argv)
     if not args.input.startswith(("socket://", "kafka://")) and not Path(args.input).exists():
         print(f"error: {args.input}: no such input folder", file=sys.stderr)
@@ -57,7 +60,8 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     try:
         summary = run(job, build_query, args.input, Path(args.out), args.once, sink, spark,
                       trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,
-                      watermark=args.watermark, late=args.late, replay_order=args.replay_order, fresh=args.fresh)
+                      watermark=args.watermark, late=args.late, replay_order=args.replay_order, fresh=args.fresh,
+                      retain=args.retain)
     except (JobFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         if isinstance(exc, JobFailed) and (Path(args.out) / SPARK_LOG).exists():

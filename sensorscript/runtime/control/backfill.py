@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from sensorscript.runtime.ingest import archive
+from sensorscript.runtime.output import expiry
 from sensorscript.runtime.output.sinks import PLAN_COLUMN, BatchRows, open_sink, read_results
 from sensorscript.runtime.plan import program as p
 from sensorscript.runtime.plan import versions
@@ -232,10 +233,13 @@ def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[st
     # The archive holds a sensor's readings from when the job first read it: a stream that needs a
     # sensor an update started reading is complete only from there (exact or absent).
     archived = {node_id: at for node_id, at in archive.archived_from(out).items() if at != NEG_INF}
-    best = graph.trust(NEG_INF, lambda node_id, at: at, archived)  # from the archive's start, at best
+    # What came before the archive's floor expired (runtime/plan/retention.py): it starts there.
+    floor = archive.floor(job.archive or Path(out) / archive.FOLDER)
+    best = graph.trust(floor, lambda node_id, at: at, archived)  # from the archive's start, at best
     while True:
         if earliest is None or start <= earliest:
             start = NEG_INF  # the archive holds nothing earlier: read it from its beginning
+        start = max(start, floor)
         backfill.read_start = start
         first = (earliest if earliest is not None else until) if start == NEG_INF else start
         hours = list(range(first // archive.HOUR_MS, (until - 1) // archive.HOUR_MS + 1)) if first < until else []
@@ -252,8 +256,8 @@ def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[st
             echo(f"backfill: {backfill.hours_done:,} of {len(hours):,} hours of archive read, "
                  f"{recompute.readings:,} readings")
         rows, trust = recompute.finish(start, archived)
-        lowest = {name: max(trust[graph.node_of[name]], since) for name in streams}
-        if start == NEG_INF or all(trust[graph.node_of[name]] <= max(since, best[graph.node_of[name]])
+        lowest = {name: max(trust[graph.node_of[name]], since, expiry.expired_before(out)) for name in streams}
+        if start == floor or all(trust[graph.node_of[name]] <= max(since, best[graph.node_of[name]])
                                    for name in streams):
             break
         start = since - 2 * (since - start)

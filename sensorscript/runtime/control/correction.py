@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from sensorscript.runtime.ingest import archive
+from sensorscript.runtime.output import expiry
 from sensorscript.runtime.output import rows as output
 from sensorscript.runtime.plan import versions
 from sensorscript.runtime.plan import program as p
@@ -127,10 +128,18 @@ class Pending:
         return max(last - first, 0)
 
     def settle(self, files: list[Path]) -> int:
+        """Mark these files settled (every effect of their readings corrected), then delete them:
+        the late store keeps the readings. Were a batch done again to write one anew, it would be
+        pending again, and corrected again to the same rows (comparing with the newest versions)."""
         self._span = None  # what stays pending is read again
         state = self._state()
         state["settled"] = sorted(set(state["settled"]) | {f.name for f in files})
         state["runs"] += 1
+        self._save(state)
+        for path in files:
+            path.unlink(missing_ok=True)
+        present = {f.name for f in self.folder.glob("late-*.parquet")}
+        state["settled"] = sorted(set(state["settled"]) & present)  # a file deleted needs no mark
         self._save(state)
         return state["runs"]
 
@@ -151,18 +160,23 @@ def correct(job: p.Job, out: Path, sink_spec: str, until: int) -> Correction:
     streams = sorted({name for c in codes for name in fed.get(c, ())})
     first_late = int(late["ts"].min())
     earliest = archive.earliest(job.archive)
+    floor = archive.floor(job.archive)  # NEG_INF: nothing expired (runtime/plan/retention.py)
     reach = max([graph.lookback(name) for name in streams] + [1_000])
     start = first_late - reach
     while True:
         if earliest is not None and start <= earliest:
             start = NEG_INF  # the archive holds nothing earlier: recompute from its beginning
+        # ... or from its floor, where what came before expired: rows are trusted from there on.
+        start = max(start, floor)
         code, ts, value = archive.read(job.archive, graph.sensors_read(streams), start, until)
         rows, trust = graph.recompute(code, ts, value, start)
-        if start == NEG_INF or all(trust[graph.node_of[name]] <= first_late for name in streams):
+        if start == floor or all(trust[graph.node_of[name]] <= first_late for name in streams):
             break
         start = first_late - 2 * (first_late - start)
     found.start, found.until, found.readings = (int(ts.min()) if len(ts) else first_late), until, len(ts)
-    lowest = {name: trust[graph.node_of[name]] for name in streams}
+    # No row before the results' horizon (runtime/output/expiry.py): those rows were removed, not changed.
+    kept_from = expiry.expired_before(out)
+    lowest = {name: max(trust[graph.node_of[name]], kept_from) for name in streams}
     with writing(out):  # a backfill may compare and write beside it
         changed = changes(rows, read_results(sink_spec, streams, min(lowest.values()), until), lowest,
                           {name: until for name in streams})

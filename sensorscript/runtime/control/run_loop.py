@@ -21,6 +21,9 @@ import pandas as pd
 
 from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.control import correction, failures
+from sensorscript.runtime.control.housekeeping import Housekeeping, event_now
+from sensorscript.runtime.output import expiry
+from sensorscript.runtime.plan import retention as retaining
 from sensorscript.runtime.plan import versions
 from sensorscript.runtime.ingest.archive import FOLDER as ARCHIVE
 from sensorscript.runtime.state.engine import POS_INF
@@ -127,6 +130,7 @@ class RunSummary:
     unread: int = 0  # readings of sensors no workflow reads (ignored, counted)
     skipped: int = 0  # blank lines and CSV headers
     late: int = 0
+    too_late: int = 0  # late readings older than the archive's horizon (late policy correct): not corrected
     results: int = 0
     division_by_zero: int = 0
     forwarded: int = 0  # tuples sent to second operators (over cut edges, and local inputs beside them)
@@ -145,7 +149,7 @@ class RunSummary:
 def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink: str | None = None, spark=None,
         master: str | None = None, trigger_seconds: float = 1.0, max_files_per_trigger: int | None = None,
         echo=print, watermark: str | None = None, late: str | None = None,
-        replay_order: str = "time", fresh: bool = False) -> RunSummary:
+        replay_order: str = "time", fresh: bool = False, retain: list[str] | None = None) -> RunSummary:
     """Run the job's query (`build_query`, from job.py) until its input ends or it is stopped.
 
     A run continues from the checkpoint in OUT (state, windows, partial matches, the files read)
@@ -155,7 +159,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     [--drain]`, Ctrl-C, SIGTERM). `watermark`, `late`: policies for this run instead of the
     job's (SPEC §6). `replay_order`: the order a folder's files are read in: `time` (Spark's file
     source: by modification time) or `name` (their modification times are set one second apart in
-    name order first, so that Spark's order is the names')."""
+    name order first, so that Spark's order is the names'). `retain`: STORE=DURATION horizons for
+    this run and the next ones (runtime/plan/retention.py), kept in the checkpoint."""
     out = Path(out)
     if replay_order == "name" and not source.startswith(("socket://", "kafka://")):
         files = order_by_name(Path(source))
@@ -166,6 +171,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         raise ValueError("--once reads a folder of files; a socket or Kafka source runs until stopped "
                          "(sscript stop OUT --drain ends it)")
     checkpoint = out / CHECKPOINT
+    given = retaining.parse(retain)
+    expiry.check(sink_spec, retaining.resolve(job.retention, retaining.kept(checkpoint), given)["results"])
     late_policy, gamma_ms = parse_late_policy(job.late)
     correcting = late_policy == "correct"
     if correcting and sink_spec == "console":
@@ -187,6 +194,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     else:
         echo(f"continuing from the checkpoint in {checkpoint} after batch {after} (sscript run --fresh starts anew)")
     clear_request(out)
+    retention = retaining.resolve(job.retention, retaining.keep(checkpoint, given))
     if correcting:
         job = dataclasses.replace(job, archive=str((out / ARCHIVE).resolve()))
         if not (out / ARCHIVE).exists():  # nothing archived yet: both folders begin with this run
@@ -206,6 +214,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         versions.clear_request(out)  # a request this run already follows
     _hold_plan(checkpoint, job)
     ended = threading.Event()  # a batch carried the end of the input to every partition
+    housekeeping = Housekeeping(out, job, sink_spec, retention, status, correcting, echo)
 
     def run_correction(until: int) -> None:
         found = correction.correct(job, out, sink_spec, until)
@@ -244,15 +253,22 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         metrics = counted.groupby("stream")["value"].sum()
         measures = _measures(job, batch_id, counted, rows[kinds == "gauge"], results)
         late_rows = _late_rows(rows[kinds == "late"], batch_id)
+        too_late = np.zeros(len(late_rows), bool)  # older than the archive's horizon: no correction takes them
+        if correcting:
+            now = event_now(status, job)
+            if now is not None and retention["archive"] is not None:
+                too_late = late_rows["ts"].to_numpy(np.int64) < now - retention["archive"]
+            late_rows["too_late"] = too_late.astype(np.int64)
         results = results.assign(**{PLAN_COLUMN: job.plan_versions(results["stream"].to_numpy(),
                                                                     results["ts"].to_numpy(np.int64))})
         # The status first: an update's switch time comes from it (`_switched`), and a batch done again
         # after a kill leaves it as it was, so a switch at a restart starts where this one would have.
-        status.batch(batch_id, metrics, measures, len(quarantine), len(results))
+        status.batch(batch_id, metrics, measures, len(quarantine), len(results), int(too_late.sum()))
         target.write(batch_id, BatchRows(results, quarantine, late_rows, measures))
-        if correcting and len(late_rows):
-            pending.add(batch_id, late_rows["sensor_id"].map(lambda s: job.sensors[s][0]).to_numpy(np.int64),
-                        late_rows["ts"].to_numpy(np.int64), late_rows["value"].to_numpy(np.float64))
+        correctable = late_rows[~too_late]
+        if correcting and len(correctable):
+            pending.add(batch_id, correctable["sensor_id"].map(lambda s: job.sensors[s][0]).to_numpy(np.int64),
+                        correctable["ts"].to_numpy(np.int64), correctable["value"].to_numpy(np.float64))
         readings, late = int(metrics.get("readings", 0)), int(metrics.get("late", 0))
         unread = int(metrics.get("unread", 0))
         dbz = int(sum(v for k, v in metrics.items() if k.startswith("division_by_zero:")))
@@ -262,6 +278,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         summary.unread += unread
         summary.skipped += int(metrics.get("skipped", 0))
         summary.late += late
+        summary.too_late += int(too_late.sum())
         summary.results += len(results)
         summary.division_by_zero += dbz
         summary.forwarded += int(metrics.get("forwarded", 0))
@@ -282,7 +299,9 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         lag = measures[measures["name"] == "lag_ms"]["value"]
         state = measures[measures["name"] == "state_bytes"]["value"]
         echo(f"batch {batch_id}: {readings:,} readings, {len(quarantine):,} quarantined, "
-             + (f"{unread:,} readings of sensors no workflow reads ignored, " if unread else "") + f"{late:,} late, "
+             + (f"{unread:,} readings of sensors no workflow reads ignored, " if unread else "") + f"{late:,} late"
+             + (f" ({int(too_late.sum()):,} too late to correct: older than the archive's horizon)" if too_late.any()
+                else "") + ", "
              f"{len(results):,} results" + (f" ({matches:,} pattern matches)" if matches else "")
              + (f", {dbz} divisions by zero skipped" if dbz else "")
              + (f", {cut:,} partial matches cut by the patterns' limit" if cut else "")
@@ -291,6 +310,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
              + f" ({time.monotonic() - t0:.1f} s to write)")
         if correcting and pending.span_ms() > gamma_ms:
             run_correction(status.emitted_until(job))
+        housekeeping.after_batch(batch_id)
 
     # A socket is read by the driver into a spool of small files that Spark's file source reads
     # (runtime/ingest/spool.py: Spark's socket source keeps its backlog in the driver's heap).
@@ -325,6 +345,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
             raise JobFailed(f"plan version {number} has other partitions than the running job's; "
                             f"it cannot take over its state")
         job = _switched(newer, out, status, summary.last_batch, True, echo)
+        housekeeping.job = job
         _hold_plan(checkpoint, job)
         target = open_sink(sink_spec, matches=job.has_matches)
 
@@ -352,6 +373,9 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     finally:
         if feed is not None:
             feed.stop()
+        housekeeping.finish()
+        if summary.last_batch is not None:  # the stores as this run leaves them, trimmed
+            housekeeping.last_pass(summary.last_batch - 1)
         clear_request(out)
         status.finish(outcome)
     summary.outcome = outcome
@@ -477,6 +501,7 @@ def start_afresh(out: Path, sink_spec: str) -> None:
     """Forget the checkpoint, the archive, pending corrections and the results written."""
     for folder in (CHECKPOINT, ARCHIVE, archive.UNREAD, correction.FOLDER):
         shutil.rmtree(out / folder, ignore_errors=True)
+    (out / expiry.EXPIRED).unlink(missing_ok=True)
     _reset_sink(sink_spec)
 
 
@@ -572,6 +597,7 @@ def _reset_sink(spec: str) -> None:
         (target.parent / f".{target.name}.batches").unlink(missing_ok=True)
         for folder in SIDE_TABLES:
             _remove_batches(target.parent / folder, "batch-*.csv")
+        _remove_batches(target.parent / expiry.MINUTES_FOLDER, "minutes-*.csv")
 
 
 def _remove_batches(folder: Path, pattern: str) -> None:

@@ -14,19 +14,43 @@ writes the same files again, in place; the run loop first removes what the cut a
 (`forget`), since the attempt again may not write every file the first one did (an update can send
 the readings of a sensor elsewhere, or drop them). A correction and a backfill read it back on the
 driver, pruned to the hours and sensors they need.
+
+Kept bounded for years (runtime/plan/retention.py, runtime/control/housekeeping.py):
+- `compact`: once an hour is well behind the watermark, its small files are merged, per partition
+  (archive/) or all together (archive-unread/), into one: p{partition}-upto{B}.parquet holds every
+  row of that partition's files of batches up to B. Readers take, per hour and partition, the
+  newest merged file and the small files of later batches (`_chosen`): a late reading archived
+  into a merged hour is a new small file, merged again once enough of them gather. The merged file
+  appears whole (written hidden, then renamed); only then are the files it replaces superseded, and
+  they are deleted only while no reader holds the archive (`reading`, `_sweep`): a correction reads
+  the small files or the merged one, never both, never neither, and a kill at any step loses and
+  doubles nothing (what it left is superseded, or hidden, and swept by the next pass).
+- `expire`: hours behind the horizon are removed; `_floor` says from when the archive is whole, so
+  that a correction or backfill starts there, not at the first hour it finds.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
+import shutil
 from pathlib import Path
 
 import numpy as np
+
+from sensorscript.runtime.plan.program import NEG_INF
 
 HOUR_MS = 3_600_000
 FOLDER = "archive"  # under OUT
 UNREAD = "archive-unread"  # under OUT, beside FOLDER
 WHOLE = "_whole"  # in UNREAD: made when both folders began together (a fresh run), so each holds its share from the start
+FLOOR = "_floor"  # in FOLDER: the event time before which the archive keeps nothing any more (expired)
+LOCK = ".lock"  # in FOLDER: held shared by readers, exclusively by whoever deletes files
+SMALL = re.compile(r"(?P<group>p\d+|t)\d*-b(?P<batch>\d+)\.parquet")  # p3-b17: partition 3; t1-b17: stage 0's task 1
+MERGED = re.compile(r"(?P<group>p\d+|t)-upto(?P<batch>\d+)\.parquet")
+AGAIN_AFTER = 16  # small files gathered beside a merged one before the hour is merged again
 
 
 def unread_folder(folder: str | Path) -> Path:
@@ -79,12 +103,18 @@ def _by_hour(folder: Path, name: str, ts: np.ndarray, value: np.ndarray, **key) 
 def _put(target: Path, table) -> None:
     import pyarrow.parquet as pq
 
-    target.parent.mkdir(parents=True, exist_ok=True)
     # Hidden until complete: an executor killed mid-write leaves a file Spark's reader skips
     # (it reads every file of a folder but those named .* or _*), and a reader never sees half a file.
     temporary = target.parent / f".{target.name}.{os.getpid()}.tmp"
-    pq.write_table(table, temporary)
-    os.replace(temporary, target)
+    for attempt in (1, 2):  # the hour's folder may go (`expire`) between the two steps: once more
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, temporary)
+            os.replace(temporary, target)
+            return
+        except FileNotFoundError:
+            if attempt == 2:
+                raise
 
 
 def forget(folder: str | Path, batch: int) -> int:
@@ -109,9 +139,10 @@ def read(folder: str | Path, sensors: dict[int, str], start: int, until: int):
     import pyarrow.compute as pc
 
     codes = sorted(sensors)
-    read = _scan(Path(folder), "code", codes, start, until)
     ids = [sensors[c] for c in codes]
-    unread = _scan(unread_folder(folder), "sensor", ids, start, until)
+    with reading(folder):
+        read = _scan(Path(folder), "code", codes, start, until)
+        unread = _scan(unread_folder(folder), "sensor", ids, start, until)
     # A sensor id -> its code now (the job's codes, which an update never changes for a sensor it reads).
     where = pc.index_in(unread.column("sensor"), value_set=pa.array(ids, pa.string())).to_numpy(zero_copy_only=False)
     code = np.concatenate([read.column("code").to_numpy().astype(np.int64),
@@ -129,19 +160,179 @@ def _scan(folder: Path, key: str, wanted: list, start: int, until: int):
     import pyarrow.dataset as ds
 
     columns = [key, "ts", "value"]
-    if not wanted or not folder.exists() or not any(folder.glob("hour=*/*.parquet")):
+    first, last = start // HOUR_MS, (until - 1) // HOUR_MS
+    files = [str(path) for hour, where in _hours(folder) if first <= hour <= last for path in _chosen(where)[0]]
+    if not wanted or not files:
         return pa.table({key: pa.array([], pa.int32() if key == "code" else pa.string()),
                          "ts": pa.array([], pa.int64()), "value": pa.array([], pa.float64())})
-    hour, ts = pc.field("hour"), pc.field("ts")
-    chosen = (hour >= start // HOUR_MS) & (hour <= (until - 1) // HOUR_MS) & (ts >= start) & (ts < until) \
-        & pc.field(key).isin(wanted)
-    return ds.dataset(str(folder), format="parquet", partitioning="hive").to_table(columns=columns, filter=chosen)
+    ts = pc.field("ts")
+    chosen = (ts >= start) & (ts < until) & pc.field(key).isin(wanted)
+    return ds.dataset(files, format="parquet").to_table(columns=columns, filter=chosen)
+
+
+def _hours(folder: Path) -> list[tuple[int, Path]]:
+    """(hour, its folder) of every hour=H folder, in order."""
+    found = []
+    for where in folder.glob("hour=*") if folder.exists() else ():
+        with contextlib.suppress(ValueError):
+            found.append((int(where.name.split("=", 1)[1]), where))
+    return sorted(found)
+
+
+def _chosen(hour: Path) -> tuple[list[Path], list[Path]]:
+    """(what a reader takes, what is superseded) among an hour's files: per partition (per folder
+    for the unread), the newest merged file and the small files of batches after it."""
+    merged: dict[str, list[tuple[int, Path]]] = {}
+    small: dict[str, list[tuple[int, Path]]] = {}
+    for path in hour.glob("*.parquet"):
+        for pattern, into in ((MERGED, merged), (SMALL, small)):
+            match = pattern.fullmatch(path.name)
+            if match:
+                into.setdefault(match["group"], []).append((int(match["batch"]), path))
+                break
+    taken, superseded = [], []
+    for group in sorted(merged.keys() | small.keys()):
+        versions = sorted(merged.get(group, []))
+        upto = versions[-1][0] if versions else -1
+        taken += [path for _, path in versions[-1:]]
+        superseded += [path for _, path in versions[:-1]]
+        for batch, path in sorted(small.get(group, [])):
+            (taken if batch > upto else superseded).append(path)
+    return taken, superseded
+
+
+@contextlib.contextmanager
+def reading(folder: str | Path):
+    """Held while files of the archive are listed and read: nothing is deleted meanwhile."""
+    with _locked(folder, fcntl.LOCK_SH):
+        yield
+
+
+@contextlib.contextmanager
+def _locked(folder: str | Path, how: int):
+    """The archive's lock (flock: between processes, and between threads that open it apart),
+    taken `how`; yields whether it was taken (LOCK_NB: maybe not)."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    with open(Path(folder) / LOCK, "a") as lock:
+        try:
+            fcntl.flock(lock, how)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def compact(folder: str | Path, before: int, upto_batch: int) -> int:
+    """Merge the small files of each hour that ends at or before event time `before`, of batches up
+    to `upto_batch` (committed ones: a batch done again rewrites only its own small files), then
+    sweep what the merged files supersede; returns the number of small files merged."""
+    merged = 0
+    for where in (Path(folder), unread_folder(folder)):
+        for hour, path in _hours(where):
+            if (hour + 1) * HOUR_MS <= before:
+                merged += _merge_hour(path, upto_batch)
+    sweep(folder)
+    return merged
+
+
+def _merge_hour(hour: Path, upto_batch: int) -> int:
+    import pyarrow.parquet as pq
+
+    taken, _ = _chosen(hour)
+    groups: dict[str, tuple[list[Path], list[tuple[int, Path]]]] = {}
+    for path in taken:
+        match = MERGED.fullmatch(path.name)
+        if match:
+            groups.setdefault(match["group"], ([], []))[0].append(path)
+        else:
+            match = SMALL.fullmatch(path.name)
+            if int(match["batch"]) <= upto_batch:
+                groups.setdefault(match["group"], ([], []))[1].append((int(match["batch"]), path))
+    count = 0
+    for group, (earlier, newer) in sorted(groups.items()):
+        if not newer or (not earlier and len(newer) < 2) or (earlier and len(newer) < AGAIN_AFTER):
+            continue
+        target = hour / f"{group}-upto{max(batch for batch, _ in newer)}.parquet"
+        temporary = hour / f".{target.name}.{os.getpid()}.tmp"
+        writer = None
+        try:
+            for source in [*earlier, *(path for _, path in sorted(newer))]:
+                for batch in pq.ParquetFile(source).iter_batches():
+                    writer = writer or pq.ParquetWriter(temporary, batch.schema)
+                    writer.write_batch(batch)
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is None:
+            continue
+        os.replace(temporary, target)  # from here readers take it, and no longer what it holds
+        count += len(newer)
+    return count
+
+
+def sweep(folder: str | Path) -> bool:
+    """Delete the files merged files supersede, hours behind the floor, and what a killed merge left
+    (hidden); only while no reader holds the archive: True when done, False to do next time."""
+    with _locked(folder, fcntl.LOCK_EX | fcntl.LOCK_NB) as held:
+        if not held:
+            return False
+        below = floor(folder) // HOUR_MS if floor(folder) > NEG_INF else None
+        for where in (Path(folder), unread_folder(folder)):
+            for hour, path in _hours(where):
+                if below is not None and hour < below:
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                for stale in [*_chosen(path)[1], *path.glob(".*-upto*.parquet.*.tmp")]:
+                    stale.unlink(missing_ok=True)
+        return True
+
+
+def expire(folder: str | Path, before: int) -> int | None:
+    """Keep nothing before event time `before` (rounded down to an hour): the floor moves there
+    first, then the hours behind it go (`sweep`, now or next time); returns the new floor, or None
+    when it did not move."""
+    new = (before // HOUR_MS) * HOUR_MS
+    if new <= floor(folder):
+        return None
+    path = Path(folder) / FLOOR
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{FLOOR}.tmp")
+    temporary.write_text(f"{new}\n")
+    os.replace(temporary, path)
+    sweep(folder)
+    return new
+
+
+def floor(folder: str | Path) -> int:
+    """The event time from which the archive holds every reading the job received since it began
+    keeping them (NEG_INF: nothing expired yet)."""
+    path = Path(folder) / FLOOR
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return NEG_INF
+
+
+def size(folder: str | Path) -> tuple[int, int]:
+    """(bytes, files) of both folders."""
+    total = files = 0
+    for where in (Path(folder), unread_folder(folder)):
+        for path in where.rglob("*.parquet") if where.exists() else ():
+            with contextlib.suppress(OSError):
+                total += path.stat().st_size
+                files += 1
+    return total, files
 
 
 def earliest(folder: str | Path) -> int | None:
-    """The first hour the archive holds, in ms (None when it is empty): nothing came before it."""
-    hours = [int(p.name.split("=", 1)[1]) for where in (Path(folder), unread_folder(folder))
-             for p in where.glob("hour=*") if any(p.glob("*.parquet"))]
+    """The first hour the archive holds, in ms (None when it is empty): nothing came before it
+    but what expired (`floor`)."""
+    below = floor(folder)
+    hours = [hour for where in (Path(folder), unread_folder(folder)) for hour, p in _hours(where)
+             if hour * HOUR_MS >= below and any(p.glob("*.parquet"))]
     return min(hours) * HOUR_MS if hours else None
 
 

@@ -10,10 +10,13 @@ after a failure does not duplicate rows.
     console       printed (metrics are not)
 
 `late` holds the readings that came behind their partition's watermark (late policy `log`):
-the sensor, its reading, the watermark it came behind and the result streams it missed.
+the sensor, its reading, the watermark it came behind and the result streams it missed; under late
+policy `correct`, `too_late` is 1 for a reading older than the archive's horizon, which no
+correction takes (runtime/plan/retention.py).
 `metrics` holds, per batch and partition, what `sscript status` and the dashboard show (the
 watermark, its lag, the policy's buffer, late readings per stream, coverage, latency, state size),
-one row per measure.
+one row per measure; rows older than the metrics' horizon become per-minute aggregates in
+`metrics_minutes` (a folder metrics-minutes/ beside a file sink; runtime/output/expiry.py).
 """
 
 from __future__ import annotations
@@ -38,8 +41,11 @@ KEY_COLUMNS = ("stream", "ts", "window_start", "window_end", "start_ts", "end_ts
 PLAN_COLUMN = "plan_version"
 QUARANTINE_COLUMNS = ("raw", "reason")
 SIDE_TABLES = ("quarantine", "late", "metrics")  # tables in SQLite, folders beside a file sink
-LATE_COLUMNS = ("sensor_id", "ts", "value", "watermark", "streams", "batch_id")
+LATE_COLUMNS = ("sensor_id", "ts", "value", "watermark", "streams", "batch_id", "too_late")
 METRIC_COLUMNS = ("batch_id", "partition", "time", "name", "value")  # partition empty: the whole job
+# Per minute (of wall time), partition and measure: how many batches reported it, their sum, least and most.
+MINUTE_COLUMNS = ("minute", "partition", "name", "batches", "total", "low", "high")
+MINUTES = "metrics_minutes"  # the table (a folder metrics-minutes/ beside a file sink)
 
 
 @dataclass
@@ -125,10 +131,15 @@ class SQLiteSink(Sink):
                     start_ts INTEGER, end_ts INTEGER, events TEXT, plan_version INTEGER);
                 CREATE TABLE IF NOT EXISTS quarantine (raw TEXT NOT NULL, reason TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS late (sensor_id TEXT NOT NULL, ts INTEGER NOT NULL, value REAL,
-                    watermark INTEGER NOT NULL, streams TEXT NOT NULL, batch_id INTEGER NOT NULL);
+                    watermark INTEGER NOT NULL, streams TEXT NOT NULL, batch_id INTEGER NOT NULL, too_late INTEGER);
                 CREATE TABLE IF NOT EXISTS metrics (batch_id INTEGER NOT NULL, partition INTEGER, time REAL NOT NULL,
                     name TEXT NOT NULL, value REAL);
                 CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics (name, batch_id);
+                CREATE TABLE IF NOT EXISTS metrics_minutes (minute REAL NOT NULL, partition INTEGER,
+                    name TEXT NOT NULL, batches INTEGER NOT NULL, total REAL, low REAL, high REAL);
+                -- What retention deletes by (runtime/output/expiry.py).
+                CREATE INDEX IF NOT EXISTS metrics_by_time ON metrics (time);
+                CREATE INDEX IF NOT EXISTS metrics_minutes_by_minute ON metrics_minutes (minute);
                 CREATE TABLE IF NOT EXISTS sscript_batches (batch_id INTEGER PRIMARY KEY);
                 CREATE INDEX IF NOT EXISTS results_by_stream ON results (stream, ts);
                 -- The newest version of each row: what corrections of late data (version > 1) leave.
@@ -144,6 +155,9 @@ class SQLiteSink(Sink):
                                  (PLAN_COLUMN, "INTEGER")):
                 if column not in present:  # a results table written before patterns ran, or before updates
                     db.execute(f"ALTER TABLE results ADD COLUMN {column} {kind}")
+            if "too_late" not in {row[1] for row in db.execute("PRAGMA table_info(late)")}:  # before retention
+                db.execute("ALTER TABLE late ADD COLUMN too_late INTEGER")
+            db.execute("CREATE INDEX IF NOT EXISTS late_by_ts ON late (ts)")
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=60)
@@ -263,7 +277,7 @@ class ConsoleSink(Sink):
 
 
 _INTEGERS = ("ts", "window_start", "window_end", "version", "start_ts", "end_ts", "watermark", "batch_id",
-             "partition", PLAN_COLUMN)
+             "partition", PLAN_COLUMN, "too_late", "batches")
 
 
 def _records(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple]:

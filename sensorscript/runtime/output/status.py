@@ -19,7 +19,8 @@ from sensorscript.times import UTC, human_time
 STATUS = "status.json"
 
 # Counters summed over the job's life (the rest of a batch's counters are in the metrics table).
-_TOTALS = ("readings", "late", "ahead", "quarantined", "unread", "skipped", "results", "forwarded_remote")
+_TOTALS = ("readings", "late", "ahead", "quarantined", "unread", "skipped", "results", "forwarded_remote",
+           "too_late")
 
 
 @dataclass
@@ -61,6 +62,10 @@ class Status:
     # The newest event time among the readings of sensors no workflow reads (an update that starts
     # reading one switches after it).
     unread_newest: float | None = None
+    # How long each store is kept (store -> ms, None: kept; runtime/plan/retention.py) and what
+    # each holds, as the last housekeeping pass measured it (runtime/control/housekeeping.py).
+    retention: dict[str, int | None] = field(default_factory=dict)
+    stores: dict[str, dict] = field(default_factory=dict)
 
     @staticmethod
     def start(out: Path, job, sink_spec: str, sink: str, fresh: bool, source: str = "") -> "Status":
@@ -84,6 +89,7 @@ class Status:
             status.exact_from = earlier.get("exact_from", {})
             status.exact_by_partition = earlier.get("exact_by_partition", {})
             status.unread_newest = earlier.get("unread_newest")
+            status.stores = earlier.get("stores", {})
         status._save()
         return status
 
@@ -93,16 +99,18 @@ class Status:
         self.stopped = time.time()
         self._save()
 
-    def batch(self, batch_id: int, counters, measures, quarantined: int, results: int) -> None:
+    def batch(self, batch_id: int, counters, measures, quarantined: int, results: int, too_late: int = 0) -> None:
         """Take a batch: `counters` summed over partitions (name -> value), `measures` its rows of
-        the metrics table (the partitions' gauges among them). A batch done again after a kill
-        (its id not above the last one taken) is not counted twice."""
+        the metrics table (the partitions' gauges among them), `too_late`: its late readings older
+        than the archive's horizon. A batch done again after a kill (its id not above the last one
+        taken) is not counted twice."""
         if self.last_batch is not None and batch_id <= self.last_batch:
             return
         self.batches += 1
         self.last_batch = batch_id
         self.updated = time.time()
-        found = {**{k: float(v) for k, v in counters.items()}, "quarantined": quarantined, "results": results}
+        found = {**{k: float(v) for k, v in counters.items()}, "quarantined": quarantined, "results": results,
+                 "too_late": too_late}
         for name in _TOTALS:
             self.totals[name] = self.totals.get(name, 0.0) + float(found.get(name, 0.0))
         for name, value in counters.items():
@@ -238,7 +246,8 @@ def gauge_text(value: float, kind: str, tz: tzinfo = UTC) -> str:
     if kind == "share":
         return f"{value:.3f}"
     if kind == "bytes":
-        return f"{value / 1024:,.1f} KiB" if value < 1024 ** 2 else f"{value / 1024 ** 2:,.1f} MiB"
+        return (f"{value / 1024:,.1f} KiB" if value < 1024 ** 2 else f"{value / 1024 ** 2:,.1f} MiB"
+                if value < 1024 ** 3 else f"{value / 1024 ** 3:,.2f} GiB")
     return f"{value:,.0f}"
 
 
@@ -270,10 +279,35 @@ def describe(status: dict, tz: tzinfo = UTC) -> str:
         lines.append(f"  corrections of late data: {corrections['runs']:,.0f} runs, {corrections['rows']:,.0f} rows "
                      f"corrected, {corrections['retracted']:,.0f} retracted, the last at "
                      f"{human_time(corrections['last'] * 1000, tz)}")
+    if totals.get("too_late"):
+        lines.append(f"  too late to correct: {totals['too_late']:,.0f} late readings older than the archive's horizon "
+                     f"(kept in the late store, too_late = 1; no correction takes them)")
+    lines += [f"  {line}" for line in describe_stores(status, tz)]
     for partition, gauges in sorted(status.get("partitions", {}).items(), key=lambda item: int(item[0])):
         shown = [f"{label} {gauge_text(gauges[name], kind, tz)}" for name, (label, kind) in GAUGES.items() if name in gauges]
         lines.append(f"  partition {partition}: " + ", ".join(shown))
     return "\n".join(lines)
+
+
+def describe_stores(status: dict, tz: tzinfo = UTC) -> list[str]:
+    """How long each store is kept and what it holds (runtime/plan/retention.py)."""
+    from sensorscript.runtime.plan.retention import Retention
+
+    horizons, stores = status.get("retention") or {}, status.get("stores") or {}
+    if not horizons:
+        return []
+    lines = ["kept: " + "; ".join(Retention(horizons).describe())]
+    sizes = []
+    if "archive" in stores:
+        held = stores["archive"]
+        since = held.get("from")
+        sizes.append(f"archive {gauge_text(held['bytes'], 'bytes')} in {held['files']:,} files"
+                     + (f", from {human_time(since, tz)}" if since is not None and since > -(2**62) else ""))
+    sizes += [f"{name} {gauge_text(stores[name]['bytes'], 'bytes')}" for name in ("sink", "checkpoint", "corrections")
+              if name in stores]
+    if sizes:
+        lines.append("on disk: " + ", ".join(sizes))
+    return lines
 
 
 def describe_version(status: dict, tz: tzinfo = UTC) -> str:

@@ -23,24 +23,16 @@ as usual (its windows wait until event time reaches them, or the input ends) and
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from sensorscript.times import duration_ms
 
 NONE_YET = -(2**63)  # no watermark before the first reading: nothing is late
 DEFAULT_AHEAD_MS = 10 * 60_000
 ADAPTIVE_K = 100  # the micro-cluster: the latest arrivals whose order gives the disorder P
 QUALITY_KP, QUALITY_KD = 0.2, 4.0  # paper 002's PD gains
-
-_UNITS = {"ms": 1, "s": 1_000, "min": 60_000, "h": 3_600_000}
-
-
-def duration_ms(text: str, what: str) -> int:
-    match = re.fullmatch(r"([0-9][0-9_]*)(ms|s|min|h)?", text.strip())
-    if not match:
-        raise ValueError(f"{what} '{text}' is not a duration like 30s, 5min or 250ms")
-    return int(match.group(1).replace("_", "")) * _UNITS[match.group(2) or "ms"]
 
 
 def _latest_per_code(code: np.ndarray, ts: np.ndarray) -> np.ndarray:
