@@ -51,6 +51,7 @@ LOCK = ".lock"  # in FOLDER: held shared by readers, exclusively by whoever dele
 SMALL = re.compile(r"(?P<group>p\d+|t)\d*-b(?P<batch>\d+)\.parquet")  # p3-b17: partition 3; t1-b17: stage 0's task 1
 MERGED = re.compile(r"(?P<group>p\d+|t)-upto(?P<batch>\d+)\.parquet")
 AGAIN_AFTER = 16  # small files gathered beside a merged one before the hour is merged again
+ROW_GROUP = 1 << 20  # rows of a merged file's row group
 
 
 def unread_folder(folder: str | Path) -> Path:
@@ -239,6 +240,7 @@ def compact(folder: str | Path, before: int, upto_batch: int) -> int:
 
 
 def _merge_hour(hour: Path, upto_batch: int) -> int:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     taken, _ = _chosen(hour)
@@ -257,12 +259,17 @@ def _merge_hour(hour: Path, upto_batch: int) -> int:
             continue
         target = hour / f"{group}-upto{max(batch for batch, _ in newer)}.parquet"
         temporary = hour / f".{target.name}.{os.getpid()}.tmp"
-        writer = None
-        try:
+        writer, held = None, []
+        try:  # in row groups of about ROW_GROUP rows (a small file's are tiny): bounded memory, fast reads
             for source in [*earlier, *(path for _, path in sorted(newer))]:
-                for batch in pq.ParquetFile(source).iter_batches():
+                for batch in pq.ParquetFile(source).iter_batches(batch_size=ROW_GROUP):
                     writer = writer or pq.ParquetWriter(temporary, batch.schema)
-                    writer.write_batch(batch)
+                    held.append(batch)
+                    if sum(len(b) for b in held) >= ROW_GROUP:
+                        writer.write_table(pa.Table.from_batches(held), row_group_size=2 * ROW_GROUP)
+                        held = []
+            if held:
+                writer.write_table(pa.Table.from_batches(held), row_group_size=2 * ROW_GROUP)
         finally:
             if writer is not None:
                 writer.close()
