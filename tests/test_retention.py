@@ -329,6 +329,8 @@ def test_file_sinks_expire_their_batch_files(tmp_path):
         metrics = pd.DataFrame({"batch_id": batch, "partition": [0], "time": 600.0 + batch, "name": "lag_ms",
                                 "value": 1.0})
         sink.write(batch, BatchRows(results, pd.DataFrame(), late, metrics))
+    for path in (tmp_path / "metrics").glob("*.csv"):  # written when their rows say (time 600 s)
+        os.utime(path, (600, 600))
     assert expiry.expire_results(tmp_path, spec, 2000, {"w.A"}) == 2
     assert sorted(p.name for p in (tmp_path / "results").glob("*.parquet")) == ["batch-000002.parquet",
                                                                                 "batch-000003.parquet"]

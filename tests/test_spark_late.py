@@ -122,7 +122,8 @@ def test_file_sinks_keep_the_late_store_and_metrics_beside_the_results(spark, co
     import pandas as pd
 
     late = pd.concat([pd.read_csv(f) for f in sorted((sink.parent / "late").glob("*.csv"))])
-    assert list(late.columns) == ["sensor_id", "ts", "value", "watermark", "streams", "batch_id"]
+    assert list(late.columns) == ["sensor_id", "ts", "value", "watermark", "streams", "batch_id", "too_late"]
+    assert late["too_late"].isna().all()  # late policy log: no archive, no horizon
     assert len(late) == summary.late > 0
     metrics = pd.concat([pd.read_csv(f) for f in sorted((sink.parent / "metrics").glob("*.csv"))])
     assert {"watermark", "lag_ms", "disorder", "state_bytes", "readings"} <= set(metrics["name"])

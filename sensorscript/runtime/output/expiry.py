@@ -57,10 +57,15 @@ def expire_results(out: Path, spec: str, before: int, streams) -> int:
     _expiring(out, "results", before)
     kind, _, path = spec.partition(":")
     if kind == "sqlite" and Path(path).exists():
-        removed = 0
-        with _connect(path) as db:
-            for stream in sorted(streams):  # on the index (stream, ts): no scan of the table
-                removed += db.execute("DELETE FROM results WHERE stream = ? AND ts < ?", (stream, before)).rowcount
+        removed, streams = 0, sorted(streams)
+        db = _connect(path)
+        try:  # on the index (stream, ts): no scan of the table; a transaction per 256 streams, so
+            for first in range(0, len(streams), 256):  # that the job's writes never wait long
+                with db:
+                    removed += sum(db.execute("DELETE FROM results WHERE stream = ? AND ts < ?", (stream, before)).rowcount
+                                   for stream in streams[first:first + 256])
+        finally:
+            db.close()
         return removed
     if kind == "parquet":
         return _drop_files(Path(path).glob("batch-*.parquet"), lambda f: _parquet_max(f, "ts") < before)
@@ -92,7 +97,8 @@ def downsample_metrics(spec: str, before: float) -> int:
             return db.execute("DELETE FROM metrics WHERE time < ?", (before,)).rowcount
     if kind in ("csv", "parquet"):
         folder = Path(path).parent
-        files = sorted((folder / "metrics").glob("batch-*.csv"))
+        # A batch's file is written when its rows' time is: only files older than `before` are read.
+        files = sorted(f for f in (folder / "metrics").glob("batch-*.csv") if _modified(f) < before)
         frames = [(f, pd.read_csv(f)) for f in files]
         old = [(f, frame) for f, frame in frames if len(frame) and frame["time"].max() < before]
         if not old:
@@ -136,6 +142,13 @@ def size(spec: str) -> int:
         return sum(p.stat().st_size for place in places if place.exists()
                    for p in ([place] if place.is_file() else place.rglob("*")) if p.is_file())
     return 0
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return float("inf")
 
 
 def _connect(path) -> sqlite3.Connection:
