@@ -31,11 +31,12 @@ def run_local(out: Path, source: str, once: bool, sink: str | None, spark=None, 
 
 
 def policy_arguments(watermark: str | None, late: str | None, replay_order: str = "time",
-                     fresh: bool = False) -> list[str]:
+                     fresh: bool = False, input_cleanup: str | None = None) -> list[str]:
     """job.py's options for one run: policies that override the compiled ones, the replay order,
-    and whether to start afresh."""
+    whether to start afresh, and what becomes of the input files read."""
     return [*(["--watermark", watermark] if watermark else []), *(["--late", late] if late else []),
-            *(["--replay-order", replay_order] if replay_order != "time" else []), *(["--fresh"] if fresh else [])]
+            *(["--replay-order", replay_order] if replay_order != "time" else []), *(["--fresh"] if fresh else []),
+            *(["--input-cleanup", input_cleanup] if input_cleanup else [])]
 
 
 def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print,

@@ -334,6 +334,9 @@ class Job:
     # (logged, and every reading archived so that corrections recompute what they touched).
     late: str = "log"
     archive: str | None = None  # with `correct`: the archive's folder, set by the run (OUT/archive)
+    # What becomes of a folder's files once read: keep, delete or archive:DIR (set by the run:
+    # runtime/ingest/source.py, `input_cleanup`).
+    input_cleanup: str = "keep"
     # Sensor id -> further partitions its readings also go to. Our plans send each reading to
     # one partition; the naive placements the report measures (hash by workflow) copy them.
     replicas: dict[str, tuple[int, ...]] = field(default_factory=dict)
