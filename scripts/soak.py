@@ -4,6 +4,7 @@
                                      [--workflows 1024] [--partitions 2] [--out DIR] [--json PATH]
     .venv/bin/python scripts/soak.py --find-max [--source file|socket] [--start-rate 20000] [--step-factor 1.25]
                                      [--step-seconds 60] [--minutes 15] ...
+    .venv/bin/python scripts/soak.py --days 30 [--day-seconds 60] [--retain STORE=DURATION ...] ...
 
 Not part of the test suite (tests/test_scripts.py only smoke-runs it, for seconds, at a tiny rate). The
 machine should be otherwise idle while it runs.
@@ -19,6 +20,13 @@ while the lag stays bounded (soaking.findmax). A run whose job stops (or stops r
 reported up to there, with the job's first error line (Spark's errors are in OUT/job.log), and the
 script exits with 1. Results: the report on stdout and in OUT/report.txt, everything in OUT/soak.json
 (or --json) (soaking.report).
+
+--days N (issue #27: a compressed month): event time runs a day per `--day-seconds` of wall time
+(the rate per wall second stays --rate), some readings come late, a few too late to correct
+(soaking.feed); the job runs with --late correct and --input-cleanup delete, and `--retain
+STORE=DURATION` (repeatable) and `--job-arg ARG` are passed on to job.py as they are. What the job
+keeps on disk is sampled (soaking.stores) and judged per simulated day: each store flat once its
+horizon has passed, batch time not growing with the batches.
 """
 
 from __future__ import annotations
@@ -56,7 +64,17 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--start-rate", type=float, default=20_000)
     parser.add_argument("--step-factor", type=float, default=1.25)
     parser.add_argument("--step-seconds", type=float, default=60)
+    parser.add_argument("--days", type=float, help="feed this many days of event time, a day per --day-seconds")
+    parser.add_argument("--day-seconds", type=float, default=60, help="wall seconds per day of event time (--days)")
+    parser.add_argument("--retain", action="append", default=[], metavar="STORE=DURATION",
+                        help="passed on to job.py as --retain=STORE=DURATION (repeatable)")
+    parser.add_argument("--job-arg", action="append", default=[], metavar="ARG",
+                        help="passed on to job.py as it is (repeatable; --job-arg=--watermark --job-arg=fixed:1s)")
     args = parser.parse_args()
+    if args.days and args.find_max:
+        parser.error("--days and --find-max measure different things: give one")
+    if args.days:
+        args.minutes = args.days * args.day_seconds / 60
     args.minutes = args.minutes if args.minutes is not None else (15 if args.find_max else 10)
     args.max_lag = args.max_lag if args.max_lag is not None else (10 if args.find_max else 30)
     if args.find_max:

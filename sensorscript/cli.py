@@ -169,6 +169,12 @@ def _check_retain(ctx, param, value):
         raise click.BadParameter(str(exc)) from None
 
 
+def _check_input_cleanup(ctx, param, value):
+    from sensorscript.runtime.ingest.source import check_input_cleanup
+
+    return _checked(check_input_cleanup)(ctx, param, value)
+
+
 _WATERMARK_HELP = ("Watermark policy per partition: fixed:DELAY (e.g. fixed:5s), adaptive:MAX_DELAY (waits up to "
                    "MAX_DELAY while the feed is out of order) or quality:EPS,DELTA (a buffer sized so that window "
                    "coverage meets the error bound); each may add ,ahead=DURATION (default 10min).")
@@ -240,8 +246,14 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
 @click.option("--replay-order", type=click.Choice(["time", "name"]), default="time", show_default=True,
               help="The order a folder's files are read in: time (Spark's file source, by modification time) or "
                    "name (sets their modification times in name order first).")
+@click.option("--input-cleanup", metavar="keep|delete|archive:DIR", callback=_check_input_cleanup,
+              help="What becomes of a folder's files once the batch that read them is committed: kept, deleted, or "
+                   "moved under DIR (outside the folder). Default: delete without --once (a live feed's drop folder "
+                   "would grow for ever, and Spark lists it at every trigger), keep with --once (a replay of a "
+                   "folder, read again by the next --once run). To replay a folder you keep without --once, give "
+                   "keep.")
 def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, watermark, late, retain,
-                replay_order) -> None:
+                replay_order, input_cleanup) -> None:
     """Run the job compiled into OUT on local Spark (local[2]) or on a cluster.
 
     A run continues from the checkpoint of the last run on OUT (its windows, partial matches and
@@ -249,8 +261,14 @@ def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, 
     is given. Without --once it runs until stopped: sscript stop OUT [--drain], Ctrl-C or SIGTERM
     stop it between two batches."""
     from sensorscript import running
+    from sensorscript.runtime.ingest.source import input_cleanup as check_cleanup
 
-    policies = running.policy_arguments(watermark, late, replay_order, fresh, retain)
+    policies = running.policy_arguments(watermark, late, replay_order, fresh, input_cleanup, retain)
+    try:
+        check_cleanup(input_cleanup, source, once)  # before Spark starts
+    except ValueError as exc:
+        _fail(SensorScriptError([Diagnostic("error", str(exc))]))
+        return
     try:
         if cluster:
             code = running.submit(Path(out), cluster, source, once, sink, echo=click.echo,

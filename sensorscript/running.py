@@ -31,12 +31,14 @@ def run_local(out: Path, source: str, once: bool, sink: str | None, spark=None, 
 
 
 def policy_arguments(watermark: str | None, late: str | None, replay_order: str = "time",
-                     fresh: bool = False, retain: dict[str, str] | None = None) -> list[str]:
+                     fresh: bool = False, input_cleanup: str | None = None,
+                     retain: dict[str, str] | None = None) -> list[str]:
     """job.py's options for one run: policies and horizons that override the compiled ones, the
-    replay order, and whether to start afresh."""
+    replay order, whether to start afresh, and what becomes of the input files read."""
     return [*(["--watermark", watermark] if watermark else []), *(["--late", late] if late else []),
             *(item for store, duration in (retain or {}).items() for item in ("--retain", f"{store}={duration}")),
-            *(["--replay-order", replay_order] if replay_order != "time" else []), *(["--fresh"] if fresh else [])]
+            *(["--replay-order", replay_order] if replay_order != "time" else []), *(["--fresh"] if fresh else []),
+            *(["--input-cleanup", input_cleanup] if input_cleanup else [])]
 
 
 def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print,

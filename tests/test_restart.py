@@ -50,15 +50,17 @@ def replay(tmp_path_factory) -> tuple[Path, list[list[str]]]:
 
 class Run:
     """`sscript run OUT --input DATA --max-files-per-trigger 1` in a child process of its own
-    session (as a terminal runs it: Ctrl-C reaches `sscript` only), its output collected."""
+    session (as a terminal runs it: Ctrl-C reaches `sscript` only), its output collected. The files
+    read are kept (`cleanup`; a live run's default deletes them): the tests read them again."""
 
-    def __init__(self, out: Path, data: Path | str, bounded: bool = True):
+    def __init__(self, out: Path, data: Path | str, bounded: bool = True, cleanup: str | None = "keep"):
         self.out = out
         self.began = time.time()
         self.lines: list[str] = []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "sensorscript.cli", "run", str(out), "--input", str(data),
-             *(["--max-files-per-trigger", "1"] if bounded else [])], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+             *(["--max-files-per-trigger", "1"] if bounded else []),
+             *(["--input-cleanup", cleanup] if cleanup else [])], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
         self.reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout), daemon=True)
         self.reader.start()

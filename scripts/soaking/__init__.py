@@ -5,6 +5,7 @@
     job        the job's child process: started, its output read, its processes found, stopped
     sink       what the job wrote: committed batches, their metrics and results, the checkpoint's durations
     sampling   every second the lag, every 5 s the processes' memory and CPU
+    stores     --days: what the job keeps on disk, per simulated day
     figures    latency, lag at the commits, trends, and the per-minute table
     verdict    a run against its targets (memory and state flat, lag bounded, p99 latency)
     findmax    --find-max's steps: each judged on its lag

@@ -8,6 +8,11 @@ generated; sensor i reads at ts = (k + phase_i) * period, period = 1000 * sensor
           the last 100 ms, as CSV lines, written with sendall. Spark's socket source reads every line
           into the driver as it comes, so a send blocked for 60 s means the job stopped reading: the
           run ends there.
+--days (a compressed month, `Clock`): event time runs `speedup` times faster than the wall clock
+from the start (a day of event time per `--day-seconds`), each sensor reading `speedup` times less
+often per event second so that the rate per wall second stays --rate, and LATE_SHARE of the
+readings come late: 1 to 10 event minutes, and TOO_LATE_SHARE of those TOO_LATE_DAYS days (past a
+short archive horizon: too late to correct).
 Each chunk's wall time once written (the rename done, sendall returned) is recorded with the newest
 event time in it. The job is started on a priming chunk (one second of readings); the paced feed
 begins when told (`go`) and runs until `until`.
@@ -35,13 +40,28 @@ HEADER = b"sensor_id,ts,value\n"
 FILE_CHUNK_MS, FILE_PHASE_MS = 1000, 500
 SOCKET_CHUNK_MS = 100
 SEND_TIMEOUT = 60.0
+LATE_SHARE, LATE_MINUTES = 0.001, (1, 10)  # --days: readings this late (event minutes)
+TOO_LATE_SHARE, TOO_LATE_DAYS = 0.01, 3  # of those late: this many days late instead
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Event time from wall time: the same (`speedup` 1), or `speedup` times faster from `origin_ms`."""
+
+    speedup: float = 1.0
+    origin_ms: int = 0
+
+    def event_ms(self, wall_ms: float) -> int:
+        return int(self.origin_ms + (wall_ms - self.origin_ms) * self.speedup)
 
 
 class Readings:
     """The fleet's readings, paced by the wall clock: sensor i at ts = (k + phase_i) * period."""
 
-    def __init__(self, sensors: list[str], referenced: frozenset[str], rate: float, seed: int = 7):
+    def __init__(self, sensors: list[str], referenced: frozenset[str], rate: float, seed: int = 7,
+                 speedup: float = 1.0):
         rng = np.random.default_rng(seed)
+        self.speedup = speedup  # event time per wall time (--days); above 1, some readings come late
         self.names = pa.array(sensors, pa.string())
         self.phase = rng.random(len(sensors))
         self.wave = rng.uniform(0, 2 * np.pi, len(sensors))
@@ -51,7 +71,7 @@ class Readings:
 
     def between(self, start_ms: int, end_ms: int) -> tuple[bytes, int, int, int]:
         """CSV lines of the readings with start_ms <= ts < end_ms: (text, readings, referenced, newest ts)."""
-        period = 1000.0 * len(self.phase) / self.rate
+        period = 1000.0 * len(self.phase) * self.speedup / self.rate  # event ms between two readings of a sensor
         k = np.arange(math.floor(start_ms / period) - 1, math.ceil(end_ms / period) + 1)
         times = (k[:, None] + self.phase[None, :]) * period
         ts = np.floor(times).astype(np.int64)
@@ -62,11 +82,21 @@ class Readings:
         ts, sensor = ts[order], sensor[order]
         value = np.round(10 * np.sin(2 * np.pi * ts / 600_000 + self.wave[sensor])
                          + self.rng.normal(0, 1, len(ts)), 3)
+        newest = int(ts[-1]) if len(ts) else start_ms - 1
+        if self.speedup > 1 and len(ts):
+            ts = self._some_late(ts)
         table = pa.table({"sensor_id": self.names.take(pa.array(sensor)), "ts": pa.array(ts), "value": value})
         buffer = io.BytesIO()
         pa_csv.write_csv(table, buffer, pa_csv.WriteOptions(include_header=False, quoting_style="none"))
-        return (buffer.getvalue(), len(ts), int(self.is_referenced[sensor].sum()),
-                int(ts[-1]) if len(ts) else start_ms - 1)
+        return buffer.getvalue(), len(ts), int(self.is_referenced[sensor].sum()), newest
+
+    def _some_late(self, ts: np.ndarray) -> np.ndarray:
+        """`ts` with LATE_SHARE of them moved back 1-10 event minutes (TOO_LATE_SHARE of those
+        TOO_LATE_DAYS days): late readings, corrected or too late to correct."""
+        late = self.rng.random(len(ts)) < LATE_SHARE
+        delay = self.rng.uniform(*LATE_MINUTES, len(ts)) * 60_000
+        delay[self.rng.random(len(ts)) < TOO_LATE_SHARE] = TOO_LATE_DAYS * 86_400_000
+        return np.where(late, ts - delay.astype(np.int64), ts)
 
 
 @dataclass
@@ -86,9 +116,10 @@ class Feed(threading.Thread):
     chunk_ms = FILE_CHUNK_MS
     phase_ms = 0
 
-    def __init__(self, readings: Readings):
+    def __init__(self, readings: Readings, clock: Clock = Clock()):
         super().__init__(daemon=True, name=type(self).__name__)
         self.readings = readings
+        self.clock = clock
         self.chunks: list[Chunk] = []
         self.started_at: float | None = None  # wall time the paced feed began
         self.until: float = math.inf
@@ -103,7 +134,7 @@ class Feed(threading.Thread):
         self.write_chunk(now - 1000, now)
 
     def write_chunk(self, start_ms: int, end_ms: int) -> None:
-        text, count, referenced, newest = self.readings.between(start_ms, end_ms)
+        text, count, referenced, newest = self.readings.between(self.clock.event_ms(start_ms), self.clock.event_ms(end_ms))
         self.emit(text, newest)
         written = time.time()
         self.chunks.append(Chunk(written, newest, count, referenced, self.readings.rate, written - end_ms / 1000,
@@ -154,8 +185,8 @@ class Feed(threading.Thread):
 class FileFeed(Feed):
     chunk_ms, phase_ms = FILE_CHUNK_MS, FILE_PHASE_MS
 
-    def __init__(self, readings: Readings, folder: Path):
-        super().__init__(readings)
+    def __init__(self, readings: Readings, folder: Path, clock: Clock = Clock()):
+        super().__init__(readings, clock)
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         self.files: list[tuple[Path, int]] = []  # (file, newest ts), until deleted
@@ -184,8 +215,8 @@ class FileFeed(Feed):
 class SocketFeed(Feed):
     chunk_ms, phase_ms = SOCKET_CHUNK_MS, 0
 
-    def __init__(self, readings: Readings):
-        super().__init__(readings)
+    def __init__(self, readings: Readings, clock: Clock = Clock()):
+        super().__init__(readings, clock)
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
         self.connection: socket.socket | None = None

@@ -1,4 +1,4 @@
-"""The job's process: `python OUT/job/job.py --input SOURCE --out OUT/job` in a child process of its own
+"""The job's process: `python OUT/job/job.py --input SOURCE --out OUT/job [OPTIONS]` in a child process of its own
 process group (local[2], trigger 1 s, SQLite sink OUT/job/results.db). Its output, timestamped, goes
 into OUT/job.log (Spark's errors too: SSCRIPT_SPARK_LOG=ERROR), and the arrival of each of its
 "batch N:" lines is recorded. Its processes are told apart for the sampler (driver, JVM, Python
@@ -28,13 +28,13 @@ class JobProcess:
     """`python OUT/job/job.py --input SOURCE --out OUT/job` in its own process group; its output is
     timestamped into OUT/job.log, and the arrival of each "batch N:" line recorded."""
 
-    def __init__(self, job_dir: Path, source: str, log: Path):
+    def __init__(self, job_dir: Path, source: str, log: Path, options: tuple[str, ...] = ()):
         environment = {**os.environ, "PYTHONUNBUFFERED": "1",
                        # Spark's errors (an OutOfMemoryError in the JVM, say) into the job's log
                        "SSCRIPT_SPARK_LOG": os.environ.get("SSCRIPT_SPARK_LOG", "ERROR"),
                        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
                        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-        self.command = [sys.executable, str(job_dir / "job.py"), "--input", source, "--out", str(job_dir)]
+        self.command = [sys.executable, str(job_dir / "job.py"), "--input", source, "--out", str(job_dir), *options]
         self.process = subprocess.Popen(self.command, env=environment, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True)
         self.lines_at: dict[int, float] = {}  # batch id -> when its line arrived

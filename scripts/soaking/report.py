@@ -12,6 +12,7 @@ from pathlib import Path
 from .figures import batch_lags, latencies, minute_rows, minute_table, percentile, shown
 from .findmax import step_table
 from .run import Soak
+from .stores import batch_trend, day_lines, per_day
 from .verdict import verdict
 from .workload import Workload
 
@@ -44,9 +45,14 @@ def report(args, out: Path, workload: Workload, soak: Soak) -> tuple[list[str], 
                                 workload.fill_ms / 1000, args.max_lag, soak.failure)
         lines += [f"warm-up {args.warmup:.0f} s; the state judged from {state_from:.0f} s of feed on "
                   f"(it fills for {workload.fill_ms / 1000:.0f} s)", *judged]
+    if args.days:
+        judged, batches = per_day(sampler.samples, args.days, args.day_seconds), batch_trend(watcher.committed())
+        lines += day_lines(judged, batches)
+        found = {**found, "stores_per_day": judged, "batch_duration": batches}
     document = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "source": args.source, "rate": args.rate,
-        "minutes": args.minutes, "sensors": len(workload.sensors), "referenced": len(workload.referenced),
+        "minutes": args.minutes, "days": args.days, "day_seconds": args.day_seconds, "retain": args.retain,
+        "job_args": args.job_arg, "sensors": len(workload.sensors), "referenced": len(workload.referenced),
         "workflows": workload.workflows, "partitions": args.partitions, "fill_s": workload.fill_ms / 1000,
         "warmup_s": args.warmup, "state_from_s": state_from, "fed_s": soak.fed_s, "drained_s": soak.drained_s,
         "exit_code": soak.exit_code, "failure": soak.failure, "minutes_table": rows, "verdict": found,

@@ -10,11 +10,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .feed import Feed, FileFeed, Readings, SocketFeed
+from .feed import Clock, Feed, FileFeed, Readings, SocketFeed
 from .findmax import judge_step
 from .job import JobProcess
 from .sampling import Sampler
 from .sink import SinkWatcher, checkpoint_durations
+from .stores import STORES_EVERY
 from .workload import Workload
 
 LAG_EVERY = 1.0
@@ -35,14 +36,24 @@ class Soak:
     failure: str | None  # why the run ended early, if it did
 
 
+def job_options(args) -> tuple[str, ...]:
+    """job.py's options beyond --input and --out: with --days, late readings corrected and the files
+    read deleted; --retain and --job-arg as given."""
+    options = ["--late", "correct", *(["--input-cleanup", "delete"] if args.source == "file" else [])] \
+        if args.days else []
+    options += [f"--retain={retain}" for retain in args.retain]
+    return (*options, *args.job_arg)
+
+
 def run(args, out: Path, workload: Workload, echo) -> Soak:
     """Start the job, feed it for `args.minutes` (or --find-max's steps) while sampling, stop it."""
     started = time.time()
-    readings = Readings(workload.sensors, workload.referenced, args.rate)
-    feed = FileFeed(readings, out / "input") if args.source == "file" else SocketFeed(readings)
+    clock = Clock(86_400 / args.day_seconds, int(started * 1000)) if args.days else Clock()
+    readings = Readings(workload.sensors, workload.referenced, args.rate, speedup=clock.speedup)
+    feed = FileFeed(readings, out / "input", clock) if args.source == "file" else SocketFeed(readings, clock)
     if isinstance(feed, FileFeed):
         feed.prime()
-    job = JobProcess(out / "job", feed.source, out / "job.log")
+    job = JobProcess(out / "job", feed.source, out / "job.log", job_options(args))
     echo(f"job: {' '.join(job.command)} (log: {out / 'job.log'})")
     watcher = SinkWatcher(out / "job" / "results.db", job)
     steps: list[dict] = []
@@ -59,13 +70,16 @@ def run(args, out: Path, workload: Workload, echo) -> Soak:
             time.sleep(0.2)
         echo(f"first batch committed {watcher.committed()[0].committed - started:.1f} s after the start; feeding "
              f"{args.rate:,.0f} readings/s ({args.rate / len(workload.sensors):g} Hz per sensor) "
-             f"for {args.minutes:g} min through the {args.source} source")
+             f"for {args.minutes:g} min through the {args.source} source"
+             + (f": {args.days:g} days of event time, a day every {args.day_seconds:g} s" if args.days else ""))
         feed.until = time.time() + args.minutes * 60
         feed.go.set()
         feed.start()
         while feed.started_at is None:
             time.sleep(0.01)
-        sampler = Sampler(job, feed, watcher, out / "job" / "checkpoint" / "state", echo)
+        sampler = Sampler(job, feed, watcher, out / "job" / "checkpoint" / "state", echo,
+                          stores_of=out / "job" if args.days else None,
+                          stores_every=min(STORES_EVERY, args.day_seconds / 6))
         step_end = feed.started_at + args.warmup + args.step_seconds
         while not feed.done.is_set():
             if not job.alive():

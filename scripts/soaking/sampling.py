@@ -9,7 +9,10 @@
                the Python workers (every Python process under the JVM: pyspark.daemon and its forks);
                CPU % of the job's processes and of the soak (the feed and the polling), and the
                machine's load average; the state of every partition (soaking.sink). Each such sample
-               is printed as a line of progress, and the file feed's old files are deleted then.
+               is printed as a line of progress, and the file feed's old files are deleted then (not
+               with --days: the job deletes what it has read, --input-cleanup delete).
+  stores       with --days, every 10 s (at least 6 times a simulated day): what the job keeps on disk (soaking.stores). Lags are then in
+               wall seconds (event time runs faster).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import psutil
 from .feed import Feed, FileFeed
 from .job import JobProcess
 from .sink import SinkWatcher, checkpoint_durations
+from .stores import STORES_EVERY, measure
 
 MEMORY_EVERY = 5.0
 
@@ -40,11 +44,15 @@ class Sample:
     load: float | None = None  # the machine's load average over 1 minute
     state_total: float | None = None  # bytes, over partitions
     state_max: float | None = None
+    stores: dict | None = None  # --days: soaking.stores.measure
 
 
 class Sampler:
-    def __init__(self, job: JobProcess, feed: Feed, watcher: SinkWatcher, checkpoint: Path, echo):
+    def __init__(self, job: JobProcess, feed: Feed, watcher: SinkWatcher, checkpoint: Path, echo,
+                 stores_of: Path | None = None, stores_every: float = STORES_EVERY):
         self.job, self.feed, self.watcher, self.checkpoint, self.echo = job, feed, watcher, checkpoint, echo
+        self.stores_of = stores_of  # --days: the job's folder, whose stores are sampled
+        self.next_stores, self.stores_every = 0.0, stores_every
         self.samples: list[Sample] = []
         self.cpu_seen: dict[int, float] = {}
         self.own = psutil.Process()
@@ -64,8 +72,9 @@ class Sampler:
         if fed is None:
             return None, None
         processed, watermark = self.watcher.processed_ms("max_ts"), self.watcher.processed_ms("watermark")
-        return (None if processed is None else (fed - processed) / 1000,
-                None if watermark is None else (fed - watermark) / 1000)
+        wall = 1000 * self.feed.clock.speedup  # event ms per wall second
+        return (None if processed is None else (fed - processed) / wall,
+                None if watermark is None else (fed - watermark) / wall)
 
     def sample(self) -> Sample:
         now = time.time()
@@ -78,11 +87,15 @@ class Sampler:
             if state:
                 sample.state_total, sample.state_max = float(sum(state)), float(max(state))
             checkpoint_durations(self.checkpoint, self.watcher.batches)
-            if isinstance(self.feed, FileFeed):
+            if isinstance(self.feed, FileFeed) and self.feed.clock.speedup == 1:
                 processed = self.watcher.processed_ms()
                 if processed is not None:
                     self.feed.clean(int(processed))
             self.echo(self.progress(sample))
+        if self.stores_of is not None and now >= self.next_stores:
+            self.next_stores = now + self.stores_every
+            feed_folder = self.feed.folder if isinstance(self.feed, FileFeed) else None
+            sample.stores = measure(self.stores_of, feed_folder)
         self.samples.append(sample)
         return sample
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sensorscript.runtime.control.operators import run_partitions
 from sensorscript.runtime.ingest.packets import assign_partitions, control_rows
+from sensorscript.runtime.ingest.source import input_cleanup
 from sensorscript.runtime.plan.program import Job
 from sensorscript.runtime.control.run_loop import JobFailed, run
 from sensorscript.runtime.control.session import SPARK_LOG, spark_session
@@ -46,6 +47,8 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     parser.add_argument("--retain", action="append", default=[], metavar="STORE=DURATION",
                         help="how long a store is kept, instead of the compiled horizon (archive, late, metrics, "
                              "metrics-minutes, results; e.g. archive=7d); kept in the checkpoint for later runs")
+    parser.add_argument("--input-cleanup", metavar="keep|delete|archive:DIR",
+                        help="what becomes of a folder's files once read (default: delete, or keep with --once)")
     args = parser.parse_args(argv)
     if not args.input.startswith(("socket://", "kafka://")) and not Path(args.input).exists():
         print(f"error: {args.input}: no such input folder", file=sys.stderr)
@@ -53,6 +56,7 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     sink = args.sink or f"sqlite:{Path(args.out) / 'results.db'}"
     try:
         check_sink(sink)  # before Spark starts, and before a bounded run clears what stands at the path
+        input_cleanup(args.input_cleanup, args.input, args.once)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -61,7 +65,7 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
         summary = run(job, build_query, args.input, Path(args.out), args.once, sink, spark,
                       trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,
                       watermark=args.watermark, late=args.late, replay_order=args.replay_order, fresh=args.fresh,
-                      retain=args.retain)
+                      retain=args.retain, input_cleanup=args.input_cleanup)
     except (JobFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         if isinstance(exc, JobFailed) and (Path(args.out) / SPARK_LOG).exists():

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime.ingest import archive
+from sensorscript.runtime.ingest import archive, source as sources
 from sensorscript.runtime.control import correction, failures
 from sensorscript.runtime.control.housekeeping import Housekeeping, event_now
 from sensorscript.runtime.output import expiry
@@ -149,7 +149,8 @@ class RunSummary:
 def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink: str | None = None, spark=None,
         master: str | None = None, trigger_seconds: float = 1.0, max_files_per_trigger: int | None = None,
         echo=print, watermark: str | None = None, late: str | None = None,
-        replay_order: str = "time", fresh: bool = False, retain: list[str] | None = None) -> RunSummary:
+        replay_order: str = "time", fresh: bool = False, retain: list[str] | None = None,
+        input_cleanup: str | None = None) -> RunSummary:
     """Run the job's query (`build_query`, from job.py) until its input ends or it is stopped.
 
     A run continues from the checkpoint in OUT (state, windows, partial matches, the files read)
@@ -160,12 +161,15 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     job's (SPEC §6). `replay_order`: the order a folder's files are read in: `time` (Spark's file
     source: by modification time) or `name` (their modification times are set one second apart in
     name order first, so that Spark's order is the names'). `retain`: STORE=DURATION horizons for
-    this run and the next ones (runtime/plan/retention.py), kept in the checkpoint."""
+    this run and the next ones (runtime/plan/retention.py), kept in the checkpoint. `input_cleanup`:
+    what becomes of a folder's files once read: keep, delete or archive:DIR (by default delete, or
+    keep with `once`: runtime/ingest/source.py, `input_cleanup`)."""
     out = Path(out)
     if replay_order == "name" and not source.startswith(("socket://", "kafka://")):
         files = order_by_name(Path(source))
         echo(f"replaying {files:,} files in name order (their modification times now follow their names)")
     job = with_policies(job, watermark, late)
+    job = dataclasses.replace(job, input_cleanup=_input_cleanup(build_query, input_cleanup, source, once, echo))
     sink_spec = sink or f"sqlite:{out / 'results.db'}"
     if once and source.startswith(("socket://", "kafka://")):
         raise ValueError("--once reads a folder of files; a socket or Kafka source runs until stopped "
@@ -193,6 +197,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         start_afresh(out, sink_spec)
     else:
         echo(f"continuing from the checkpoint in {checkpoint} after batch {after} (sscript run --fresh starts anew)")
+        sources.clean_committed(checkpoint / "state", source, job.input_cleanup)
     clear_request(out)
     retention = retaining.resolve(job.retention, retaining.keep(checkpoint, given))
     if correcting:
@@ -338,7 +343,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         """Go on with plan version `number` (sscript update): the query stopped between batches."""
         nonlocal job, target
         newer, _ = versions.load(out, number)
-        newer = with_policies(newer, watermark, late)
+        newer = dataclasses.replace(with_policies(newer, watermark, late), input_cleanup=job.input_cleanup)
         if correcting:
             newer = dataclasses.replace(newer, archive=job.archive)
         if (newer.partitions, newer.bucket_keys) != (job.partitions, job.bucket_keys):
@@ -367,7 +372,9 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         if once and outcome == "finished":
             outcome = "ended"
         if outcome == "ended":
-            (checkpoint / ENDED).write_text(f"{time.time()}\n")  # the next run starts afresh
+            # The next run starts afresh: what Spark left of the input read (the last batch's files) goes first.
+            sources.clean_committed(checkpoint / "state", source, job.input_cleanup, everything=True)
+            (checkpoint / ENDED).write_text(f"{time.time()}\n")
             if correcting:  # the input has ended: every late reading can be settled
                 run_correction(POS_INF)
     finally:
@@ -518,6 +525,21 @@ def order_by_name(folder: Path) -> int:
         stamp = now - (len(files) - index)
         os.utime(path, (stamp, stamp))
     return len(files)
+
+
+def _input_cleanup(build_query, requested: str | None, source: str, once: bool, echo) -> str:
+    """This run's input cleanup (runtime/ingest/source.py, `input_cleanup`), said when files go. A
+    job.py compiled before --input-cleanup existed reads its folder without it: its files are kept."""
+    cleanup = sources.input_cleanup(requested, source, once)
+    if cleanup == "keep":
+        return cleanup
+    if "input_cleanup" not in getattr(getattr(build_query, "__code__", None), "co_names", ("input_cleanup",)):
+        echo(f"this job.py was compiled before --input-cleanup: the files of {source} are kept "
+             f"('sscript compile' again to have them {'deleted' if cleanup == 'delete' else 'moved'} once read)")
+        return "keep"
+    echo(f"the files of {source} are " + ("deleted" if cleanup == "delete" else f"moved to {cleanup[len('archive:'):]}")
+         + " once the batch that read them is committed (--input-cleanup; keep keeps them)")
+    return cleanup
 
 
 def with_policies(job: Job, watermark: str | None, late: str | None) -> Job:

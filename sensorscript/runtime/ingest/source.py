@@ -14,7 +14,13 @@ docs/ARCHITECTURE.md, "Stage 0".
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -27,13 +33,15 @@ INPUT_COLUMNS = ("path", "length", "value")
 _BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
 
 
-def read_input(spark: SparkSession, source: str, max_files_per_trigger: int | None = None) -> DataFrame:
+def read_input(spark: SparkSession, source: str, max_files_per_trigger: int | None = None,
+               cleanup: str = "keep") -> DataFrame:
     """A streaming DataFrame with the columns INPUT_COLUMNS, from a folder, a socket or Kafka.
 
     spool:FOLDER is a socket://HOST:PORT the run loop spools into FOLDER (runtime/ingest/spool.py),
     each file deleted once a batch has committed it; kafka://BROKERS/TOPIC reads message values
     (needs the spark-sql-kafka package on the cluster; a value may hold several lines); anything
-    else is a folder of CSV or JSON-lines files (new files are picked up as they appear).
+    else is a folder of CSV or JSON-lines files (new files are picked up as they appear), whose
+    files are kept, deleted or moved once read by `cleanup` (`input_cleanup`).
     """
     if source.startswith(spool.PREFIX):  # socket://: the run loop spools it (runtime/ingest/spool.py)
         return _files(spark.readStream.option("cleanSource", "delete"), source[len(spool.PREFIX):])
@@ -48,7 +56,123 @@ def read_input(spark: SparkSession, source: str, max_files_per_trigger: int | No
     reader = spark.readStream.option("recursiveFileLookup", "true")
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
+    mode, archive_dir = _cleanup_mode(cleanup)
+    if mode != "keep":  # Spark's cleanSource: a batch's files go once the batch is committed
+        reader = reader.option("cleanSource", "archive" if archive_dir else "delete")
+        if archive_dir:
+            reader = reader.option("sourceArchiveDir", archive_dir)
     return _files(reader, source)
+
+
+# ---- What becomes of a folder's files once read (--input-cleanup) ----------------------------------
+#
+# keep: they stay (a folder replayed, read again by a later run that starts afresh); delete: they are
+# deleted; archive:DIR: moved under DIR, at their own absolute path (Spark's sourceArchiveDir). A
+# live feed (a gateway's drop folder) would otherwise grow without end, and Spark lists the whole
+# folder at every trigger. Spark deletes or moves a batch's files when it builds the next batch,
+# after the batch's commit, so a run killed at any point loses nothing (`clean_committed` does what
+# Spark leaves: the files of the last batch of a run whose input ended, and of a batch run again
+# after a kill).
+CLEANUP_HELP = "keep, delete or archive:DIR"
+
+
+def input_cleanup(requested: str | None, source: str, once: bool) -> str:
+    """The cleanup of a run's input files: `requested` (checked), or by default `delete` for a run
+    that goes on until stopped (a live feed's folder) and `keep` for --once (a bounded replay of a
+    folder, which a later --once run reads again). An archive folder comes back absolute. Raises
+    ValueError in the user's words."""
+    if requested is None:
+        return "keep" if once or _streamed(source) else "delete"
+    mode, archive_dir = _cleanup_mode(requested)
+    if _streamed(source) and mode != "keep":
+        raise ValueError(f"--input-cleanup {requested}: a socket's spool is deleted as it is read, and Kafka keeps "
+                         f"its own retention; the option is for a folder of files")
+    if archive_dir is None:
+        return mode
+    if "://" in archive_dir or "://" in source:
+        return requested  # Spark checks a file system's paths itself
+    folder, archive = Path(source).resolve(), Path(archive_dir).expanduser().resolve()
+    if archive == folder or folder in archive.parents or archive in folder.parents:
+        raise ValueError(f"--input-cleanup archive:{archive_dir}: the archive folder must be outside the input "
+                         f"folder {source} (and not hold it), or the files moved there would be read again")
+    if archive.exists() and not archive.is_dir():
+        raise ValueError(f"--input-cleanup archive:{archive_dir}: not a folder")
+    return f"archive:{archive}"
+
+
+def check_input_cleanup(text: str) -> str:
+    """`text` if it is keep, delete or archive:DIR, else ValueError (what the CLI checks first)."""
+    _cleanup_mode(text)
+    return text
+
+
+def _cleanup_mode(text: str) -> tuple[str, str | None]:
+    """(keep | delete | archive, the archive folder or None)."""
+    if text in ("keep", "delete"):
+        return text, None
+    if text.startswith("archive:") and text[len("archive:"):].strip():
+        return "archive", text[len("archive:"):]
+    raise ValueError(f"--input-cleanup {text}: expected {CLEANUP_HELP}")
+
+
+def _streamed(source: str) -> bool:
+    return source.startswith(("socket://", "kafka://", spool.PREFIX))
+
+
+def clean_committed(state: Path, folder: str, cleanup: str, everything: bool = False) -> int:
+    """Delete or archive (by `cleanup`) the files of `folder` that the checkpoint's query (its folder
+    `state`) read in committed batches and Spark left: those of its last committed batch (Spark
+    cleans a batch's files when it builds the next one) and of a batch it ran again after a kill
+    (the batch before it is then never cleaned). `everything`: the input has ended, every file the
+    source log lists was committed. Returns how many files went."""
+    mode, archive_dir = _cleanup_mode(cleanup)
+    if mode == "keep" or "://" in folder:
+        return 0
+    root = Path(folder).resolve()
+    gone = 0
+    for index, files in _source_logs(state).items():
+        if not any(root in path.parents for paths in files.values() for path in paths):
+            continue  # another source's log (the control folder's)
+        upto = max(files, default=-1) if everything else _committed_log_offset(state, index)
+        for batch, paths in files.items():
+            if batch > upto:
+                continue
+            for path in paths:
+                if path.exists() and root in path.parents:
+                    if archive_dir:  # where Spark's SourceFileArchiver puts it: DIR + its absolute path
+                        target = Path(archive_dir) / str(path).lstrip(os.sep)
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        shutil.move(path, target)
+                    else:
+                        path.unlink(missing_ok=True)
+                    gone += 1
+    return gone
+
+
+def _source_logs(state: Path) -> dict[int, dict[int, list[Path]]]:
+    """Per source of the checkpoint's query, its file log: log offset -> the files read at it."""
+    found: dict[int, dict[int, list[Path]]] = {}
+    for log_folder in sorted((state / "sources").glob("[0-9]*")):
+        files: dict[int, set[Path]] = {}
+        for log in log_folder.iterdir():
+            if log.name.startswith(".") or not log.name.split(".")[0].isdigit():
+                continue
+            for line in log.read_text().splitlines()[1:]:
+                entry = json.loads(line)
+                path = urlparse(entry["path"]).path
+                files.setdefault(entry["batchId"], set()).add(Path(path))
+        found[int(log_folder.name)] = {batch: sorted(paths) for batch, paths in sorted(files.items())}
+    return found
+
+
+def _committed_log_offset(state: Path, index: int) -> int:
+    """The log offset of source `index` that the last committed micro-batch read up to (-1: none)."""
+    commits = [int(p.name) for p in (state / "commits").glob("[0-9]*") if p.name.isdigit()]
+    if not commits:
+        return -1
+    lines = (state / "offsets" / str(max(commits))).read_text().splitlines()
+    offset = lines[2 + index] if len(lines) > 2 + index else "-"
+    return -1 if offset.strip() == "-" else int(json.loads(offset)["logOffset"])
 
 
 # What a job.py compiled before stage 0 read bytes (sscript 0.x, issue #26) calls: its
@@ -56,7 +180,8 @@ def read_input(spark: SparkSession, source: str, max_files_per_trigger: int | No
 # `control_rows` read. So a running job (and the versions an update wrote) keeps running on a newer
 # runtime without being compiled again; its checkpoint's file log is the same for either source.
 def read_lines(spark: SparkSession, source: str, max_files_per_trigger: int | None = None) -> DataFrame:
-    """`read_input`, under the name a job.py compiled before issue #26 calls."""
+    """`read_input`, under the name a job.py compiled before issue #26 calls (its files are kept:
+    the run loop says so)."""
     return read_input(spark, source, max_files_per_trigger)
 
 

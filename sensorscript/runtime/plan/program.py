@@ -337,6 +337,9 @@ class Job:
     # Store -> how long it is kept, as compiled (`--retain`; runtime/plan/retention.py): a run may
     # give others, which its checkpoint keeps.
     retention: dict[str, str] = field(default_factory=dict)
+    # What becomes of a folder's files once read: keep, delete or archive:DIR (set by the run:
+    # runtime/ingest/source.py, `input_cleanup`).
+    input_cleanup: str = "keep"
     # Sensor id -> further partitions its readings also go to. Our plans send each reading to
     # one partition; the naive placements the report measures (hash by workflow) copy them.
     replicas: dict[str, tuple[int, ...]] = field(default_factory=dict)
