@@ -70,23 +70,35 @@ def twelve_hours(folder: Path, seed: int = 3):
 
 @pytest.mark.spark
 def test_twelve_hours_keep_each_store_for_its_horizon(spark, tmp_path):
-    """Archive 4 h, late store 10 h, results 5 h (compiled and given to the run): at the end the
-    archive holds every reading from its floor on and nothing before, its hours merged; late
-    readings older than 4 h are counted and kept as too late, the others corrected; the results
-    kept are exact (the reference over every reading, the too-late ones aside) from where the
-    results' horizon removed the older ones, and `sscript status` says it all."""
+    """Archive 4 h, late store 10 h (compiled), results 5 h (given to a run): the job is SIGKILLed
+    after 12 batches (6 h of event time: hours merged, corrections run, at any moment of either),
+    then a run continues and ends the input. At the end the archive holds every reading from its
+    floor on and nothing before, its hours merged; late readings older than 4 h are counted and kept
+    as too late, the others corrected; the results kept are exact (the reference over every reading,
+    the too-late ones aside) from where the results' horizon removed the older ones, and `sscript
+    status` says it all."""
+    from tests.test_restart import Run
+
     (tmp_path / "w.ss").write_text(SCRIPT)
     job = compile_workflows([str(tmp_path / "w.ss")], tmp_path / "out", partitions=2, late="correct:1min",
                             retention={"archive": "4h", "late": "10h"})
     lines, too_late = twelve_hours(tmp_path / "data")
+    first = Run(job.out, tmp_path / "data")
+    try:
+        first.wait_for_status(lambda s: (s.get("last_batch") or 0) >= 12, "12 batches")
+        first.kill()
+    finally:
+        first.cleanup()
     summary = run_local(job.out, str(tmp_path / "data"), True, None, spark=spark, echo=lambda *_: None,
                         max_files_per_trigger=1, retain=["results=5h"])
+    assert summary.outcome == "ended"
     out = job.out
     now = max(int(line.split(",")[1]) for line in lines)  # the newest reading: where the job stands at the end
 
     # Too late to correct: counted, kept, flagged; the other late readings corrected.
-    assert summary.too_late == len(too_late) > 20
-    assert summary.corrected > 0
+    status = read_status(job.out)
+    assert status["totals"]["too_late"] == len(too_late) > 20
+    assert status["corrections"]["rows"] > 0
     db = sqlite3.connect(out / "results.db")
     flagged = [(s, t, v) for s, t, v in db.execute("SELECT sensor_id, ts, value FROM late WHERE too_late = 1")]
     assert Counter(flagged) == Counter(too_late)
@@ -287,6 +299,10 @@ def test_expiry_moves_the_floor_then_removes_the_hours_behind_it(tmp_path):
     assert archive.earliest(folder) == T0 + H
     assert read_all(folder) == [row for row in written if row[1] >= T0 + H]
     assert archive.expire(folder, T0 + 30) is None  # the floor never moves back
+    # Nor past what is there: an archive whose readings all lie after the cut keeps its floor.
+    fresh = tmp_path / "fresh"
+    archive.write(str(fresh), 0, 0, np.array([1]), np.array([T0 + 5 * H]), np.array([1.0]))
+    assert archive.expire(fresh, T0 + 2 * H) is None and archive.floor(fresh) == archive.NEG_INF
 
 
 # ------------------------------------------------------------------ sinks

@@ -48,6 +48,9 @@ class Case:
 
 
 SMOKE: dict[str, tuple[Case, ...]] = {
+    "bench_archive.py": (Case(("--rate", "2000", "--sensors", "40", "--hours", "0.02"),
+                              (r"small files: 144 files, .* bytes a reading", r"merged: +2 files, .* in [\d.]+ s",
+                               r"a correction's read of 4 sensors", r"GiB a day; with the default horizon of 7 days")),),
     "bench_backfill.py": (Case(("--workflows", "2", "--sensors", "20", "--archive-minutes", "60", "--live-seconds", "5",
                                 "--pairs", "1", "--keep", "{work}"),
                                (r"backfill alone: [\d,]+ archived readings .* [1-9][\d,]* rows written",

@@ -302,7 +302,9 @@ def expire(folder: str | Path, before: int) -> int | None:
     first, then the hours behind it go (`sweep`, now or next time); returns the new floor, or None
     when it did not move."""
     new = (before // HOUR_MS) * HOUR_MS
-    if new <= floor(folder):
+    first = earliest(folder)  # the floor says what was removed: it moves only when something goes
+    if first is None or first >= new or new <= floor(folder):
+        sweep(folder)  # a too-late reading's straggler behind the floor
         return None
     path = Path(folder) / FLOOR
     path.parent.mkdir(parents=True, exist_ok=True)
