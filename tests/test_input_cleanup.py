@@ -183,3 +183,41 @@ def test_a_job_compiled_before_keeps_its_files_and_says_so():
     assert run_loop._input_cleanup(old_build_query, None, "data", False, said.append) == "keep"
     assert "compiled before --input-cleanup" in said[0] and "kept" in said[0]
     assert run_loop._input_cleanup(new_build_query, None, "data", False, said.append) == "delete"
+
+
+@pytest.mark.spark
+def test_a_live_feed_killed_mid_feed_reads_every_file_once(fleet, tmp_path):
+    """`sscript run` on a drop folder fed three files, SIGKILLed as batch 2 is written (its job's
+    process group: driver, JVM, workers), fed three more and started again, then drained: each file
+    was read by exactly one micro-batch (the offset log), the results equal the reference over all
+    the data (a file read twice or lost would change them), and the folder is empty."""
+    from tests.test_restart import Run  # the CLI in a child session, killed by process group
+
+    out, batches = fleet
+    staged = write_replay(tmp_path / "staged", batches)  # moved in as the feed delivers them
+    data = tmp_path / "data"
+    data.mkdir()
+
+    def deliver(indices) -> None:
+        for k in indices:
+            os.rename(staged / f"part-{k:03d}.csv", data / f"part-{k:03d}.csv")
+
+    deliver(range(3))
+    runs = [Run(out, data, cleanup="delete")]
+    try:
+        runs[0].wait_for_status(lambda s: (s.get("last_batch") or 0) >= 2, "batch 2")
+        runs[0].kill()
+        deliver(range(3, FILES))
+        runs.append(Run(out, data, cleanup="delete"))
+        output = runs[1].drain(sum(map(len, batches)))
+    finally:
+        for run in runs:
+            run.cleanup()
+    assert "continuing from the checkpoint" in output
+    state = out / "checkpoint" / "state"
+    # A batch in which the folder had nothing new logs the offset before it again: one read.
+    offsets = {tuple(map(tuple, files)) for files in source._drop_offsets(state).values()}
+    read = [Path(path).name for files in offsets for path, _, _ in files]
+    assert sorted(read) == [f"part-{k:03d}.csv" for k in range(FILES)]  # each in one batch: none twice, none lost
+    assert not list(data.iterdir())
+    assert_same(result_rows(out), reference(batches))
