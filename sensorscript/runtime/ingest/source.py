@@ -8,6 +8,10 @@ Spark never reads the file itself; from Kafka, the message values as bytes. Stag
 a line break (`blocks`), and parses each block with Arrow by the rules of records.py
 (`records.read_block`). A file of any size is read a block at a time, never whole.
 
+A live feed's folder (files deleted or archived once read) and the socket's spool are read by the
+drop-folder source instead (runtime/ingest/drop_folder.py, `drop:FOLDER`), whose checkpoint stays
+bounded: Spark's file source remembers every file it has read.
+
 Why binaryFile and not a Python streaming data source (pyspark's `DataSource.streamReader`):
 docs/ARCHITECTURE.md, "Stage 0".
 """
