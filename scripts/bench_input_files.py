@@ -1,7 +1,7 @@
 """What grows with the number of input files a live job has read (issue #27, item 3).
 
     .venv/bin/python scripts/bench_input_files.py [--files 1000,10000,50000] [--per-batch 20]
-                                                  [--cleanup delete] [--keep DIR]
+                                                  [--cleanup delete] [--runtime CHECKOUT] [--keep DIR]
 
 A live job (workflows/bridge.ss, local[2], trigger as fast as it goes, `--input-cleanup`) reads a
 folder into which a feeder writes `--per-batch` small files (10 readings each, event time moving
@@ -48,6 +48,10 @@ def main() -> int:
     parser.add_argument("--files", default="1000,10000,50000", help="counts of files read to measure at")
     parser.add_argument("--per-batch", type=int, default=20, help="files the feeder keeps ahead of the job")
     parser.add_argument("--cleanup", default="delete", help="the job's --input-cleanup")
+    parser.add_argument("--runtime", default=str(ROOT),
+                        help="the sensorscript checkout that compiles and runs the job (default this one, where a "
+                             "live folder is read by the drop-folder source; one from before it, e.g. main at "
+                             "5d30dac, reads it with Spark's file source)")
     parser.add_argument("--keep", help="work in this folder and keep it (default: a temporary one)")
     args = parser.parse_args()
     marks = sorted(int(n) for n in args.files.split(","))
@@ -55,7 +59,7 @@ def main() -> int:
     shutil.rmtree(work / "job", ignore_errors=True)
     shutil.rmtree(work / "in", ignore_errors=True)
     (work / "in").mkdir(parents=True)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONPATH": args.runtime, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONUNBUFFERED": "1"}
     subprocess.run([sys.executable, "-m", "sensorscript.cli", "compile", str(ROOT / "workflows" / "bridge.ss"),
                     "--sensors", str(ROOT / "workflows" / "sensors.csv"), "-o", str(work / "job")],
                    check=True, env=env, capture_output=True)

@@ -49,8 +49,14 @@ def reference(batches: list[list[str]]) -> list:
 
 
 def committed_files(out: Path, data: Path) -> set[Path]:
-    """The files of `data` the checkpoint's committed batches read (Spark's source and offset logs)."""
+    """The files of `data` the checkpoint's committed batches read (the drop-folder source's offsets,
+    or Spark's file source log)."""
     state = out / "checkpoint" / "state"
+    upto = source._last_committed(state, everything=False)
+    found = {Path(path) for batch, files in source._drop_offsets(state).items() if batch <= upto
+             for path, _, _ in files}
+    if found:
+        return found
     for index, files in source._source_logs(state).items():
         upto = source._committed_log_offset(state, index)
         found = {path for batch, paths in files.items() if batch <= upto for path in paths}
@@ -98,6 +104,9 @@ def test_a_live_run_deletes_what_it_committed_and_continues_exactly(spark, fleet
     assert every - present and present  # some deleted, some still to read
     assert every - present <= committed  # only files of committed batches
     assert every - committed <= present  # none that a committed batch did not read
+    # Read by the drop-folder source: no log of every file read (Spark's file source keeps one).
+    assert (out / "checkpoint" / "input-source").read_text().split()[0] == "drop"
+    assert not any(source._source_logs(out / "checkpoint" / "state").get(0, {}).values())
 
     keys = ("readings", "unread", "quarantined", "skipped")
     stop_when(out, "drain", lambda s: sum(s.get("totals", {}).get(k, 0) for k in keys) >= lines)
@@ -174,3 +183,41 @@ def test_a_job_compiled_before_keeps_its_files_and_says_so():
     assert run_loop._input_cleanup(old_build_query, None, "data", False, said.append) == "keep"
     assert "compiled before --input-cleanup" in said[0] and "kept" in said[0]
     assert run_loop._input_cleanup(new_build_query, None, "data", False, said.append) == "delete"
+
+
+@pytest.mark.spark
+def test_a_live_feed_killed_mid_feed_reads_every_file_once(fleet, tmp_path):
+    """`sscript run` on a drop folder fed three files, SIGKILLed as batch 2 is written (its job's
+    process group: driver, JVM, workers), fed three more and started again, then drained: each file
+    was read by exactly one micro-batch (the offset log), the results equal the reference over all
+    the data (a file read twice or lost would change them), and the folder is empty."""
+    from tests.test_restart import Run  # the CLI in a child session, killed by process group
+
+    out, batches = fleet
+    staged = write_replay(tmp_path / "staged", batches)  # moved in as the feed delivers them
+    data = tmp_path / "data"
+    data.mkdir()
+
+    def deliver(indices) -> None:
+        for k in indices:
+            os.rename(staged / f"part-{k:03d}.csv", data / f"part-{k:03d}.csv")
+
+    deliver(range(3))
+    runs = [Run(out, data, cleanup="delete")]
+    try:
+        runs[0].wait_for_status(lambda s: (s.get("last_batch") or 0) >= 2, "batch 2")
+        runs[0].kill()
+        deliver(range(3, FILES))
+        runs.append(Run(out, data, cleanup="delete"))
+        output = runs[1].drain(sum(map(len, batches)))
+    finally:
+        for run in runs:
+            run.cleanup()
+    assert "continuing from the checkpoint" in output
+    state = out / "checkpoint" / "state"
+    # A batch in which the folder had nothing new logs the offset before it again: one read.
+    offsets = {tuple(map(tuple, files)) for files in source._drop_offsets(state).values()}
+    read = [Path(path).name for files in offsets for path, _, _ in files]
+    assert sorted(read) == [f"part-{k:03d}.csv" for k in range(FILES)]  # each in one batch: none twice, none lost
+    assert not list(data.iterdir())
+    assert_same(result_rows(out), reference(batches))

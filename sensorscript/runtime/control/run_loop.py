@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime.ingest import archive, source as sources
+from sensorscript.runtime.ingest import archive, drop_folder, source as sources
 from sensorscript.runtime.control import correction, failures
 from sensorscript.runtime.control.housekeeping import Housekeeping, event_now
 from sensorscript.runtime.output import expiry
@@ -197,7 +197,15 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         start_afresh(out, sink_spec)
     else:
         echo(f"continuing from the checkpoint in {checkpoint} after batch {after} (sscript run --fresh starts anew)")
-        sources.clean_committed(checkpoint / "state", source, job.input_cleanup)
+    # A live feed's folder and a socket's spool are read by the drop-folder source, whose checkpoint
+    # stays bounded, unless the checkpoint began on Spark's file source (runtime/ingest/drop_folder.py).
+    spool_folder = checkpoint / "spool"
+    folder = str(spool_folder.resolve()) if source.startswith("socket://") else source
+    kind, cleanup = drop_folder.source_of(checkpoint, folder, job.input_cleanup, after is None,
+                                          source.startswith("socket://"), _takes_cleanup(build_query), echo)
+    job = dataclasses.replace(job, input_cleanup=cleanup)
+    if after is not None:  # what a killed run left of the batches it committed
+        sources.clean_committed(checkpoint / "state", folder, job.input_cleanup)
     clear_request(out)
     retention = retaining.resolve(job.retention, retaining.keep(checkpoint, given))
     if correcting:
@@ -319,11 +327,12 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
 
     # A socket is read by the driver into a spool of small files that Spark's file source reads
     # (runtime/ingest/spool.py: Spark's socket source keeps its backlog in the driver's heap).
-    feed = SocketSpool(source, checkpoint / "spool", echo=echo) if source.startswith("socket://") else None
+    feed = SocketSpool(source, spool_folder, echo=echo) if source.startswith("socket://") else None
+    reads = drop_folder.PREFIX + folder if kind == drop_folder.DROP else feed.input if feed else source
 
     def start():
         gate.open()
-        query = build_query(spark, feed.input if feed else source, str(control), max_files_per_trigger, job=job)
+        query = build_query(spark, reads, str(control), max_files_per_trigger, job=job)
         writer = query.writeStream.foreachBatch(write_batch).option("checkpointLocation", str(checkpoint / "state"))
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=f"{trigger_seconds} seconds")
         return writer.queryName(f"sensorscript_{job.name}_{int(time.time() * 1000)}").start()
@@ -373,7 +382,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
             outcome = "ended"
         if outcome == "ended":
             # The next run starts afresh: what Spark left of the input read (the last batch's files) goes first.
-            sources.clean_committed(checkpoint / "state", source, job.input_cleanup, everything=True)
+            sources.clean_committed(checkpoint / "state", folder, job.input_cleanup, everything=True)
             (checkpoint / ENDED).write_text(f"{time.time()}\n")
             if correcting:  # the input has ended: every late reading can be settled
                 run_correction(POS_INF)
@@ -527,13 +536,18 @@ def order_by_name(folder: Path) -> int:
     return len(files)
 
 
+def _takes_cleanup(build_query) -> bool:
+    """Whether the job.py passes the run's input cleanup to its source (compiled since --input-cleanup)."""
+    return "input_cleanup" in getattr(getattr(build_query, "__code__", None), "co_names", ("input_cleanup",))
+
+
 def _input_cleanup(build_query, requested: str | None, source: str, once: bool, echo) -> str:
     """This run's input cleanup (runtime/ingest/source.py, `input_cleanup`), said when files go. A
     job.py compiled before --input-cleanup existed reads its folder without it: its files are kept."""
     cleanup = sources.input_cleanup(requested, source, once)
     if cleanup == "keep":
         return cleanup
-    if "input_cleanup" not in getattr(getattr(build_query, "__code__", None), "co_names", ("input_cleanup",)):
+    if not _takes_cleanup(build_query):
         echo(f"this job.py was compiled before --input-cleanup: the files of {source} are kept "
              f"('sscript compile' again to have them {'deleted' if cleanup == 'delete' else 'moved'} once read)")
         return "keep"

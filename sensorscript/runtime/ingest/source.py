@@ -8,6 +8,10 @@ Spark never reads the file itself; from Kafka, the message values as bytes. Stag
 a line break (`blocks`), and parses each block with Arrow by the rules of records.py
 (`records.read_block`). A file of any size is read a block at a time, never whole.
 
+A live feed's folder (files deleted or archived once read) and the socket's spool are read by the
+drop-folder source instead (runtime/ingest/drop_folder.py, `drop:FOLDER`), whose checkpoint stays
+bounded: Spark's file source remembers every file it has read.
+
 Why binaryFile and not a Python streaming data source (pyspark's `DataSource.streamReader`):
 docs/ARCHITECTURE.md, "Stage 0".
 """
@@ -15,8 +19,6 @@ docs/ARCHITECTURE.md, "Stage 0".
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
@@ -24,7 +26,7 @@ from urllib.parse import urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sensorscript.runtime.ingest import spool
+from sensorscript.runtime.ingest import drop_folder, spool
 
 BLOCK_BYTES = 16 << 20  # what one block of a file holds at most (plus the rest of its last line)
 
@@ -37,12 +39,16 @@ def read_input(spark: SparkSession, source: str, max_files_per_trigger: int | No
                cleanup: str = "keep") -> DataFrame:
     """A streaming DataFrame with the columns INPUT_COLUMNS, from a folder, a socket or Kafka.
 
-    spool:FOLDER is a socket://HOST:PORT the run loop spools into FOLDER (runtime/ingest/spool.py),
+    drop:FOLDER is a folder whose files go once read (`cleanup` delete or archive:DIR), read by
+    runtime/ingest/drop_folder.py, whose checkpoint stays bounded (the run loop chooses it for a live
+    feed's folder and for a socket's spool); spool:FOLDER is a socket://HOST:PORT the run loop spools into FOLDER (runtime/ingest/spool.py),
     each file deleted once a batch has committed it; kafka://BROKERS/TOPIC reads message values
     (needs the spark-sql-kafka package on the cluster; a value may hold several lines); anything
     else is a folder of CSV or JSON-lines files (new files are picked up as they appear), whose
     files are kept, deleted or moved once read by `cleanup` (`input_cleanup`).
     """
+    if source.startswith(drop_folder.PREFIX):  # a live feed's folder (runtime/ingest/drop_folder.py)
+        return _drop_folder(spark, source[len(drop_folder.PREFIX):], max_files_per_trigger, cleanup)
     if source.startswith(spool.PREFIX):  # socket://: the run loop spools it (runtime/ingest/spool.py)
         return _files(spark.readStream.option("cleanSource", "delete"), source[len(spool.PREFIX):])
     if source.startswith("socket://"):
@@ -121,10 +127,11 @@ def _streamed(source: str) -> bool:
 
 def clean_committed(state: Path, folder: str, cleanup: str, everything: bool = False) -> int:
     """Delete or archive (by `cleanup`) the files of `folder` that the checkpoint's query (its folder
-    `state`) read in committed batches and Spark left: those of its last committed batch (Spark
-    cleans a batch's files when it builds the next one) and of a batch it ran again after a kill
-    (the batch before it is then never cleaned). `everything`: the input has ended, every file the
-    source log lists was committed. Returns how many files went."""
+    `state`) read in committed batches and that are still there: Spark's file source cleans a
+    batch's files when it builds the next one, and the drop-folder source when the next one is
+    logged (runtime/ingest/drop_folder.py), so a run leaves those of its last committed batch, and
+    of a batch before one run again after a kill (never committed again). `everything`: the input
+    has ended, every batch logged was committed. Returns how many files went."""
     mode, archive_dir = _cleanup_mode(cleanup)
     if mode == "keep" or "://" in folder:
         return 0
@@ -139,14 +146,32 @@ def clean_committed(state: Path, folder: str, cleanup: str, everything: bool = F
                 continue
             for path in paths:
                 if path.exists() and root in path.parents:
-                    if archive_dir:  # where Spark's SourceFileArchiver puts it: DIR + its absolute path
-                        target = Path(archive_dir) / str(path).lstrip(os.sep)
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        shutil.move(path, target)
-                    else:
-                        path.unlink(missing_ok=True)
+                    drop_folder.remove(path, archive_dir)
                     gone += 1
+    upto = _last_committed(state, everything)
+    for batch, files in _drop_offsets(state).items():
+        if batch <= upto:
+            gone += sum(drop_folder.discard(path, length, mtime_ns, archive_dir)
+                        for path, length, mtime_ns in files if root in Path(path).parents)
     return gone
+
+
+def _drop_offsets(state: Path) -> dict[int, list[list]]:
+    """Micro-batch -> the files its drop-folder offsets list, for the batches in the offset log."""
+    found = {}
+    for log in (state / "offsets").glob("[0-9]*"):
+        if log.name.isdigit():
+            lines = log.read_text().splitlines()[2:]
+            files = [entry for line in lines for entry in (drop_folder.offsets_files(line) or ())]
+            if files:
+                found[int(log.name)] = files
+    return found
+
+
+def _last_committed(state: Path, everything: bool) -> int:
+    """The last micro-batch committed (with `everything`: the last one logged), -1 if none."""
+    folder = state / ("offsets" if everything else "commits")
+    return max((int(p.name) for p in folder.glob("[0-9]*") if p.name.isdigit()), default=-1)
 
 
 def _source_logs(state: Path) -> dict[int, dict[int, list[Path]]]:
@@ -167,10 +192,10 @@ def _source_logs(state: Path) -> dict[int, dict[int, list[Path]]]:
 
 def _committed_log_offset(state: Path, index: int) -> int:
     """The log offset of source `index` that the last committed micro-batch read up to (-1: none)."""
-    commits = [int(p.name) for p in (state / "commits").glob("[0-9]*") if p.name.isdigit()]
-    if not commits:
+    last = _last_committed(state, everything=False)
+    if last < 0:
         return -1
-    lines = (state / "offsets" / str(max(commits))).read_text().splitlines()
+    lines = (state / "offsets" / str(last)).read_text().splitlines()
     offset = lines[2 + index] if len(lines) > 2 + index else "-"
     return -1 if offset.strip() == "-" else int(json.loads(offset)["logOffset"])
 
@@ -188,6 +213,17 @@ def read_lines(spark: SparkSession, source: str, max_files_per_trigger: int | No
 def parse(inputs: DataFrame) -> DataFrame:
     """What `read_lines` gave, unchanged: stage 0 now reads and parses (runtime/ingest/packets.py)."""
     return inputs
+
+
+def _drop_folder(spark: SparkSession, folder: str, max_files_per_trigger: int | None, cleanup: str) -> DataFrame:
+    if _cleanup_mode(cleanup)[0] == "keep":
+        raise ValueError(f"{folder}: a drop folder's files go once read (--input-cleanup delete or archive:DIR)")
+    spark.dataSource.register(drop_folder.DropFolder)
+    reader = (spark.readStream.format(drop_folder.FORMAT).option("path", str(Path(folder).resolve()))
+              .option("cleanup", cleanup).option("partitions", spark.sparkContext.defaultParallelism))
+    if max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
+    return reader.load()
 
 
 def _files(reader, folder: str) -> DataFrame:
