@@ -56,11 +56,12 @@ class Housekeeping:
 
     def after_batch(self, batch_id: int) -> None:
         """A batch was written: start a pass, unless one is going. Only batches before this one are
-        committed (Spark starts a batch once the one before is)."""
+        committed (Spark starts a batch once the one before is). Where the job stands is taken here,
+        on the batch's thread, which keeps the status."""
         if self.thread is not None and self.thread.is_alive():
             return
-        self.thread = threading.Thread(target=self._guarded, args=(batch_id - 1,), name="sscript-housekeeping",
-                                       daemon=True)
+        self.thread = threading.Thread(target=self._guarded, args=(batch_id - 1, event_now(self.status, self.job)),
+                                       name="sscript-housekeeping", daemon=True)
         self.thread.start()
 
     def finish(self, patience: float = 120.0) -> None:
@@ -71,11 +72,11 @@ class Housekeeping:
     def last_pass(self, committed: int) -> None:
         """A pass now, on this thread (the run ends: the stores as it leaves them)."""
         self.finish()
-        self._guarded(committed)
+        self._guarded(committed, event_now(self.status, self.job))
 
-    def _guarded(self, committed: int) -> None:
+    def _guarded(self, committed: int, now: int | None) -> None:
         try:
-            self.run(committed)
+            self.run(committed, now)
             self.failure = None
         except Exception as exc:  # noqa: BLE001 (said once; the next pass tries again; the job goes on)
             why = f"{type(exc).__name__}: {exc}"
@@ -84,10 +85,10 @@ class Housekeeping:
                           f"next batch")
             self.failure = why
 
-    def run(self, committed: int) -> dict:
-        """One pass; `committed`: the last batch surely committed. Returns (and puts in the status)
-        what each store holds."""
-        horizons, now = self.retention, event_now(self.status, self.job)
+    def run(self, committed: int, now: int | None) -> dict:
+        """One pass; `committed`: the last batch surely committed, `now`: where the job stands in
+        event time (`event_now`). Returns (and puts in the status) what each store holds."""
+        horizons = self.retention
         stores: dict[str, dict] = {}
         folder = Path(self.job.archive) if self.job.archive else self.out / archive.FOLDER
         if self.correcting and folder.exists():
