@@ -114,6 +114,14 @@ def check_sink(spec: str) -> None:
         raise ValueError(f"the sink '{spec}': {folder} is a file, not a folder")
 
 
+# The newest version of each row: what corrections of late data (version > 1) leave, retractions
+# (a newest version whose value is empty) left out. Each row's newer versions are one look-up in
+# the index results_by_key, which holds a key's versions side by side.
+LATEST_VIEW = ("CREATE VIEW latest AS SELECT r.* FROM results r WHERE r.value IS NOT NULL AND NOT EXISTS ("
+               "SELECT 1 FROM results n WHERE " + " AND ".join(f"n.{c} IS r.{c}" for c in KEY_COLUMNS)
+               + " AND n.version > r.version)")
+
+
 class SQLiteSink(Sink):
     def __init__(self, path: Path):
         self.path = path
@@ -130,20 +138,20 @@ class SQLiteSink(Sink):
                     name TEXT NOT NULL, value REAL);
                 CREATE INDEX IF NOT EXISTS metrics_by_name ON metrics (name, batch_id);
                 CREATE TABLE IF NOT EXISTS sscript_batches (batch_id INTEGER PRIMARY KEY);
-                CREATE INDEX IF NOT EXISTS results_by_stream ON results (stream, ts);
-                -- The newest version of each row: what corrections of late data (version > 1) leave.
-                CREATE VIEW IF NOT EXISTS latest AS
-                    SELECT r.* FROM results r
-                    WHERE r.value IS NOT NULL AND r.version = (
-                        SELECT MAX(n.version) FROM results n WHERE n.stream = r.stream AND n.ts = r.ts
-                        AND n.window_start IS r.window_start AND n.window_end IS r.window_end
-                        AND n.start_ts IS r.start_ts AND n.end_ts IS r.end_ts);
             """)
             present = {row[1] for row in db.execute("PRAGMA table_info(results)")}
             for column, kind in (("start_ts", "INTEGER"), ("end_ts", "INTEGER"), ("events", "TEXT"),
                                  (PLAN_COLUMN, "INTEGER")):
                 if column not in present:  # a results table written before patterns ran, or before updates
                     db.execute(f"ALTER TABLE results ADD COLUMN {column} {kind}")
+            # A store of an earlier release gets the index and the view of this one (building the index
+            # takes a minute at 50 M rows, once); its index on (stream, ts) is the new one's prefix.
+            db.execute(f"CREATE INDEX IF NOT EXISTS results_by_key ON results ({', '.join(KEY_COLUMNS)}, version)")
+            db.execute("DROP INDEX IF EXISTS results_by_stream")
+            (view,) = db.execute("SELECT sql FROM sqlite_master WHERE type = 'view' AND name = 'latest'").fetchone() or (None,)
+            if view != LATEST_VIEW:
+                db.execute("DROP VIEW IF EXISTS latest")
+                db.execute(LATEST_VIEW)
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=60)
