@@ -144,12 +144,15 @@ class SQLiteSink(Sink):
                                  (PLAN_COLUMN, "INTEGER")):
                 if column not in present:  # a results table written before patterns ran, or before updates
                     db.execute(f"ALTER TABLE results ADD COLUMN {column} {kind}")
-            # A store of an earlier release gets the index and the view of this one (building the index
-            # takes a minute at 50 M rows, once); its index on (stream, ts) is the new one's prefix.
+            # A store of an earlier release gets the indexes and the view of this one (built in about a
+            # minute at 50 M rows, once); its index on (stream, ts) is results_by_key's prefix. By key:
+            # a stream's rows, in time, and each row's versions; by time: the rows of all streams in a
+            # time range (written in about that order, so they sit together).
             db.execute(f"CREATE INDEX IF NOT EXISTS results_by_key ON results ({', '.join(KEY_COLUMNS)}, version)")
+            db.execute("CREATE INDEX IF NOT EXISTS results_by_time ON results (ts)")
             db.execute("DROP INDEX IF EXISTS results_by_stream")
-            (view,) = db.execute("SELECT sql FROM sqlite_master WHERE type = 'view' AND name = 'latest'").fetchone() or (None,)
-            if view != LATEST_VIEW:
+            view = db.execute("SELECT sql FROM sqlite_master WHERE type = 'view' AND name = 'latest'").fetchone()
+            if view != (LATEST_VIEW,):
                 db.execute("DROP VIEW IF EXISTS latest")
                 db.execute(LATEST_VIEW)
 
@@ -176,7 +179,7 @@ class _FileSink(Sink):
     def __init__(self, path: Path, columns: tuple[str, ...] = RESULT_COLUMNS):
         self.path = path
         self.columns = columns
-        self.journal = path.parent / f".{path.name}.batches"
+        self.journal = journal_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def _written(self, batch_id: int) -> bool:
@@ -345,6 +348,36 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
         if hi is not None:
             frame = frame[frame["ts"] < hi]
     return frame.reset_index(drop=True)
+
+
+def journal_path(path: Path) -> Path:
+    """The journal of the batches a CSV or Parquet sink at `path` wrote, beside it."""
+    return path.parent / f".{path.name}.batches"
+
+
+def read_journal(path: Path, offset: int = 0) -> tuple[list[tuple[int, int | None]], int]:
+    """The batches the journal of the sink at `path` holds past byte `offset`: (batch id, the CSV
+    file's size once it was written, or None for Parquet), and the offset after the last whole line
+    (a line being written is left for the next read). Raises ValueError when the journal is shorter
+    than `offset` (the sink was written anew)."""
+    journal = journal_path(path)
+    if not journal.exists():
+        if offset:
+            raise ValueError(f"{journal} is gone")
+        return [], 0
+    with journal.open("rb") as f:
+        f.seek(0, 2)
+        if f.tell() < offset:
+            raise ValueError(f"{journal} was written anew")
+        f.seek(offset)
+        text = f.read()
+    whole = text[:text.rfind(b"\n") + 1]
+    entries = []
+    for line in whole.decode().splitlines():
+        fields = line.split()
+        if fields:
+            entries.append((int(fields[0]), int(fields[1]) if len(fields) > 1 else None))
+    return entries, offset + len(whole)
 
 
 def same_results(a: list[tuple], b: list[tuple]) -> bool:
