@@ -109,8 +109,9 @@ def test_the_view_latest_is_the_newest_version_of_each_key_without_retractions(t
 
 
 def test_a_store_of_an_earlier_release_gets_the_index_and_view_of_this_one(tmp_path):
-    """A store written before results_by_key: opened by the sink, it has the index (which the view
-    and the reads by stream use) and the view of this release, and keeps its rows."""
+    """A store written before results_by_key: opened by the sink, it has the index (from which the
+    view and the reads by stream take their rows without looking them up in the table) and the view
+    of this release, and keeps its rows."""
     path = tmp_path / "results.db"
     db = sqlite3.connect(path)
     db.executescript(f"""
@@ -129,7 +130,12 @@ def test_a_store_of_an_earlier_release_gets_the_index_and_view_of_this_one(tmp_p
         (view,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'latest'").fetchone()
         assert view == LATEST_VIEW
         plan = " ".join(row[-1] for row in db.execute("EXPLAIN QUERY PLAN SELECT * FROM latest WHERE stream = 'a.x'"))
-        assert plan.count("results_by_key") == 2, plan  # the stream's rows, and each one's newer versions
+        # the stream's rows, and each one's newer versions, from the index alone
+        assert plan.count("COVERING INDEX results_by_key") == 2, plan
+        columns = ", ".join(RESULT_COLUMNS + MATCH_COLUMNS)
+        plan = " ".join(row[-1] for row in db.execute(f"EXPLAIN QUERY PLAN SELECT rowid, {columns} FROM results "
+                                                      f"WHERE stream IN ('a.x') AND ts >= 0 AND ts < 5"))
+        assert "COVERING INDEX results_by_key (stream=? AND ts>? AND ts<?)" in plan, plan  # read_results, the dashboard
         assert [row[:2] for row in db.execute("SELECT stream, ts FROM latest")] == [("a.x", 2)]
     finally:
         db.close()
