@@ -8,7 +8,7 @@ Each part is read on its own, so that a slow one (the first look at a large sink
 - SQLite (runtime/output/sinks.py; rows are only ever appended: a correction appends a higher
   version): the rows added since the last look, by rowid. The alarms (figures.follow_alarms) are
   kept up to date from the new rows of the streams that can have alarms; the rows of the streams a
-  page shows are read, through the index on (stream, ts), when it first shows them and then by
+  page shows are read, through the index by key (stream, ts, ...), when it first shows them and then by
   rowid; quarantine counts and metrics by rowid as well;
 - CSV and Parquet sinks (runtime/output/sinks.py; each batch journalled once written): the rows of the
   batches journalled since the last look: the CSV file past the offset the last look read to, the
@@ -484,12 +484,23 @@ class _Files(_Sink):
         self.kind, self.path, self.cache, self.run = kind, path, cache, run
 
     def __enter__(self):
-        reads = self.cache.get("reads")
-        if reads is None or reads.key != (self.kind, self.path, self.run) or not reads.look():
-            reads = _FileReads(self.kind, self.path, self.run)  # a new run, or the sink written anew
-            reads.look()
+        # The results' look and the health's share what was read: one at a time.
+        self.lock = self.cache.setdefault("lock", threading.Lock())
+        self.lock.acquire()
+        try:
+            reads = self.cache.get("reads")
+            if reads is None or reads.key != (self.kind, self.path, self.run) or not reads.look():
+                reads = _FileReads(self.kind, self.path, self.run)  # a new run, or the sink written anew
+                reads.look()
+        except BaseException:
+            self.lock.release()
+            raise
         self.cache["reads"] = self.reads = reads
         return self
+
+    def __exit__(self, *_):
+        self.lock.release()
+        return False
 
     def last_rowid(self):
         return self.reads.results.rowid
