@@ -443,7 +443,7 @@ class _SQLite(_Sink):
         present = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
         select = ", ".join("rowid AS _rowid" if c == "_rowid" else c if c in present else f"NULL AS {c}"
                            for c in columns)
-        # The streams as one JSON parameter. By stream, SQLite looks each up in the index on (stream,
+        # The streams as one JSON parameter. By stream, SQLite looks each up in the index by key (stream,
         # ts); else (`+stream` keeps it from the index) it reads the rows past `after` and keeps theirs.
         stream = "stream" if by_stream else "+stream"
         return pd.read_sql_query(f"SELECT {select} FROM results WHERE {stream} IN (SELECT value FROM json_each(?)) "
