@@ -61,8 +61,8 @@ WITH RECURSIVE streams(stream) AS (
     SELECT MIN(stream) FROM results
     UNION ALL SELECT (SELECT MIN(stream) FROM results WHERE stream > streams.stream) FROM streams
     WHERE streams.stream IS NOT NULL)
-SELECT (SELECT rowid FROM latest WHERE stream = streams.stream ORDER BY ts DESC LIMIT 1)
-FROM streams WHERE stream IS NOT NULL
+SELECT l.* FROM streams JOIN latest l ON l.stream = streams.stream
+    AND l.ts = (SELECT ts FROM latest WHERE stream = streams.stream ORDER BY ts DESC LIMIT 1)
 """
 
 
@@ -141,6 +141,8 @@ def measure(out: Path, sink: SQLiteSink, streams: pd.DataFrame, runs: int, next_
     db.close()
     window = streams[streams["kind"] == "window"]["name"].iloc[len(streams) // 8]
     hour = (last_ts - 3_660_000, last_ts - 60_000)  # the last hour but a minute (1 M rows are 84 minutes)
+    newest = query(path, NEWEST_PER_STREAM)()
+    assert {row[0] for row in newest} == set(streams["name"]), "the newest row per stream: not one for each"
     times = {
         "sscript results --stream S": timed(lambda: running.show_results(out, [window], False, 50), runs),
         "latest, a stream": timed(query(path, "SELECT * FROM latest WHERE stream = ?", window), runs),
