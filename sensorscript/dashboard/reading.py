@@ -535,7 +535,7 @@ class _FileReads:
         self.kind, self.path, self.run = kind, path, run
         self.key = (kind, path, run)
         self.journal_offset = 0
-        self.batches: set[int] = set()  # journalled
+        self.journalled = -1  # the last batch journalled (a run journals its batches in order, each once)
         self.csv_offset, self.csv_header, self.csv_size = 0, None, 0
         self.results = _Appended(COLUMNS)
         self.side = {"quarantine": _Appended(("reason",)), "metrics": _Appended(METRIC_COLUMNS)}
@@ -548,7 +548,7 @@ class _FileReads:
             entries, self.journal_offset = read_journal(self.path, self.journal_offset)
         except ValueError:
             return False
-        self.batches.update(batch for batch, _ in entries)
+        self.journalled = max([self.journalled, *(batch for batch, _ in entries)])
         sizes = [size for _, size in entries if size is not None]
         if self.kind == "csv":
             self.csv_size = sizes[-1] if sizes else self.csv_size
@@ -587,12 +587,13 @@ class _FileReads:
         return True
 
     def _read_batches(self, folder: Path, suffix: str, into: "_Appended", read) -> None:
-        present = {f: int(f.stem.removeprefix("batch-")) for f in folder.glob(f"batch-*.{suffix}")}
+        present = {f: int(f.stem[len("batch-"):]) for f in folder.glob(f"batch-*.{suffix}")
+                   if f.stem[len("batch-"):].isdigit()}  # the sink's: batch-000042.csv
         gone = [f for f in self.files if f.parent == folder and f not in present]
         if gone:
             into.drop({self.files.pop(f) for f in gone})
         for f, batch in sorted(present.items(), key=lambda item: item[1]):
-            if f not in self.files and batch in self.batches:  # journalled: written whole
+            if f not in self.files and batch <= self.journalled:  # written whole
                 self.numbered += 1
                 self.files[f] = self.numbered
                 into.add(read(f), self.files[f])
