@@ -93,6 +93,9 @@ SMOKE: dict[str, tuple[Case, ...]] = {
                               tuple(rf"\n  {way} +[\d,]+ readings/s \(batches" for way in
                                     ("text", "content", "paths", "datasource", "datasource-alone")),
                               spark=True),),
+    "bench_stores.py": (Case(("--rows", "30000", "--streams", "40", "--runs", "1", "--compare", "--dir", "{work}"),
+                             (r"[\d,]+ rows loaded in \d+ s", r"the sink opened the store \(its index built\)",
+                              r"\nlatest, a stream +[\d.]+ +[\d.]+\n", r"\nbatch written +[\d.]+ +[\d.]+\n")),),
     "bench_watermark.py": (Case(("--sensors", "5", "--seconds", "20", "--levels", "3"),
                                 (r"target: adaptive E >= fixed E at every level: met", r"target \(long tail\)")),),
     "generate_data.py": (Case(("{work}/data", "--seconds", "30", "--files", "2", "--bad-lines", "2"),

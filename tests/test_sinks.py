@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import csv
+import sqlite3
 
 import numpy as np
 import pandas as pd
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sensorscript.runtime.ingest import archive
-from sensorscript.runtime.output.sinks import QUARANTINE_COLUMNS, BatchRows, CsvSink
+from sensorscript.runtime.control.correction import newest
+from sensorscript.runtime.output.sinks import (LATEST_VIEW, MATCH_COLUMNS, QUARANTINE_COLUMNS, RESULT_COLUMNS, BatchRows,
+                                               CsvSink, SQLiteSink, read_results)
 
 
 def _rows(values: list[float]) -> BatchRows:
@@ -62,3 +66,76 @@ def test_a_run_starting_afresh_removes_only_what_the_sink_wrote(tmp_path):
     _reset_sink(f"csv:{path}")
     assert not path.exists() and not list(tmp_path.glob("quarantine/batch-*"))
     assert (tmp_path / "quarantine" / "notes.txt").exists() and (tmp_path / "late").exists() is False
+
+
+# The view `latest` of earlier releases (a correlated MAX per key over the index on (stream, ts)):
+# what the view means, and what a store written by them holds.
+LATEST_BEFORE = """CREATE VIEW latest AS SELECT r.* FROM results r WHERE r.value IS NOT NULL AND r.version = (
+    SELECT MAX(n.version) FROM results n WHERE n.stream = r.stream AND n.ts = r.ts
+    AND n.window_start IS r.window_start AND n.window_end IS r.window_end
+    AND n.start_ts IS r.start_ts AND n.end_ts IS r.end_ts)"""
+_maybe = st.one_of(st.none(), st.integers(0, 2))
+stored_rows = st.lists(st.tuples(st.sampled_from(["a.x", "b.y"]), st.integers(0, 3), _maybe, _maybe, _maybe, _maybe,
+                                 st.integers(1, 3), st.one_of(st.none(), st.floats(-5, 5))), max_size=60)
+
+
+def _latest(db: sqlite3.Connection, view: str = "latest") -> list[tuple]:
+    return sorted(db.execute(f"SELECT {', '.join(RESULT_COLUMNS + MATCH_COLUMNS)} FROM {view}"), key=repr)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=stored_rows)
+def test_the_view_latest_is_the_newest_version_of_each_key_without_retractions(tmp_path, rows):
+    """On rows with several versions of a key, window bounds and match bounds empty or not (so keys
+    told apart by NULLs), retractions among the newest: the view gives what the definition of earlier
+    releases gives, and what corrections take for the newest (correction.newest)."""
+    path = tmp_path / "results.db"
+    path.unlink(missing_ok=True)
+    SQLiteSink(path)
+    db = sqlite3.connect(path)
+    try:
+        db.executemany("INSERT INTO results (stream, ts, window_start, window_end, start_ts, end_ts, version, value) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        db.commit()
+        db.execute(LATEST_BEFORE.replace("VIEW latest", "TEMP VIEW latest_before"))
+        found = _latest(db)
+        assert found == _latest(db, "latest_before")
+        stored = read_results(f"sqlite:{path}")
+    finally:
+        db.close()
+    expected = newest(stored)
+    expected = expected[expected["value"].notna()].astype(object).where(expected.notna(), None)
+    assert found == sorted(map(tuple, expected.itertuples(index=False)), key=repr)
+
+
+def test_a_store_of_an_earlier_release_gets_the_index_and_view_of_this_one(tmp_path):
+    """A store written before results_by_key: opened by the sink, it has the index (from which the
+    view and the reads by stream take their rows without looking them up in the table) and the view
+    of this release, and keeps its rows."""
+    path = tmp_path / "results.db"
+    db = sqlite3.connect(path)
+    db.executescript(f"""
+        CREATE TABLE results (stream TEXT NOT NULL, ts INTEGER NOT NULL, window_start INTEGER, window_end INTEGER,
+            value REAL, version INTEGER NOT NULL);
+        CREATE INDEX results_by_stream ON results (stream, ts);
+        {LATEST_BEFORE.replace("start_ts IS r.start_ts AND n.end_ts IS r.end_ts", "window_end IS r.window_end")};
+        INSERT INTO results VALUES ('a.x', 1, 0, 10, 1.5, 1), ('a.x', 1, 0, 10, NULL, 2), ('a.x', 2, 0, 10, 2.5, 1);
+    """)
+    db.close()
+    SQLiteSink(path)
+    db = sqlite3.connect(path)
+    try:
+        indexes = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "results_by_key" in indexes and "results_by_stream" not in indexes
+        (view,) = db.execute("SELECT sql FROM sqlite_master WHERE name = 'latest'").fetchone()
+        assert view == LATEST_VIEW
+        plan = " ".join(row[-1] for row in db.execute("EXPLAIN QUERY PLAN SELECT * FROM latest WHERE stream = 'a.x'"))
+        # the stream's rows, and each one's newer versions, from the index alone
+        assert plan.count("COVERING INDEX results_by_key") == 2, plan
+        columns = ", ".join(RESULT_COLUMNS + MATCH_COLUMNS)
+        plan = " ".join(row[-1] for row in db.execute(f"EXPLAIN QUERY PLAN SELECT rowid, {columns} FROM results "
+                                                      f"WHERE stream IN ('a.x') AND ts >= 0 AND ts < 5"))
+        assert "COVERING INDEX results_by_key (stream=? AND ts>? AND ts<?)" in plan, plan  # read_results, the dashboard
+        assert [row[:2] for row in db.execute("SELECT stream, ts FROM latest")] == [("a.x", 2)]
+    finally:
+        db.close()

@@ -8,10 +8,12 @@ Each part is read on its own, so that a slow one (the first look at a large sink
 - SQLite (runtime/output/sinks.py; rows are only ever appended: a correction appends a higher
   version): the rows added since the last look, by rowid. The alarms (figures.follow_alarms) are
   kept up to date from the new rows of the streams that can have alarms; the rows of the streams a
-  page shows are read, through the index on (stream, ts), when it first shows them and then by
+  page shows are read, through the index by key (stream, ts, ...), when it first shows them and then by
   rowid; quarantine counts and metrics by rowid as well;
-- CSV and Parquet sinks: read whole (sinks.read_results and the folders beside) when their files
-  changed.
+- CSV and Parquet sinks (runtime/output/sinks.py; each batch journalled once written): the rows of the
+  batches journalled since the last look: the CSV file past the offset the last look read to, the
+  Parquet files (one per batch) and the quarantine/ and metrics/ folders' files not read yet
+  (_FileReads); the rows read are kept in memory, less those of files removed since.
 A run that starts (status.json's `started` changes) may have started afresh: then everything is read
 again from the beginning; so is a sink whose rows went back (replaced under the same run), and every
 alarm when the job is compiled again.
@@ -19,6 +21,7 @@ alarm when the job is compiled again.
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 import threading
@@ -35,7 +38,7 @@ from sensorscript.dashboard.figures import Alarm, StreamAlarms
 from sensorscript.graph.nodes import SENSOR
 from sensorscript.runtime.control.backfill import Backfill, newest as newest_backfill
 from sensorscript.runtime.control.correction import newest
-from sensorscript.runtime.output.sinks import MATCH_COLUMNS, METRIC_COLUMNS, RESULT_COLUMNS, SIDE_TABLES, read_results
+from sensorscript.runtime.output.sinks import MATCH_COLUMNS, METRIC_COLUMNS, RESULT_COLUMNS, read_journal
 from sensorscript.runtime.output.status import STATUS, read_status
 
 COLUMNS = RESULT_COLUMNS + MATCH_COLUMNS
@@ -120,7 +123,7 @@ class JobOutput:
         self._plan: PlanSummary | None = None
         self._results = _Results()
         self._health = _HealthTables()
-        self._files: dict = {}  # a CSV or Parquet sink as last read whole
+        self._files: dict = {}  # a CSV or Parquet sink as far as it was read (_FileReads)
         self._problems = {"results": "", "health": ""}  # why the sink could not be read just now
 
     # ------------------------------------------------------------------ status.json, plan.json, plan.txt
@@ -213,7 +216,7 @@ class JobOutput:
         if kind == "sqlite":
             return _SQLite(self._sink_path(path))
         if kind in ("csv", "parquet"):
-            return _Files(kind, self._sink_path(path), self._files)
+            return _Files(kind, self._sink_path(path), self._files, (self.status() or {}).get("started"))
         return _Nothing(spec)
 
     def _guard(self, part: str, read) -> None:
@@ -440,7 +443,7 @@ class _SQLite(_Sink):
         present = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
         select = ", ".join("rowid AS _rowid" if c == "_rowid" else c if c in present else f"NULL AS {c}"
                            for c in columns)
-        # The streams as one JSON parameter. By stream, SQLite looks each up in the index on (stream,
+        # The streams as one JSON parameter. By stream, SQLite looks each up in the index by key (stream,
         # ts); else (`+stream` keeps it from the index) it reads the rows past `after` and keeps theirs.
         stream = "stream" if by_stream else "+stream"
         return pd.read_sql_query(f"SELECT {select} FROM results WHERE {stream} IN (SELECT value FROM json_each(?)) "
@@ -474,45 +477,157 @@ class _SQLite(_Sink):
 
 
 class _Files(_Sink):
-    """A CSV or Parquet sink: its results and side tables read whole when their files changed. The
-    sink only appends (a file per batch, or rows at the end), so a row's place is its rowid."""
+    """A CSV or Parquet sink, as far as its journal says it was written: each look reads only what
+    came since the last (_FileReads, kept by JobOutput between looks)."""
 
-    def __init__(self, kind: str, path: Path, cache: dict):
-        self.kind, self.path, self.cache = kind, path, cache
+    def __init__(self, kind: str, path: Path, cache: dict, run):
+        self.kind, self.path, self.cache, self.run = kind, path, cache, run
 
     def __enter__(self):
-        files = [self.path] if self.kind == "csv" else sorted(self.path.glob("*.parquet"))
-        files += [f for name in SIDE_TABLES for f in sorted((self.path.parent / name).glob("batch-*.csv"))]
-        seen = [(str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files if f.exists()]
-        if self.cache.get("seen") != seen:
-            rows = read_results(f"{self.kind}:{self.path}")
-            side = {}
-            for name in SIDE_TABLES:
-                found = sorted((self.path.parent / name).glob("batch-*.csv"))
-                side[name] = pd.concat([pd.read_csv(f) for f in found], ignore_index=True) if found else None
-            self.cache.update(seen=seen, results=rows.assign(_rowid=range(1, len(rows) + 1)), side=side)
-        self.results, self.side = self.cache["results"], self.cache["side"]
+        # The results' look and the health's share what was read: one at a time.
+        self.lock = self.cache.setdefault("lock", threading.Lock())
+        self.lock.acquire()
+        try:
+            reads = self.cache.get("reads")
+            if reads is None or reads.key != (self.kind, self.path, self.run) or not reads.look():
+                reads = _FileReads(self.kind, self.path, self.run)  # a new run, or the sink written anew
+                reads.look()
+        except BaseException:
+            self.lock.release()
+            raise
+        self.cache["reads"] = self.reads = reads
         return self
 
+    def __exit__(self, *_):
+        self.lock.release()
+        return False
+
     def last_rowid(self):
-        return len(self.results)
+        return self.reads.results.rowid
 
     def rows(self, streams, after, upto, columns, by_stream=True):
-        rows = self.results
-        rows = rows[rows["stream"].isin(streams) & (rows["_rowid"] > after) & (rows["_rowid"] <= upto)]
+        rows = self.reads.results.after(after)
+        rows = rows[rows["stream"].isin(streams) & (rows["_rowid"] <= upto)]
         return rows.reindex(columns=list(columns)).reset_index(drop=True)
 
     def quarantine(self, after, counts):
-        lines = self.side.get("quarantine")
-        if lines is None or after >= len(lines):
-            return counts, after
+        lines = self.reads.side["quarantine"]
+        if lines.rowid < after:  # written anew under the same run
+            counts, after = Counter(), 0
         counts = counts.copy()
-        counts.update(lines["reason"].iloc[after:].astype(str))
-        return counts, len(lines)
+        counts.update(lines.after(after)["reason"].astype(str))
+        return counts, lines.rowid
 
     def metrics(self, after):
-        metrics = self.side.get("metrics")
-        if metrics is None or after >= len(metrics):
-            return pd.DataFrame(columns=list(METRIC_COLUMNS)), after
-        new = metrics.iloc[after:]
-        return new[new["name"].isin(METRICS_SHOWN)].reindex(columns=list(METRIC_COLUMNS)), len(metrics)
+        metrics = self.reads.side["metrics"]
+        return metrics.after(after).reindex(columns=list(METRIC_COLUMNS)).reset_index(drop=True), metrics.rowid
+
+
+class _FileReads:
+    """What a CSV or Parquet sink's files held at the looks so far. The sink journals each batch once
+    its files are written (sinks.read_journal): a look reads the journal past where the last one
+    stopped, then the CSV file's rows up to the size journalled last (from where the last look
+    stopped), or the per-batch files of the batches journalled that were not read yet (Parquet files,
+    the quarantine/ and metrics/ folders' CSV files). Files removed since (retention) take their rows
+    with them; the rowids of the rest stay."""
+
+    def __init__(self, kind: str, path: Path, run):
+        self.kind, self.path, self.run = kind, path, run
+        self.key = (kind, path, run)
+        self.journal_offset = 0
+        self.journalled = -1  # the last batch journalled (a run journals its batches in order, each once)
+        self.csv_offset, self.csv_header, self.csv_size = 0, None, 0
+        self.results = _Appended(COLUMNS)
+        self.side = {"quarantine": _Appended(("reason",)), "metrics": _Appended(METRIC_COLUMNS)}
+        self.files: dict[Path, int] = {}  # a per-batch file read -> its number (the rows' _file)
+        self.numbered = 0
+
+    def look(self) -> bool:
+        """Read what is new; False when the sink was written anew (read it afresh)."""
+        try:
+            entries, self.journal_offset = read_journal(self.path, self.journal_offset)
+        except ValueError:
+            return False
+        self.journalled = max([self.journalled, *(batch for batch, _ in entries)])
+        sizes = [size for _, size in entries if size is not None]
+        if self.kind == "csv":
+            self.csv_size = sizes[-1] if sizes else self.csv_size
+            if not self._read_csv():
+                return False
+        else:
+            self._read_batches(self.path, "parquet", self.results, lambda f: pd.read_parquet(f))
+        self._read_batches(self.path.parent / "quarantine", "csv", self.side["quarantine"],
+                           lambda f: pd.read_csv(f, usecols=["reason"]))
+        metrics = self.side["metrics"]
+        self._read_batches(self.path.parent / "metrics", "csv", metrics,
+                           lambda f: (m := pd.read_csv(f))[m["name"].isin(METRICS_SHOWN)])
+        if metrics.chunks:  # only the last BATCHES_SHOWN batches are shown
+            newest_batch = max(chunk["batch_id"].max() for chunk in metrics.chunks)
+            metrics.keep(lambda rows: rows["batch_id"] > newest_batch - BATCHES_SHOWN)
+        return True
+
+    def _read_csv(self) -> bool:
+        """The CSV file's rows from the last look's end up to the size journalled last."""
+        if self.csv_size == self.csv_offset:
+            return True
+        if self.csv_size < self.csv_offset or not self.path.exists():
+            return False
+        with self.path.open("rb") as f:
+            f.seek(self.csv_offset)
+            text = f.read(self.csv_size - self.csv_offset)
+        if len(text) < self.csv_size - self.csv_offset:
+            return False
+        if self.csv_offset == 0:
+            rows = pd.read_csv(io.BytesIO(text))
+            self.csv_header = list(rows.columns)
+        else:
+            rows = pd.read_csv(io.BytesIO(text), header=None, names=self.csv_header)
+        self.csv_offset = self.csv_size
+        self.results.add(rows, 0)
+        return True
+
+    def _read_batches(self, folder: Path, suffix: str, into: "_Appended", read) -> None:
+        present = {f: int(f.stem[len("batch-"):]) for f in folder.glob(f"batch-*.{suffix}")
+                   if f.stem[len("batch-"):].isdigit()}  # the sink's: batch-000042.csv
+        gone = [f for f in self.files if f.parent == folder and f not in present]
+        if gone:
+            into.drop({self.files.pop(f) for f in gone})
+        for f, batch in sorted(present.items(), key=lambda item: item[1]):
+            if f not in self.files and batch <= self.journalled:  # written whole
+                self.numbered += 1
+                self.files[f] = self.numbered
+                into.add(read(f), self.files[f])
+
+
+class _Appended:
+    """Rows read so far, numbered by `_rowid` in the order read and marked with their file (`_file`),
+    in a few frames (the newest small, merged as they grow) so that adding rows or reading those past a
+    rowid does not copy all the rows kept."""
+
+    def __init__(self, columns: tuple[str, ...]):
+        self.columns = columns  # those the rows have at least
+        self.chunks: list[pd.DataFrame] = []
+        self.rowid = 0  # the last given
+
+    def add(self, rows: pd.DataFrame, file: int) -> None:
+        if not len(rows):
+            return
+        self.chunks.append(rows.assign(_rowid=np.arange(self.rowid + 1, self.rowid + len(rows) + 1), _file=file))
+        self.rowid += len(rows)
+        while len(self.chunks) > 1 and len(self.chunks[-2]) <= 2 * len(self.chunks[-1]):
+            newer = self.chunks.pop()
+            self.chunks[-1] = pd.concat([self.chunks[-1], newer], ignore_index=True)
+
+    def after(self, rowid: int) -> pd.DataFrame:
+        found = [chunk[chunk["_rowid"] > rowid] if chunk["_rowid"].iloc[0] <= rowid else chunk
+                 for chunk in self.chunks if chunk["_rowid"].iloc[-1] > rowid]
+        if not found:
+            return pd.DataFrame(columns=["_rowid", "_file", *self.columns])
+        return pd.concat(found, ignore_index=True) if len(found) > 1 else found[0]
+
+    def drop(self, files: set[int]) -> None:
+        self.keep(lambda rows: ~rows["_file"].isin(files))
+
+    def keep(self, which) -> None:
+        kept = [chunk[which(chunk)] for chunk in self.chunks]
+        self.chunks = [chunk.reset_index(drop=True) for chunk in kept if len(chunk)]
