@@ -19,7 +19,7 @@ from sensorscript.runtime.control.operators import run_partitions
 from sensorscript.runtime.ingest.packets import assign_partitions, control_rows
 from sensorscript.runtime.ingest.source import input_cleanup
 from sensorscript.runtime.plan.program import Job
-from sensorscript.runtime.control.run_loop import JobFailed, run
+from sensorscript.runtime.control.run_loop import REFRESH_AFTER, JobFailed, run
 from sensorscript.runtime.control.session import SPARK_LOG, spark_session
 from sensorscript.runtime.output.sinks import check_sink
 
@@ -49,6 +49,9 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
                              "metrics-minutes, results; e.g. archive=7d); kept in the checkpoint for later runs")
     parser.add_argument("--input-cleanup", metavar="keep|delete|archive:DIR",
                         help="what becomes of a folder's files once read (default: delete, or keep with --once)")
+    parser.add_argument("--refresh-after", type=int, default=REFRESH_AFTER, metavar="BATCHES",
+                        help=f"start the query anew between two batches after this many (default {REFRESH_AFTER:,}: "
+                             f"bounds the state store's snapshots)")
     args = parser.parse_args(argv)
     if not args.input.startswith(("socket://", "kafka://")) and not Path(args.input).exists():
         print(f"error: {args.input}: no such input folder", file=sys.stderr)
@@ -65,7 +68,7 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
         summary = run(job, build_query, args.input, Path(args.out), args.once, sink, spark,
                       trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,
                       watermark=args.watermark, late=args.late, replay_order=args.replay_order, fresh=args.fresh,
-                      retain=args.retain, input_cleanup=args.input_cleanup)
+                      retain=args.retain, input_cleanup=args.input_cleanup, refresh_after=args.refresh_after)
     except (JobFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         if isinstance(exc, JobFailed) and (Path(args.out) / SPARK_LOG).exists():

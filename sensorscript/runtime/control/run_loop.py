@@ -40,6 +40,13 @@ from sensorscript.runtime.output.sinks import PLAN_COLUMN, SIDE_TABLES, BatchRow
 CHECKPOINT = "checkpoint"  # under OUT: Spark's checkpoint (state/), the control folder (control/)
 ENDED = "ended"  # in the checkpoint: its run ended the input, so the next run starts afresh
 PLAN = "plan"  # in the checkpoint: the fingerprint of the plan whose state it holds
+# A live query is stopped between two batches and started again after this many batches. Spark's
+# RocksDB state store writes each batch's snapshot with the database's MANIFEST, which grows by a
+# record a batch while the database stays open (186 bytes a batch, measured: at a batch a second a
+# snapshot would hold 16 MB more of it every day, times the 100 snapshots kept, for each store);
+# a new query opens every store anew from its last snapshot, and RocksDB writes a new, small
+# MANIFEST. A start costs about a second (docs/BENCHMARKS.md, a year on one disk).
+REFRESH_AFTER = 1_000
 
 
 class _QuietWriterErrors(logging.Filter):
@@ -84,11 +91,17 @@ class Gate:
         self.writing: int | None = None  # the batch being written
         self.written: int | None = None  # the last batch this query wrote
         self.failure: str | None = None  # why a batch could not be written, in one sentence
+        self.first: int | None = None  # the first batch this query began
 
     def open(self) -> None:
         """A query starts: its first batch may be one a stop cut short, done again."""
         with self.lock:
-            self.closed, self.writing, self.written, self.failure = False, None, None, None
+            self.closed, self.writing, self.written, self.failure, self.first = False, None, None, None, None
+
+    def batches(self) -> int:
+        """How many batches this query has written."""
+        with self.lock:
+            return 0 if self.first is None or self.written is None else self.written - self.first + 1
 
     def enter(self, batch_id: int) -> bool:
         """A batch begins; False when a stop came first."""
@@ -96,6 +109,7 @@ class Gate:
             if self.closed:
                 return False
             self.writing = batch_id
+            self.first = batch_id if self.first is None else self.first
             return True
 
     def leave(self, batch_id: int, done: bool) -> None:
@@ -150,7 +164,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         master: str | None = None, trigger_seconds: float = 1.0, max_files_per_trigger: int | None = None,
         echo=print, watermark: str | None = None, late: str | None = None,
         replay_order: str = "time", fresh: bool = False, retain: list[str] | None = None,
-        input_cleanup: str | None = None) -> RunSummary:
+        input_cleanup: str | None = None, refresh_after: int = REFRESH_AFTER) -> RunSummary:
     """Run the job's query (`build_query`, from job.py) until its input ends or it is stopped.
 
     A run continues from the checkpoint in OUT (state, windows, partial matches, the files read)
@@ -163,7 +177,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     name order first, so that Spark's order is the names'). `retain`: STORE=DURATION horizons for
     this run and the next ones (runtime/plan/retention.py), kept in the checkpoint. `input_cleanup`:
     what becomes of a folder's files once read: keep, delete or archive:DIR (by default delete, or
-    keep with `once`: runtime/ingest/source.py, `input_cleanup`)."""
+    keep with `once`: runtime/ingest/source.py, `input_cleanup`). `refresh_after`: a live query is
+    started anew after this many batches (REFRESH_AFTER)."""
     out = Path(out)
     if replay_order == "name" and not source.startswith(("socket://", "kafka://")):
         files = order_by_name(Path(source))
@@ -370,7 +385,12 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
                 feed.start()
             while True:
                 query = start()
-                outcome = _supervise(query, gate, out, ended, end_input, job.version.number)
+                outcome = _supervise(query, gate, out, ended, end_input, job.version.number,
+                                     None if once else refresh_after)
+                if outcome == "refresh":
+                    echo(f"after {refresh_after:,} batches the query starts anew (each state store reopens from its "
+                         f"last snapshot, which keeps the snapshots small)")
+                    continue
                 if outcome != "update":
                     break
                 switch(versions.requested(out) or versions.numbers(out)[-1])
@@ -401,11 +421,13 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     return summary
 
 
-def _supervise(query, gate: Gate, out: Path, ended: threading.Event, end_input, version: int = 1) -> str:
+def _supervise(query, gate: Gate, out: Path, ended: threading.Event, end_input, version: int = 1,
+               refresh_after: int | None = None) -> str:
     """Wait for the query to finish, for a stop (stopping.py) or for an update (versions.py);
     returns how it ended: `finished` (all the input there was, `--once`), `ended` (its input was
-    ended: every window emitted), `stopped` (the checkpoint keeps the state for the next run) or
-    `update` (stopped between batches to go on with a newer version of the plan)."""
+    ended: every window emitted), `stopped` (the checkpoint keeps the state for the next run),
+    `update` (stopped between batches to go on with a newer version of the plan) or `refresh`
+    (stopped between batches after `refresh_after` of them, to start again: REFRESH_AFTER)."""
     draining = False
     while True:
         if _await(query, 0.5, gate):
@@ -429,6 +451,9 @@ def _supervise(query, gate: Gate, out: Path, ended: threading.Event, end_input, 
         if mode == "drain" and not draining:
             end_input()
             draining = True
+        if refresh_after and mode is None and not draining and gate.batches() >= refresh_after:
+            _stop_between_batches(query, gate)
+            return "refresh"
 
 
 def _stop_between_batches(query, gate: Gate, patience: float = 60.0) -> None:
