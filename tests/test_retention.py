@@ -90,7 +90,7 @@ def test_twelve_hours_keep_each_store_for_its_horizon(spark, tmp_path):
     finally:
         first.cleanup()
     summary = run_local(job.out, str(tmp_path / "data"), True, None, spark=spark, echo=lambda *_: None,
-                        max_files_per_trigger=1, retain=["results=5h"])
+                        max_files_per_trigger=1, retain=["results=5h", "metrics=1s"])
     assert summary.outcome == "ended"
     out = job.out
     now = max(int(line.split(",")[1]) for line in lines)  # the newest reading: where the job stands at the end
@@ -138,8 +138,23 @@ def test_twelve_hours_keep_each_store_for_its_horizon(spark, tmp_path):
     assert "too late to correct: %d late readings" % len(too_late) in text
     assert "raw readings archived for corrections 4 h of event time" in text
     assert "results 5 h of event time" in text and "on disk: archive" in text
-    # The run's horizon is kept in the checkpoint for the next runs; the compiled ones stay the job's.
-    assert retention.kept(out / "checkpoint") == {"results": "5h"}
+    # The run's horizons are kept in the checkpoint for the next runs; the compiled ones stay the job's.
+    assert retention.kept(out / "checkpoint") == {"results": "5h", "metrics": "1s"}
+    # Metrics older than their horizon (1 s) are per-minute rows now, whole minutes of them: every
+    # reading counted is in one or the other, once.
+    def counted() -> tuple[float, int]:
+        per_batch = db.execute("SELECT COALESCE(SUM(value), 0) FROM metrics WHERE name = 'readings'").fetchone()[0]
+        per_minute, minutes, newest = db.execute("SELECT COALESCE(SUM(total), 0), COUNT(*), MAX(minute) "
+                                                 "FROM metrics_minutes WHERE name = 'readings'").fetchone()
+        oldest_kept = db.execute("SELECT MIN(time) FROM metrics").fetchone()[0]
+        assert newest is None or oldest_kept is None or oldest_kept >= newest + 60  # whole minutes
+        return per_batch + per_minute, minutes
+
+    assert counted()[0] == len(lines)
+    # Every row older than now: all of them per minute, none lost or doubled.
+    expiry.downsample_metrics(f"sqlite:{out / 'results.db'}", time.time() + 61)
+    assert counted() == (len(lines), counted()[1]) and counted()[1] > 0
+    assert db.execute("SELECT COUNT(*) FROM metrics").fetchone()[0] == 0
 
 
 def tuple_of(line: str):

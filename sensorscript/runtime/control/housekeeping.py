@@ -106,9 +106,10 @@ class Housekeeping:
             if self._due("results", now):
                 expiry.expire_results(self.out, self.sink_spec, now - horizons["results"], self._streams())
         wall = time.time()
-        if horizons["metrics"] is not None and self._due("metrics", wall * 1000, step=60_000):
+        if horizons["metrics"] is not None and self._due("metrics", wall * 1000, step=min(60_000, horizons["metrics"])):
             expiry.downsample_metrics(self.sink_spec, wall - horizons["metrics"] / 1000)
-        if horizons["metrics-minutes"] is not None and self._due("metrics-minutes", wall * 1000, step=60_000):
+        if horizons["metrics-minutes"] is not None and self._due("metrics-minutes", wall * 1000,
+                                                                 step=min(60_000, horizons["metrics-minutes"])):
             expiry.expire_minutes(self.sink_spec, wall - horizons["metrics-minutes"] / 1000)
         stores["sink"] = {"bytes": expiry.size(self.sink_spec)}
         for name in ("checkpoint", "corrections"):
