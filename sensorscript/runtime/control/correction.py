@@ -203,8 +203,7 @@ class JobGraph:
         """`started`: node id -> the event time an update started it at (runtime/plan/versions.py)."""
         self.job = job
         self.started = started or {}
-        self.programs = [q for q in (*job.first_stage, *job.second_stage, *(r for s in job.later_stages for r in s))
-                         if q is not None]
+        self.programs = job.programs
         self.nodes: dict[str, p.Node] = {}
         self.inputs: dict[str, set[str]] = {}
         for program in self.programs:

@@ -26,7 +26,7 @@ from pathlib import Path
 from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.output import expiry
 from sensorscript.runtime.plan.program import Job
-from sensorscript.runtime.plan.retention import Retention
+from sensorscript.runtime.plan.retention import STORES, Retention
 from sensorscript.runtime.output.status import Status
 
 COMPACT_AFTER = archive.HOUR_MS  # an hour's files are merged once the watermark is an hour past its end
@@ -100,47 +100,32 @@ class Housekeeping:
                 archive.sweep(folder)
             size, files = archive.size(folder)
             stores["archive"] = {"bytes": size, "files": files, "from": archive.floor(folder)}
-        if now is not None:
-            if self._due("late", now):
-                expiry.expire_late(self.sink_spec, now - horizons["late"])
-            if self._due("results", now):
-                expiry.expire_results(self.out, self.sink_spec, now - horizons["results"], self._streams())
-        wall = time.time()
-        if horizons["metrics"] is not None and self._due("metrics", wall * 1000, step=min(60_000, horizons["metrics"])):
-            expiry.downsample_metrics(self.sink_spec, wall - horizons["metrics"] / 1000)
-        if horizons["metrics-minutes"] is not None and self._due("metrics-minutes", wall * 1000,
-                                                                 step=min(60_000, horizons["metrics-minutes"])):
-            expiry.expire_minutes(self.sink_spec, wall - horizons["metrics-minutes"] / 1000)
+        if now is not None and (cut := self._cut("late", now)) is not None:
+            expiry.expire_late(self.sink_spec, cut)
+        if now is not None and (cut := self._cut("results", now)) is not None:
+            expiry.expire_results(self.out, self.sink_spec, cut,
+                                  {name for q in self.job.programs for names in q.outputs.values() for name in names})
+        wall = time.time() * 1000
+        if (cut := self._cut("metrics", wall)) is not None:
+            expiry.downsample_metrics(self.sink_spec, cut / 1000)
+        if (cut := self._cut("metrics-minutes", wall)) is not None:
+            expiry.expire_minutes(self.sink_spec, cut / 1000)
         stores["sink"] = {"bytes": expiry.size(self.sink_spec)}
         for name in ("checkpoint", "corrections"):
-            stores[name] = {"bytes": _bytes(self.out / name)}
+            stores[name] = {"bytes": expiry.bytes_in(self.out / name)}
         self.status.stores = stores
         return stores
 
-    def _due(self, store: str, now: float, step: float | None = None) -> bool:
-        """Whether `store` is trimmed now: it has a horizon, and it moved on enough since the last time."""
+    def _cut(self, store: str, now: float) -> int | float | None:
+        """Where `store` is trimmed now (`now` less its horizon, in its clock's ms), or None: it is kept
+        forever, or its cut moved on too little since the last trim (a 24th of an event-time horizon,
+        a minute at most of a wall-clock one)."""
         horizon = self.retention[store]
         if horizon is None:
-            return False
-        cutoff = now - horizon
-        last = self.trimmed.get(store)
-        if last is not None and cutoff - last < (step if step is not None else horizon / STEP):
-            return False
-        self.trimmed[store] = cutoff
-        return True
-
-    def _streams(self) -> set[str]:
-        programs = [q for q in (*self.job.first_stage, *self.job.second_stage,
-                                *(r for s in self.job.later_stages for r in s)) if q is not None]
-        return {name for q in programs for names in q.outputs.values() for name in names}
-
-
-def _bytes(folder: Path) -> int:
-    total = 0
-    for path in folder.rglob("*") if folder.exists() else ():
-        try:
-            if path.is_file():
-                total += path.stat().st_size
-        except OSError:
-            continue
-    return total
+            return None
+        cut, last = now - horizon, self.trimmed.get(store)
+        step = horizon / STEP if STORES[store][1] == "event" else min(60_000, horizon)
+        if last is not None and cut - last < step:
+            return None
+        self.trimmed[store] = cut
+        return cut

@@ -191,7 +191,6 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
                          "(sscript stop OUT --drain ends it)")
     checkpoint = out / CHECKPOINT
     given = retaining.parse(retain)
-    expiry.check(sink_spec, retaining.resolve(job.retention, retaining.kept(checkpoint), given)["results"])
     late_policy, gamma_ms = parse_late_policy(job.late)
     correcting = late_policy == "correct"
     if correcting and sink_spec == "console":
@@ -203,6 +202,10 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     if switching and not _earlier_version(out, held, job):
         raise ValueError(f"{out} was compiled again since its checkpoint was written, and the checkpoint's state "
                          f"belongs to the plan it replaced: 'sscript run --fresh' starts afresh")
+    # The horizons: the job's, then those earlier runs on the checkpoint gave (none when it starts
+    # afresh: the checkpoint goes), then this run's; checked before a fresh start clears the sink.
+    retention = retaining.resolve(job.retention, retaining.kept(checkpoint) if after is not None else {}, given)
+    expiry.check(sink_spec, retention["results"])
     if after is None:  # a run that starts afresh writes its own results, with the plan as it is now
         (versions.folder(out, job.version.number) / versions.APPLIED).unlink(missing_ok=True)
         if (checkpoint / ENDED).exists() and not fresh:
@@ -222,7 +225,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     if after is not None:  # what a killed run left of the batches it committed
         sources.clean_committed(checkpoint / "state", folder, job.input_cleanup)
     clear_request(out)
-    retention = retaining.resolve(job.retention, retaining.keep(checkpoint, given))
+    retaining.keep(checkpoint, given)
     if correcting:
         job = dataclasses.replace(job, archive=str((out / ARCHIVE).resolve()))
         if not (out / ARCHIVE).exists():  # nothing archived yet: both folders begin with this run
@@ -291,7 +294,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
                                                                     results["ts"].to_numpy(np.int64))})
         # The status first: an update's switch time comes from it (`_switched`), and a batch done again
         # after a kill leaves it as it was, so a switch at a restart starts where this one would have.
-        status.batch(batch_id, metrics, measures, len(quarantine), len(results), int(too_late.sum()))
+        too_late_count = int(too_late.sum())
+        status.batch(batch_id, metrics, measures, len(quarantine), len(results), too_late_count)
         target.write(batch_id, BatchRows(results, quarantine, late_rows, measures))
         correctable = late_rows[~too_late]
         if correcting and len(correctable):
@@ -306,7 +310,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         summary.unread += unread
         summary.skipped += int(metrics.get("skipped", 0))
         summary.late += late
-        summary.too_late += int(too_late.sum())
+        summary.too_late += too_late_count
         summary.results += len(results)
         summary.division_by_zero += dbz
         summary.forwarded += int(metrics.get("forwarded", 0))
@@ -328,7 +332,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         state = measures[measures["name"] == "state_bytes"]["value"]
         echo(f"batch {batch_id}: {readings:,} readings, {len(quarantine):,} quarantined, "
              + (f"{unread:,} readings of sensors no workflow reads ignored, " if unread else "") + f"{late:,} late"
-             + (f" ({int(too_late.sum()):,} too late to correct: older than the archive's horizon)" if too_late.any()
+             + (f" ({too_late_count:,} too late to correct: older than the archive's horizon)" if too_late_count
                 else "") + ", "
              f"{len(results):,} results" + (f" ({matches:,} pattern matches)" if matches else "")
              + (f", {dbz} divisions by zero skipped" if dbz else "")

@@ -180,24 +180,28 @@ def _hours(folder: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def _groups(hour: Path) -> dict[str, tuple[list[tuple[int, Path]], list[tuple[int, Path]]]]:
+    """An hour's files per partition (one group for the unread): (merged, small), each as (batch,
+    path) in batch order (a merged file's batch: the last it holds)."""
+    found: dict[str, tuple[list, list]] = {}
+    for path in hour.glob("*.parquet"):
+        for pattern, kind in ((MERGED, 0), (SMALL, 1)):
+            match = pattern.fullmatch(path.name)
+            if match:
+                found.setdefault(match["group"], ([], []))[kind].append((int(match["batch"]), path))
+                break
+    return {group: (sorted(merged), sorted(small)) for group, (merged, small) in sorted(found.items())}
+
+
 def _chosen(hour: Path) -> tuple[list[Path], list[Path]]:
     """(what a reader takes, what is superseded) among an hour's files: per partition (per folder
     for the unread), the newest merged file and the small files of batches after it."""
-    merged: dict[str, list[tuple[int, Path]]] = {}
-    small: dict[str, list[tuple[int, Path]]] = {}
-    for path in hour.glob("*.parquet"):
-        for pattern, into in ((MERGED, merged), (SMALL, small)):
-            match = pattern.fullmatch(path.name)
-            if match:
-                into.setdefault(match["group"], []).append((int(match["batch"]), path))
-                break
     taken, superseded = [], []
-    for group in sorted(merged.keys() | small.keys()):
-        versions = sorted(merged.get(group, []))
-        upto = versions[-1][0] if versions else -1
-        taken += [path for _, path in versions[-1:]]
-        superseded += [path for _, path in versions[:-1]]
-        for batch, path in sorted(small.get(group, [])):
+    for merged, small in _groups(hour).values():
+        upto = merged[-1][0] if merged else -1
+        taken += [path for _, path in merged[-1:]]
+        superseded += [path for _, path in merged[:-1]]
+        for batch, path in small:
             (taken if batch > upto else superseded).append(path)
     return taken, superseded
 
@@ -243,31 +247,25 @@ def _merge_hour(hour: Path, upto_batch: int) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    taken, _ = _chosen(hour)
-    groups: dict[str, tuple[list[Path], list[tuple[int, Path]]]] = {}
-    for path in taken:
-        match = MERGED.fullmatch(path.name)
-        if match:
-            groups.setdefault(match["group"], ([], []))[0].append(path)
-        else:
-            match = SMALL.fullmatch(path.name)
-            if int(match["batch"]) <= upto_batch:
-                groups.setdefault(match["group"], ([], []))[1].append((int(match["batch"]), path))
     count = 0
-    for group, (earlier, newer) in sorted(groups.items()):
+    for group, (merged, small) in _groups(hour).items():
+        upto = merged[-1][0] if merged else -1
+        earlier = [path for _, path in merged[-1:]]
+        newer = [(batch, path) for batch, path in small if upto < batch <= upto_batch]
         if not newer or (not earlier and len(newer) < 2) or (earlier and len(newer) < AGAIN_AFTER):
             continue
-        target = hour / f"{group}-upto{max(batch for batch, _ in newer)}.parquet"
+        target = hour / f"{group}-upto{newer[-1][0]}.parquet"
         temporary = hour / f".{target.name}.{os.getpid()}.tmp"
-        writer, held = None, []
+        writer, held, rows = None, [], 0
         try:  # in row groups of about ROW_GROUP rows (a small file's are tiny): bounded memory, fast reads
-            for source in [*earlier, *(path for _, path in sorted(newer))]:
+            for source in [*earlier, *(path for _, path in newer)]:
                 for batch in pq.ParquetFile(source).iter_batches(batch_size=ROW_GROUP):
                     writer = writer or pq.ParquetWriter(temporary, batch.schema)
                     held.append(batch)
-                    if sum(len(b) for b in held) >= ROW_GROUP:
+                    rows += len(batch)
+                    if rows >= ROW_GROUP:
                         writer.write_table(pa.Table.from_batches(held), row_group_size=2 * ROW_GROUP)
-                        held = []
+                        held, rows = [], 0
             if held:
                 writer.write_table(pa.Table.from_batches(held), row_group_size=2 * ROW_GROUP)
         finally:
@@ -286,7 +284,8 @@ def sweep(folder: str | Path) -> bool:
     with _locked(folder, fcntl.LOCK_EX | fcntl.LOCK_NB) as held:
         if not held:
             return False
-        below = floor(folder) // HOUR_MS if floor(folder) > NEG_INF else None
+        lowest = floor(folder)
+        below = lowest // HOUR_MS if lowest > NEG_INF else None
         for where in (Path(folder), unread_folder(folder)):
             for hour, path in _hours(where):
                 if below is not None and hour < below:
@@ -298,20 +297,18 @@ def sweep(folder: str | Path) -> bool:
 
 
 def expire(folder: str | Path, before: int) -> int | None:
-    """Keep nothing before event time `before` (rounded down to an hour): the floor moves there
-    first, then the hours behind it go (`sweep`, now or next time); returns the new floor, or None
-    when it did not move."""
+    """Keep nothing before event time `before` (rounded down to an hour): the floor moves there, and
+    the next `sweep` (`compact` ends with one) removes the hours behind it; returns the new floor, or
+    None when it did not move."""
     new = (before // HOUR_MS) * HOUR_MS
     first = earliest(folder)  # the floor says what was removed: it moves only when something goes
     if first is None or first >= new or new <= floor(folder):
-        sweep(folder)  # a too-late reading's straggler behind the floor
         return None
     path = Path(folder) / FLOOR
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{FLOOR}.tmp")
     temporary.write_text(f"{new}\n")
     os.replace(temporary, path)
-    sweep(folder)
     return new
 
 

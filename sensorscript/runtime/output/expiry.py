@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sensorscript.runtime.output.sinks import METRIC_COLUMNS, MINUTE_COLUMNS, MINUTES
+from sensorscript.runtime.output.sinks import METRIC_COLUMNS, MINUTE_COLUMNS, MINUTES, SIDE_TABLES
 
 MINUTES_FOLDER = "metrics-minutes"  # beside a file sink
 EXPIRED = "expired.json"  # in OUT: store -> the event time before which its rows were removed
@@ -135,13 +135,24 @@ def size(spec: str) -> int:
     """Bytes the sink takes on disk (its results and the tables or folders beside)."""
     kind, _, path = spec.partition(":")
     target = Path(path)
-    if kind == "sqlite":
-        return sum(p.stat().st_size for p in target.parent.glob(target.name + "*") if p.is_file())
+    if kind == "sqlite":  # the database and its journal
+        return sum(bytes_in(p) for p in target.parent.glob(target.name + "*"))
     if kind in ("csv", "parquet"):
-        places = [target, *(target.parent / name for name in ("quarantine", "late", "metrics", MINUTES_FOLDER))]
-        return sum(p.stat().st_size for place in places if place.exists()
-                   for p in ([place] if place.is_file() else place.rglob("*")) if p.is_file())
+        return sum(bytes_in(place) for place in (target, *(target.parent / name for name in (*SIDE_TABLES, MINUTES_FOLDER))))
     return 0
+
+
+def bytes_in(path: Path) -> int:
+    """Bytes of a file, or of every file under a folder (0 if it is not there; a file that goes
+    while counted counts 0)."""
+    total = 0
+    for item in (path.rglob("*") if path.is_dir() else [path]):
+        try:
+            if item.is_file():
+                total += item.stat().st_size
+        except OSError:
+            continue
+    return total
 
 
 def _modified(path: Path) -> float:

@@ -395,16 +395,20 @@ class Job:
         sensors = {code: sensor_id for sensor_id, (code, _) in self.sensors.items()}
         return {w: {**sensors, **self.stream_names.get(w, {})} for w in self.workflows}
 
+    @property
+    def programs(self) -> list[Program]:
+        """Every program the job runs, stage after stage (a partition without a stage left out)."""
+        return [p for p in (*self.first_stage, *self.second_stage, *(q for s in self.later_stages for q in s))
+                if p is not None]
+
     @cached_property
     def streams_fed(self) -> dict[int, tuple[str, ...]]:
         """Sensor code -> the result streams (WORKFLOW.NAME) its readings reach: what a late
         reading of it missed. Derived from the programs (node ids are the same in every stage);
         worked out once per job object (cached on it, also where it travels to Spark's workers)."""
-        programs = [p for p in (*self.first_stage, *self.second_stage, *(q for s in self.later_stages for q in s))
-                    if p is not None]
         readers: dict[str, set[str]] = {}
         outputs: dict[str, set[str]] = {}
-        for program in programs:
+        for program in self.programs:
             for node in program.nodes:
                 inputs = () if isinstance(node, Sensor) else (node.input,) if isinstance(node, Window) else node.inputs
                 for i in inputs:
