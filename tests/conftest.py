@@ -89,3 +89,6 @@ def spark():
     session.sparkContext.setLogLevel("OFF")
     yield session
     session.stop()
+
+
+from tests.brokers import broker  # noqa: E402,F401  (a real mosquitto on a free port: tests/brokers.py)
