@@ -156,7 +156,7 @@ def measure(out: Path, sink: SQLiteSink, streams: pd.DataFrame, runs: int, next_
     # The dashboard: the alarm streams (flags and patterns) as a compiled plan would name them.
     kinds = {row.name: {"flag": "combine", "match": "pattern"}.get(row.kind, "window") for row in streams.itertuples()}
     plan = dataclasses.replace(reading.JobOutput(out).plan(), kinds=kinds,
-                               alarm_streams=sorted(s for s, k in kinds.items() if k != "window"))
+                               alarm_kinds={row.name: row.kind for row in streams.itertuples() if row.kind != "window"})
     workflow = [s for s in kinds if s.startswith(window.split(".")[0] + ".")]
     first, shown, again, written = [], [], [], []
     for _ in range(runs):

@@ -20,7 +20,8 @@ from sensorscript.cli import main
 from sensorscript.compiler import compile_workflows
 from sensorscript.dashboard import Dashboard, reading
 from sensorscript.dashboard.browser import chromium
-from sensorscript.dashboard.figures import alarms, output_streams
+from sensorscript.dashboard.figures import output_streams
+from sensorscript.runtime.output.alarms import FLAG as FLAG_KIND, MATCH as MATCH_KIND, alarms
 from sensorscript.dashboard.reading import JobOutput
 from sensorscript.registry import read_csv
 from sensorscript.runtime.control.correction import newest
@@ -193,7 +194,7 @@ def expected_alarms(out) -> list[tuple[int, str]]:
 
 
 def test_alarms_are_matches_and_flags_turning_on():
-    kinds = {"w.F": "combine", "w.M": "pattern", "w.V": "combine"}
+    kinds = {"w.F": FLAG_KIND, "w.M": MATCH_KIND}  # w.V: a combine stream that is no flag (alarms.alarm_kinds)
     results = pd.DataFrame({"stream": ["w.F"] * 5 + ["w.M", "w.V", "w.V"], "ts": [1, 2, 3, 4, 5, 3, 1, 2],
                             "value": [1.0, 1.0, 0.0, 1.0, 1.0, 2.5, 1.0, 0.5],
                             "events": [None] * 5 + ["[]", None, None]})
@@ -325,18 +326,19 @@ def test_alarms_follow_the_sink_one_batch_at_a_time(examples_out):
     for a stream's rows from the beginning only when such a row came."""
     out, sink, reads = examples_out
     output = JobOutput(out)
-    kinds = {s: k for workflow in output.plan().workflows.values() for s, k in workflow.items()}
+    kinds = output.plan().alarm_kinds
+    assert kinds[FLAG] == FLAG_KIND and kinds[MATCH] == MATCH_KIND  # from plan.json: a comparison, a pattern
     batches = [
         [flag(10, 0.0), flag(20, 1.0), match(15, 4.5)],  # turned on at 20; a match
         [flag(30, 1.0), flag(40, 0.0), flag(50, 1.0)],  # on again at 50
         [flag(20, 0.0, version=2)],  # late data: off at 20 after all, so on from 30
         [flag(5, 1.0)],  # came after 50: on at 5, off at 10
         [match(15, None, version=2), match(60, 5.0)],  # the match retracted; another
-        [flag(60, 2.0)],  # no flag after all: none of its rows are alarms
+        [flag(60, 0.0), flag(70, 1.0)],  # off, then on again at 70
     ]
     expected = [[(20, FLAG), (15, MATCH)], [(50, FLAG), (20, FLAG), (15, MATCH)],
                 [(50, FLAG), (30, FLAG), (15, MATCH)], [(50, FLAG), (30, FLAG), (15, MATCH), (5, FLAG)],
-                [(60, MATCH), (50, FLAG), (30, FLAG), (5, FLAG)], [(60, MATCH)]]
+                [(60, MATCH), (50, FLAG), (30, FLAG), (5, FLAG)], [(70, FLAG), (60, MATCH), (50, FLAG), (30, FLAG), (5, FLAG)]]
     for batch, (rows, alarms_now) in enumerate(zip(batches, expected)):
         before = output._results.rowid
         reads.clear()

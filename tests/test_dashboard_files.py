@@ -12,9 +12,9 @@ import pytest
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.dashboard import reading
-from sensorscript.dashboard.figures import alarms
 from sensorscript.dashboard.reading import JobOutput
 from sensorscript.runtime.control.correction import newest
+from sensorscript.runtime.output.alarms import alarms
 from sensorscript.runtime.output.sinks import METRIC_COLUMNS, BatchRows, open_sink, read_results
 from tests.conftest import EXAMPLES, ROOT
 from tests.test_dashboard import FLAG, MATCH, T, flag, match
@@ -100,7 +100,7 @@ def test_each_look_reads_only_the_batches_written_since(file_sink):
     out, spec, reads = file_sink
     sink = open_sink(spec, matches=True)
     output = JobOutput(out)
-    kinds = {s: k for workflow in output.plan().workflows.values() for s, k in workflow.items()}
+    kinds = output.plan().alarm_kinds
     for batch, rows in enumerate(BATCHES):
         write(sink, batch, rows)
         reads["rows"].clear()
@@ -127,7 +127,7 @@ def test_removed_files_take_their_rows_and_a_sink_written_anew_is_read_afresh(fi
     out, spec, reads = file_sink
     sink = open_sink(spec, matches=True)
     output = JobOutput(out)
-    kinds = {s: k for workflow in output.plan().workflows.values() for s, k in workflow.items()}
+    kinds = output.plan().alarm_kinds
     for batch, rows in enumerate(BATCHES[:3]):
         write(sink, batch, rows)
     assert page(output) == whole(out, spec, kinds)

@@ -26,6 +26,7 @@ from dash import Dash, Input, Output, State, ctx, dcc, html
 
 from sensorscript.dashboard import figures
 from sensorscript.dashboard.reading import JobOutput, PlanSummary
+from sensorscript.runtime.output.alarms import FLAG, Alarm
 from sensorscript.runtime.output.status import GAUGES, describe_state, describe_version, gauge_text
 from sensorscript.times import human_time, zone_name
 
@@ -244,7 +245,7 @@ def _health_detail(status: dict | None, found, tz: tzinfo) -> list:
     ]
 
 
-def _alarms(found: list[figures.Alarm], text: str | None, tz: tzinfo):
+def _alarms(found: list[Alarm], text: str | None, tz: tzinfo):
     text = (text or "").strip().lower()
     if text:
         found = [a for a in found if text in a.stream.lower()]
@@ -305,7 +306,8 @@ def _result_plots(plan: PlanSummary, chosen: list[str], workflows: list[str], ro
                 last = found.iloc[-1]
                 caption = (f"{len(found):,} result{'s' if len(found) != 1 else ''}, the last {last['value']:.6g} "
                            f"at {human_time(last['ts'], tz)}")
-                plot = dcc.Graph(figure=figures.stream_figure(stream, kind, found, tz, color),
+                plot = dcc.Graph(figure=figures.stream_figure(stream, kind, found, tz, color,
+                                                                 flag=plan.alarm_kinds.get(stream) == FLAG),
                                  config={"displaylogo": False, "responsive": True}, style={"height": "230px"})
             cards.append(html.Div(className="stream", id=f"stream-{stream}", style={"minWidth": "0"}, children=[
                 html.H4(stream, style={"margin": "8px 0 0 0"}),

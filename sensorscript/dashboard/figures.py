@@ -1,24 +1,21 @@
 """The dashboard's plots (Plotly figures) and the decisions behind them: how each output stream is
-drawn, which rows are alarms, what the health plots show. Times are the wall clock of the page's
-time zone (sensorscript/times.py); the stored epoch milliseconds are not changed."""
+drawn, what the health plots show (which rows are alarms is runtime/output/alarms.py's rule). Times
+are the wall clock of the page's time zone (sensorscript/times.py); the stored epoch milliseconds are
+not changed."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from datetime import tzinfo
-from typing import NamedTuple
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from sensorscript.graph.nodes import COMBINE, PATTERN, WINDOW
+from sensorscript.graph.nodes import PATTERN, WINDOW
 from sensorscript.times import human_time, zone_name
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 POINTS_SHOWN = 5_000  # per stream: the newest, so that a long run stays quick to draw
-ALARM_KINDS = (PATTERN, COMBINE)  # the kinds of output streams whose rows may be alarms
 DAG_NODES_DRAWN = 400  # a larger DAG is not legible as one picture; the plan's summary stays
 
 
@@ -29,20 +26,15 @@ def output_streams(plan: dict) -> dict[str, dict[str, str]]:
             for workflow, entry in sorted(plan["workflows"].items())}
 
 
-def is_flag(kind: str, values) -> bool:
-    """A 0/1 flag: a combine stream all of whose values are 0.0 or 1.0, as comparisons and
-    and/or/not give (a threshold crossed or not). Drawn as bands; turning on is an alarm."""
-    return kind == COMBINE and len(values) > 0 and bool(np.isin(np.asarray(values, float), (0.0, 1.0)).all())
-
-
 def wall_clock(ms: pd.Series, tz: tzinfo) -> pd.Series:
     """Epoch milliseconds as the wall-clock times of `tz` (naive: Plotly draws them as they are)."""
     return pd.to_datetime(ms.astype("int64"), unit="ms", utc=True).dt.tz_convert(tz).dt.tz_localize(None)
 
 
-def stream_figure(stream: str, kind: str, rows: pd.DataFrame, tz: tzinfo, color: str) -> go.Figure:
-    """One output stream over time: window results as steps at their window's end, 0/1 flags as
-    bands, pattern matches as points (hover: the events they bound), other streams as lines."""
+def stream_figure(stream: str, kind: str, rows: pd.DataFrame, tz: tzinfo, color: str, flag: bool = False) -> go.Figure:
+    """One output stream over time: window results as steps at their window's end, 0/1 flags
+    (`flag`: runtime/output/alarms.py, `alarm_kinds_of_plan`) as bands, pattern matches as points
+    (hover: the events they bound), other streams as lines."""
     rows = rows.sort_values("ts").tail(POINTS_SHOWN)
     figure = go.Figure()
     if kind == WINDOW:
@@ -50,7 +42,7 @@ def stream_figure(stream: str, kind: str, rows: pd.DataFrame, tz: tzinfo, color:
         figure.add_scatter(x=wall_clock(ends, tz), y=rows["value"], mode="lines+markers", line_shape="hv",
                            line={"color": color}, marker={"size": 5}, name=stream,
                            hovertemplate="window ending %{x}<br>%{y:.6g}<extra></extra>")
-    elif is_flag(kind, rows["value"]):
+    elif flag:
         figure.add_scatter(x=wall_clock(rows["ts"], tz), y=rows["value"], mode="lines", line_shape="hv",
                            fill="tozeroy", line={"color": color}, name=stream,
                            hovertemplate="%{x}<br>%{y:.0f}<extra></extra>")
@@ -82,60 +74,6 @@ def describe_events(events: str | None, tz: tzinfo) -> str:
         clock = human_time(event["ts"], tz).split(" ", 1)[1]
         parts.append(f"{event['var']} = {event['value']:.6g} ({event['sensor']}, {clock})")
     return ", ".join(parts)
-
-
-class Alarm(NamedTuple):
-    ts: int
-    stream: str
-    value: float
-    events: str | None  # a match's bound events; None for a flag that turned on
-
-
-@dataclass
-class StreamAlarms:
-    """One output stream's alarms so far, and what its next rows are checked against."""
-
-    kind: str
-    alarms: list[Alarm] = field(default_factory=list)
-    flag: bool = True  # a combine stream all of whose values so far are 0 or 1
-    last_ts: int | None = None
-    last_value: float = 0.0  # before the first row a flag is off
-
-
-def follow_alarms(stream: str, kind: str, ts: np.ndarray, values: np.ndarray, events: np.ndarray,
-                  before: StreamAlarms | None = None) -> StreamAlarms:
-    """The alarms of `stream` once its rows `ts, values, events` (newest versions, retractions left
-    out, in time order, all later than `before`'s last row) are added to `before` (None: these are
-    all of its rows). Pattern matches are alarms, and the moments a 0/1 flag turned on (0 or nothing
-    before, 1 now); a stream that takes another value is no flag, and none of its rows are alarms."""
-    state = before or StreamAlarms(kind)
-    if not len(ts):
-        return state
-    if kind == PATTERN:
-        state.alarms += [Alarm(int(t), stream, float(v), e) for t, v, e in zip(ts, values, events) if isinstance(e, str)]
-    elif kind == COMBINE and state.flag:
-        if not is_flag(kind, values):
-            state.flag, state.alarms = False, []
-        else:
-            on = (values == 1.0) & (np.concatenate(([state.last_value], values[:-1])) != 1.0)
-            state.alarms += [Alarm(int(t), stream, 1.0, None) for t in ts[on]]
-    state.last_ts, state.last_value = int(ts[-1]), float(values[-1])
-    return state
-
-
-def newest_first(alarms: list[Alarm]) -> list[Alarm]:
-    return sorted(alarms, key=lambda a: (-a.ts, a.stream))
-
-
-def alarms(results: pd.DataFrame, kinds: dict[str, str]) -> list[Alarm]:
-    """The alarms of result rows (newest versions, retractions left out), newest first."""
-    found: list[Alarm] = []
-    for stream, rows in results.groupby("stream"):
-        if kinds.get(stream) in ALARM_KINDS:
-            rows = rows.sort_values("ts", kind="stable")
-            found += follow_alarms(stream, kinds[stream], rows["ts"].to_numpy("int64"), rows["value"].to_numpy(float),
-                                   rows["events"].to_numpy(object)).alarms
-    return newest_first(found)
 
 
 def health_figure(metrics: pd.DataFrame, name: str, tz: tzinfo, per_partition: bool, scale: float = 1.0,

@@ -6,7 +6,7 @@ Each part is read on its own, so that a slow one (the first look at a large sink
 - status.json again when it changed; plan.json once per compile, boiled down to what the page shows
   (PlanSummary: plan.json is 28 MB at 10,240 workflows);
 - SQLite (runtime/output/sinks.py; rows are only ever appended: a correction appends a higher
-  version): the rows added since the last look, by rowid. The alarms (figures.follow_alarms) are
+  version): the rows added since the last look, by rowid. The alarms (runtime/output/alarms.py) are
   kept up to date from the new rows of the streams that can have alarms; the rows of the streams a
   page shows are read, through the index by key (stream, ts, ...), when it first shows them and then by
   rowid; quarantine counts and metrics by rowid as well;
@@ -34,10 +34,11 @@ import numpy as np
 import pandas as pd
 
 from sensorscript.dashboard import figures
-from sensorscript.dashboard.figures import Alarm, StreamAlarms
 from sensorscript.graph.nodes import SENSOR
 from sensorscript.runtime.control.backfill import Backfill, newest as newest_backfill
 from sensorscript.runtime.control.correction import newest
+from sensorscript.runtime.output import alarms as alarm_rule
+from sensorscript.runtime.output.alarms import Alarm, StreamAlarms
 from sensorscript.runtime.output.sinks import MATCH_COLUMNS, METRIC_COLUMNS, RESULT_COLUMNS, read_journal
 from sensorscript.runtime.output.status import STATUS, read_status
 
@@ -57,7 +58,7 @@ class PlanSummary:
     mtime: float
     workflows: dict[str, dict[str, str]]  # workflow -> {WORKFLOW.STREAM: kind of the node computing it}
     kinds: dict[str, str]  # WORKFLOW.STREAM -> kind
-    alarm_streams: list[str]  # those whose rows may be alarms (figures.ALARM_KINDS), sorted
+    alarm_kinds: dict[str, str]  # WORKFLOW.STREAM -> match or flag, for those that have alarms (alarms.py)
     nodes: int
     shared: int  # computations shared by several workflows
     sensors: int  # sensors the job reads
@@ -81,7 +82,7 @@ class PlanSummary:
         workflows = figures.output_streams(plan)
         small = len(plan["nodes"]) <= figures.DAG_NODES_DRAWN
         kinds = {s: k for outputs in workflows.values() for s, k in outputs.items()}
-        return cls(mtime, workflows, kinds, sorted(s for s, k in kinds.items() if k in figures.ALARM_KINDS),
+        return cls(mtime, workflows, kinds, alarm_rule.alarm_kinds_of_plan(plan),
                    len(plan["nodes"]), len(plan.get("shared", {})),
                    sum(1 for node in plan["nodes"] if node["kind"] == SENSOR), partitions["count"],
                    partitions["balance"], list(partitions["loads_hz"]), placed, len(crossings),
@@ -265,9 +266,9 @@ class _Results:
             if last == self.rowid:
                 return
             # The first look reads the watched streams' rows through the index; later ones the rows past the last look.
-            new = sink.rows(plan.alarm_streams, self.rowid, last, COLUMNS, by_stream=self.rowid == 0)
+            new = sink.rows(list(plan.alarm_kinds), self.rowid, last, COLUMNS, by_stream=self.rowid == 0)
             self.rowid = last
-            if self._follow(new, plan.kinds, lambda stream: self._all_rows(sink, stream)):
+            if self._follow(new, plan.alarm_kinds, lambda stream: self._all_rows(sink, stream)):
                 self._publish(plan)
 
     def _follow(self, new: pd.DataFrame, kinds: dict[str, str], all_rows) -> bool:
@@ -288,7 +289,7 @@ class _Results:
             else:
                 rows = ts[a:b], values[a:b], events[a:b]
             alarms = len(before.alarms) if before is not None else -1
-            self.alarms[stream] = figures.follow_alarms(stream, kinds[stream], *rows, before)
+            self.alarms[stream] = alarm_rule.follow_alarms(stream, kinds[stream], *rows, before)
             changed = changed or len(self.alarms[stream].alarms) != alarms
         return changed
 
@@ -296,7 +297,7 @@ class _Results:
         return _newest(sink.rows([stream], 0, self.rowid, COLUMNS)).sort_values("ts", kind="stable")
 
     def _publish(self, plan: PlanSummary) -> None:
-        found = figures.newest_first([a for state in self.alarms.values() for a in state.alarms])
+        found = alarm_rule.newest_first([a for state in self.alarms.values() for a in state.alarms])
         by_workflow: dict[str, tuple[int, int]] = {}
         for alarm in found:
             workflow = plan.workflow_of(alarm.stream)

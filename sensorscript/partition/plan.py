@@ -25,6 +25,7 @@ from sensorscript.partition.greedy import PartitionPlan, node_rates, partition
 from sensorscript.partition.pieces import placement_graph
 from sensorscript.registry import DEFAULT_FREQUENCY_HZ, SensorRegistry
 from sensorscript.runtime.plan.program import derived_code
+from sensorscript.runtime.output.alarms import is_flag
 
 PLAN_FORMAT = 1
 _INFINITY = float("inf")
@@ -187,7 +188,8 @@ def describe_node(node: Node) -> dict:
     if node.kind == UNION:
         return {}
     if node.kind == COMBINE:
-        return {"expression": _expression_text(node.key[1])}
+        # `flag`: its values are 0/1, and its turning on is an alarm (runtime/output/alarms.py).
+        return {"expression": _expression_text(node.key[1]), "flag": is_flag(node.key[1])}
     if node.kind == PATTERN:
         elements, where, within, strategy, emit, partition_by, yield_, links, limit = node.key[1]
         return {"elements": [{"negated": n, "kleene": k, "input": i, **({"operator": o} if o else {})}
