@@ -225,6 +225,19 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
         click.echo(f"timings:\n{compiled.timings}")
 
 
+def check_alerts(alerts, alerts_for, timeout, template, sink) -> None:
+    """--alerts and its options, checked before Spark starts (ValueError in the user's words)."""
+    from sensorscript.runtime.output.alerts import AlertSettings
+
+    if not alerts:
+        if alerts_for or timeout or template:
+            raise ValueError("--alerts-for, --alerts-timeout and --alerts-template go with --alerts URL")
+        return
+    if sink == "console":
+        raise ValueError("--alerts delivers alarms from the results written: use a sqlite, csv or parquet sink")
+    AlertSettings.of(alerts, alerts_for, timeout, template).check()
+
+
 @main.command(name="run")
 @click.argument("out", type=click.Path(file_okay=False))
 @click.option("--input", "source", required=True,
@@ -252,8 +265,20 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
                    "would grow for ever, and Spark lists it at every trigger), keep with --once (a replay of a "
                    "folder, read again by the next --once run). To replay a folder you keep without --once, give "
                    "keep.")
+@click.option("--alerts", multiple=True, metavar="URL",
+              help="Deliver alarms (pattern matches, flags turning on) to a webhook (http(s)://..., a JSON POST), an "
+                   "MQTT topic (mqtt(s)://[USER@]HOST[:PORT]/TOPIC, QoS 1; the password in SSCRIPT_MQTT_PASSWORD) or "
+                   "env:VARIABLE (the URL in that environment variable, out of `ps`); repeat for several. At least "
+                   "once, from a durable outbox in OUT/alerts/.")
+@click.option("--alerts-for", multiple=True, metavar="WORKFLOW,...",
+              help="Deliver the alarms of these workflows only (default: every workflow's).")
+@click.option("--alerts-timeout", metavar="DURATION",
+              help="With --once, how long the run waits for its alarms to be delivered (default 60s); what is left "
+                   "waits in the outbox for the next run.")
+@click.option("--alerts-template", type=click.Path(exists=True, dir_okay=False),
+              help="A Jinja2 template of a webhook's body (the alarm is `alarm`): for Slack, Teams, ntfy (README).")
 def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, watermark, late, retain,
-                replay_order, input_cleanup) -> None:
+                replay_order, input_cleanup, alerts, alerts_for, alerts_timeout, alerts_template) -> None:
     """Run the job compiled into OUT on local Spark (local[2]) or on a cluster.
 
     A run continues from the checkpoint of the last run on OUT (its windows, partial matches and
@@ -264,8 +289,10 @@ def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, 
     from sensorscript.runtime.ingest.source import input_cleanup as check_cleanup
 
     policies = running.policy_arguments(watermark, late, replay_order, fresh, input_cleanup, retain)
+    policies += running.alerts_arguments(alerts, alerts_for, alerts_timeout, alerts_template)
     try:
         check_cleanup(input_cleanup, source, once)  # before Spark starts
+        check_alerts(alerts, alerts_for, alerts_timeout, alerts_template, sink)
     except ValueError as exc:
         _fail(SensorScriptError([Diagnostic("error", str(exc))]))
         return

@@ -41,6 +41,16 @@ def policy_arguments(watermark: str | None, late: str | None, replay_order: str 
             *(["--input-cleanup", input_cleanup] if input_cleanup else [])]
 
 
+def alerts_arguments(alerts: tuple[str, ...], alerts_for: tuple[str, ...] = (), timeout: str | None = None,
+                     template: str | None = None) -> list[str]:
+    """job.py's options for the alarms delivered (runtime/output/alerts.py); a template's path made
+    absolute (the job runs from where it is)."""
+    return [*(item for url in alerts for item in ("--alerts", url)),
+            *(item for names in alerts_for for item in ("--alerts-for", names)),
+            *(["--alerts-timeout", timeout] if timeout else []),
+            *(["--alerts-template", str(Path(template).resolve())] if template else [])]
+
+
 def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print,
                 max_files_per_trigger: int | None = None, extra_job: list[str] | None = None) -> int:
     """Run OUT/job.py in a child process on local Spark, passing on its output without Spark's noise."""

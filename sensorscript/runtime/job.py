@@ -21,6 +21,7 @@ from sensorscript.runtime.ingest.source import input_cleanup
 from sensorscript.runtime.plan.program import Job
 from sensorscript.runtime.control.run_loop import REFRESH_AFTER, JobFailed, run
 from sensorscript.runtime.control.session import SPARK_LOG, spark_session
+from sensorscript.runtime.output.alerts import AlertSettings
 from sensorscript.runtime.output.sinks import check_sink
 
 __all__ = ["Job", "assign_partitions", "control_rows", "run_partitions", "main", "run", "spark_session"]
@@ -52,6 +53,13 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     parser.add_argument("--refresh-after", type=int, default=REFRESH_AFTER, metavar="BATCHES",
                         help=f"start the query anew between two batches after this many (default {REFRESH_AFTER:,}: "
                              f"bounds the state store's snapshots)")
+    parser.add_argument("--alerts", action="append", default=[], metavar="URL",
+                        help="deliver alarms to a webhook (http(s)://...), an MQTT topic (mqtt(s)://HOST[:PORT]/TOPIC) "
+                             "or the URL in an environment variable (env:VARIABLE)")
+    parser.add_argument("--alerts-for", action="append", default=[], metavar="WORKFLOW,...",
+                        help="deliver the alarms of these workflows only (default: all)")
+    parser.add_argument("--alerts-timeout", metavar="DURATION", help="--once waits this long for its alarms (60s)")
+    parser.add_argument("--alerts-template", metavar="FILE", help="a Jinja2 template of a webhook's body")
     args = parser.parse_args(argv)
     if not args.input.startswith(("socket://", "kafka://")) and not Path(args.input).exists():
         print(f"error: {args.input}: no such input folder", file=sys.stderr)
@@ -60,6 +68,10 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     try:
         check_sink(sink)  # before Spark starts, and before a bounded run clears what stands at the path
         input_cleanup(args.input_cleanup, args.input, args.once)
+        alerts = AlertSettings.of(args.alerts, args.alerts_for, args.alerts_timeout, args.alerts_template) \
+            if args.alerts else None
+        if alerts:
+            alerts.check(job)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -68,7 +80,8 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
         summary = run(job, build_query, args.input, Path(args.out), args.once, sink, spark,
                       trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,
                       watermark=args.watermark, late=args.late, replay_order=args.replay_order, fresh=args.fresh,
-                      retain=args.retain, input_cleanup=args.input_cleanup, refresh_after=args.refresh_after)
+                      retain=args.retain, input_cleanup=args.input_cleanup, refresh_after=args.refresh_after,
+                      alerts=alerts)
     except (JobFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         if isinstance(exc, JobFailed) and (Path(args.out) / SPARK_LOG).exists():

@@ -47,8 +47,8 @@ from sensorscript.runtime.output import rows as output
 from sensorscript.runtime.plan import versions
 from sensorscript.runtime.plan import program as p
 from sensorscript.runtime.state.engine import NEG_INF, POS_INF
-from sensorscript.runtime.output.sinks import (KEY_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN, RESULT_COLUMNS, BatchRows, open_sink,
-                                        read_results)
+from sensorscript.runtime.output.sinks import (KEY_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN, RESULT_COLUMNS, BatchRows,
+                                        key_of as _key, newest, open_sink, read_results)
 from sensorscript.runtime.state.tasks import LocalRun
 
 FOLDER = "corrections"
@@ -144,9 +144,10 @@ class Pending:
         return state["runs"]
 
 
-def correct(job: p.Job, out: Path, sink_spec: str, until: int) -> Correction:
+def correct(job: p.Job, out: Path, sink_spec: str, until: int, written=None) -> Correction:
     """Run a correction now: recompute what the pending late readings touched, up to event time
-    `until` (POS_INF at the end of the input), and write the rows that changed."""
+    `until` (POS_INF at the end of the input), and write the rows that changed. `written(number,
+    rows)` is told the rows once written, as batch -number (the alarms they change: alerts.py)."""
     started = time.monotonic()
     pending = Pending(out)
     files = pending.files()
@@ -184,6 +185,8 @@ def correct(job: p.Job, out: Path, sink_spec: str, until: int) -> Correction:
             number = pending.runs() + 1
             changed[PLAN_COLUMN] = job.plan_versions(changed["stream"].to_numpy(), changed["ts"].to_numpy(np.int64))
             open_sink(sink_spec, matches=job.has_matches).write(-number, BatchRows(changed, pd.DataFrame()))
+            if written is not None:
+                written(number, changed)
     found.rows = int(changed["value"].notna().sum()) if len(changed) else 0
     found.retracted = int(changed["value"].isna().sum()) if len(changed) else 0
     # Settled: every effect of a file's late readings lies before `until`.
@@ -419,24 +422,6 @@ def changes(recomputed: pd.DataFrame, stored: pd.DataFrame, lowest: dict[str, in
     # Column by column, so that a column empty in some frames (a tombstone's value, a window bound
     # of a non-window row) keeps the type the others give it.
     return pd.DataFrame({c: pd.concat([f[c] for f in out], ignore_index=True) for c in [*columns, "version"]})
-
-
-_MISSING = -(2**63)  # stands for an empty key column while grouping (window bounds of non-window rows)
-
-
-def _key(frame: pd.DataFrame, column: str) -> pd.Series:
-    if column == "stream":
-        return frame[column].astype(str)
-    return frame[column].astype(object).where(frame[column].notna(), _MISSING).astype("int64")
-
-
-def newest(stored: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the newest version of each key (tombstones included)."""
-    if not len(stored):
-        return stored
-    keys = [_key(stored, c) for c in KEY_COLUMNS]
-    newest = stored.groupby(keys)["version"].transform("max")
-    return stored[stored["version"] == newest]
 
 
 def _same(new: pd.DataFrame, old: pd.DataFrame) -> bool:

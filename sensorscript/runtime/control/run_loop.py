@@ -32,6 +32,7 @@ from sensorscript.runtime.plan.program import SELECTIVITY, Job
 from sensorscript.runtime.control.session import SPARK_LOG, spark_session
 from sensorscript.runtime.ingest.spool import SocketSpool
 from sensorscript.runtime.output.status import Status
+from sensorscript.runtime.output.alerts import AlertSettings, Alerts
 from sensorscript.times import human_time
 from sensorscript.runtime.control.stopping import StopOnSignals, clear_request, read_request
 from sensorscript.runtime.state.watermark import check_late_policy, parse_late_policy, parse_policy
@@ -164,7 +165,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         master: str | None = None, trigger_seconds: float = 1.0, max_files_per_trigger: int | None = None,
         echo=print, watermark: str | None = None, late: str | None = None,
         replay_order: str = "time", fresh: bool = False, retain: list[str] | None = None,
-        input_cleanup: str | None = None, refresh_after: int = REFRESH_AFTER) -> RunSummary:
+        input_cleanup: str | None = None, refresh_after: int = REFRESH_AFTER,
+        alerts: AlertSettings | None = None) -> RunSummary:
     """Run the job's query (`build_query`, from job.py) until its input ends or it is stopped.
 
     A run continues from the checkpoint in OUT (state, windows, partial matches, the files read)
@@ -178,7 +180,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     this run and the next ones (runtime/plan/retention.py), kept in the checkpoint. `input_cleanup`:
     what becomes of a folder's files once read: keep, delete or archive:DIR (by default delete, or
     keep with `once`: runtime/ingest/source.py, `input_cleanup`). `refresh_after`: a live query is
-    started anew after this many batches (REFRESH_AFTER)."""
+    started anew after this many batches (REFRESH_AFTER). `alerts`: where the alarms go
+    (runtime/output/alerts.py)."""
     out = Path(out)
     if replay_order == "name" and not source.startswith(("socket://", "kafka://")):
         files = order_by_name(Path(source))
@@ -196,6 +199,10 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     if correcting and sink_spec == "console":
         raise ValueError("late policy correct compares corrections with the results written: use a sqlite, "
                          "csv or parquet sink")
+    if alerts:
+        if sink_spec == "console":
+            raise ValueError("--alerts delivers alarms from the results written: use a sqlite, csv or parquet sink")
+        alerts.check(job)
     after = None if fresh else last_committed(checkpoint)
     held = _plan_of(checkpoint) if after is not None else None
     switching = held is not None and held[1] != plan_fingerprint(job)
@@ -246,9 +253,11 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     _hold_plan(checkpoint, job)
     ended = threading.Event()  # a batch carried the end of the input to every partition
     housekeeping = Housekeeping(out, job, sink_spec, retention, status, correcting, echo)
+    alarms_out = Alerts.open(alerts, out, job, status, echo, fresh=after is None) if alerts else None
 
     def run_correction(until: int) -> None:
-        found = correction.correct(job, out, sink_spec, until)
+        found = correction.correct(job, out, sink_spec, until, written=alarms_out and (
+            lambda number, changed: alarms_out.corrected(number, changed, sink_spec, job)))
         summary.corrected += found.rows + found.retracted
         status.corrected(found)
         echo(found.describe())
@@ -297,6 +306,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         too_late_count = int(too_late.sum())
         status.batch(batch_id, metrics, measures, len(quarantine), len(results), too_late_count)
         target.write(batch_id, BatchRows(results, quarantine, late_rows, measures))
+        if alarms_out is not None:  # into the outbox only: the delivery thread sends them
+            alarms_out.batch(batch_id, results, job)
         correctable = late_rows[~too_late]
         if correcting and len(correctable):
             pending.add(batch_id, correctable["sensor_id"].map(lambda s: job.sensors[s][0]).to_numpy(np.int64),
@@ -417,6 +428,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         if summary.last_batch is not None:  # the stores as this run leaves them, trimmed
             housekeeping.last_pass(summary.last_batch - 1)
         clear_request(out)
+        if alarms_out is not None:  # --once waits (--alerts-timeout) for its alarms to be delivered
+            alarms_out.finish(wait=once and outcome == "ended")
         status.finish(outcome)
     summary.outcome = outcome
     summary.seconds = time.monotonic() - started

@@ -367,6 +367,24 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
             frame = frame[frame["ts"] < hi]
     return frame.reset_index(drop=True)
 
+_MISSING = -(2**63)  # stands for an empty key column while grouping (window bounds of non-window rows)
+
+
+def key_of(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A KEY_COLUMNS column as a key to group by (an empty one as _MISSING)."""
+    if column == "stream":
+        return frame[column].astype(str)
+    return frame[column].astype(object).where(frame[column].notna(), _MISSING).astype("int64")
+
+
+def newest(stored: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the newest version of each key (tombstones included)."""
+    if not len(stored):
+        return stored
+    keys = [key_of(stored, c) for c in KEY_COLUMNS]
+    newest = stored.groupby(keys)["version"].transform("max")
+    return stored[stored["version"] == newest]
+
 
 def journal_path(path: Path) -> Path:
     """The journal of the batches a CSV or Parquet sink at `path` wrote, beside it."""

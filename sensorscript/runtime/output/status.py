@@ -9,6 +9,7 @@ import json
 import math
 import os
 import socket
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import tzinfo
@@ -17,6 +18,7 @@ from pathlib import Path
 from sensorscript.times import UTC, human_time
 
 STATUS = "status.json"
+_SAVING = threading.Lock()
 
 # Counters summed over the job's life (the rest of a batch's counters are in the metrics table).
 _TOTALS = ("readings", "late", "ahead", "quarantined", "unread", "skipped", "results", "forwarded_remote",
@@ -66,6 +68,9 @@ class Status:
     # each holds, as the last housekeeping pass measured it (runtime/control/housekeeping.py).
     retention: dict[str, int | None] = field(default_factory=dict)
     stores: dict[str, dict] = field(default_factory=dict)
+    # `--alerts`: the outbox's counts (runtime/output/alerts.py, Outbox.counts): waiting, delivered,
+    # failed, limit, full, dropped, and per target its own; empty without --alerts.
+    alerts: dict = field(default_factory=dict)
 
     @staticmethod
     def start(out: Path, job, sink_spec: str, sink: str, fresh: bool, source: str = "") -> "Status":
@@ -90,6 +95,11 @@ class Status:
             status.exact_by_partition = earlier.get("exact_by_partition", {})
             status.unread_newest = earlier.get("unread_newest")
             status.stores = earlier.get("stores", {})
+        if path.exists():  # the outbox outlives a fresh start: what it said stays until this run says anew
+            try:
+                status.alerts = json.loads(path.read_text()).get("alerts", {})
+            except (OSError, ValueError):
+                pass
         status._save()
         return status
 
@@ -136,6 +146,11 @@ class Status:
         self.plan_version, self.plan_after_batch, self.plan_switch_at = number, after_batch, switch_at
         self._save()
 
+    def alerted(self, counts: dict) -> None:
+        """The alarms' outbox as it stands (told by the delivery thread too: saves are serialised)."""
+        self.alerts = counts
+        self._save()
+
     def corrected(self, found) -> None:
         """Take a correction of late data (runtime/control/correction.py)."""
         for name in ("rows", "retracted", "settled"):
@@ -150,8 +165,9 @@ class Status:
     def _save(self) -> None:
         path = Path(self.path)
         temporary = path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(asdict(self), indent=1, sort_keys=True) + "\n")
-        os.replace(temporary, path)  # a reader never sees half a file
+        with _SAVING:  # the batch path and the alarms' delivery thread both save
+            temporary.write_text(json.dumps(asdict(self), indent=1, sort_keys=True) + "\n")
+            os.replace(temporary, path)  # a reader never sees half a file
 
 
 # What a partition's row in the status shows, in order, with how to print each.
@@ -283,6 +299,7 @@ def describe(status: dict, tz: tzinfo = UTC) -> str:
         lines.append(f"  too late to correct: {totals['too_late']:,.0f} late readings older than the archive's horizon "
                      f"(kept in the late store, too_late = 1; no correction takes them)")
     lines += [f"  {line}" for line in describe_stores(status, tz)]
+    lines += [f"  {line}" for line in describe_alerts(status, tz)]
     for partition, gauges in sorted(status.get("partitions", {}).items(), key=lambda item: int(item[0])):
         shown = [f"{label} {gauge_text(gauges[name], kind, tz)}" for name, (label, kind) in GAUGES.items() if name in gauges]
         lines.append(f"  partition {partition}: " + ", ".join(shown))
@@ -307,6 +324,25 @@ def describe_stores(status: dict, tz: tzinfo = UTC) -> list[str]:
               if name in stores]
     if sizes:
         lines.append("on disk: " + ", ".join(sizes))
+    return lines
+
+
+def describe_alerts(status: dict, tz: tzinfo = UTC) -> list[str]:
+    """Alarms delivered (--alerts): what waits in the outbox, what was delivered, what fails."""
+    alerts = status.get("alerts") or {}
+    if not alerts:
+        return []
+    lines = [f"alarms: {alerts['waiting']:,} waiting in the outbox (at most {alerts['limit']:,}), "
+             f"{alerts['delivered']:,} delivered, {alerts['failed']:,} attempts failed"
+             + (f"; FULL: {alerts.get('dropped', 0):,} alarms were not kept" if alerts.get("full") or alerts.get("dropped")
+                else "")]
+    for target, counts in sorted(alerts.get("targets", {}).items()):
+        said = [f"{counts.get('waiting', 0):,} waiting", f"{counts.get('delivered', 0):,} delivered"]
+        if counts.get("last_success"):
+            said.append(f"the last at {human_time(counts['last_success'] * 1000, tz)}")
+        if counts.get("last_error") and (counts.get("last_error_at") or 0) >= (counts.get("last_success") or 0):
+            said.append(f"failing: {counts['last_error']} (last tried {human_time(counts['last_error_at'] * 1000, tz)})")
+        lines.append(f"  to {target}: " + ", ".join(said))
     return lines
 
 

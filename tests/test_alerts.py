@@ -1,0 +1,253 @@
+"""Alarms delivered (`sscript run --alerts`, issue #28 item 2) without Spark: the outbox takes each
+batch's alarms once, delivers them at least once to a real HTTP receiver that fails (500s,
+timeouts, down for a while) and to a real MQTT broker, resends after a SIGKILL only what was not
+acknowledged, and says in the status when it is full."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sensorscript.runtime.output import alerts
+from sensorscript.runtime.output.alarms import FLAG, MATCH
+from sensorscript.runtime.output.alerts import AlertSettings, Deliverer, Outbox, Target, batch_alarms
+from sensorscript.runtime.output.sinks import BatchRows, open_sink, read_results
+from sensorscript.runtime.output.status import describe_alerts
+from tests.receivers import Receiver
+
+ROOT = Path(__file__).resolve().parent.parent
+T = 1_767_225_600_000
+KINDS = {"w.F": FLAG, "w.M": MATCH}
+
+
+def flag(ts: int, value: float | None, version: int = 1) -> dict:
+    return {"stream": "w.F", "ts": T + ts, "value": value, "version": version, "plan_version": 1}
+
+
+def match(ts: int, value: float | None, version: int = 1) -> dict:
+    events = json.dumps([{"var": "a", "ts": T + ts, "value": value, "sensor": "S1"}]) if value is not None else None
+    return {"stream": "w.M", "ts": T + ts, "value": value, "version": version, "start_ts": T + ts - 100,
+            "end_ts": T + ts, "events": events, "plan_version": 1}
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["stream", "ts", "window_start", "window_end", "value", "version", "start_ts",
+                                       "end_ts", "events", "plan_version"])
+
+
+def take(outbox: Outbox, batch: int, rows: list[dict], targets=("hook",)) -> int:
+    """What the run loop does with a batch's rows (Alerts.batch)."""
+    results = frame(rows)
+    found, last = batch_alarms(results, KINDS, outbox.flags(set(results["stream"]) & {"w.F"}))
+    return outbox.enqueue("last_batch", batch, found, last, list(targets))
+
+
+def waiting_ids(outbox: Outbox, target: str = "hook") -> list[str]:
+    return [ident for _, ident, _ in outbox.waiting_for(target, 1000)]
+
+
+def test_each_batch_is_taken_once_and_flags_carry_over(tmp_path):
+    """Matches and flags turning on are alarms; a batch done again (after a kill) adds nothing and
+    leaves the flags' last values as they were, so the next batch turns on where it should."""
+    outbox = Outbox(tmp_path)
+    first = [flag(10, 0.0), flag(20, 1.0), flag(30, 1.0), match(15, 4.5)]
+    assert take(outbox, 0, first) == 2
+    assert take(outbox, 0, first) == 0  # done again: nothing new, the flag still on
+    assert take(outbox, 1, [flag(40, 1.0), flag(50, 0.0), flag(60, 1.0)]) == 1  # on at 20 already; on again at 60
+    ids = waiting_ids(outbox)
+    assert ids[0] == f"w.F/{T + 20}/1" and ids[2] == f"w.F/{T + 60}/1"
+    assert ids[1].startswith(f"w.M/{T + 15}/1/") and len(ids) == 3
+    body = json.loads(outbox.waiting_for("hook")[1][2])
+    assert body["kind"] == "match" and body["workflow"] == "w" and body["ts"] == "2026-01-01T00:00:00.015Z"
+    assert body["start_ms"] == T - 85 and body["events"][0]["sensor"] == "S1" and body["retracted"] is False
+    # A run that starts afresh on the same input (its last one ended it) numbers its batches from 0
+    # again with every flag off: it finds the same alarms, which are not taken twice.
+    outbox.start_afresh()
+    assert take(outbox, 0, first) == 0 and take(outbox, 1, [flag(70, 1.0)]) == 0  # still on since 20
+    assert waiting_ids(outbox) == ids
+    outbox.close()
+
+
+def test_a_receiver_that_fails_gets_every_alarm(tmp_path, monkeypatch):
+    """500s, a timeout and a receiver down for a while: the target is put off with a doubling delay
+    (its attempts counted), and in the end the deduplicating receiver has every alarm, in order."""
+    monkeypatch.setattr(alerts, "SEND_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(alerts, "BACKOFF_FIRST_S", 0.1)
+    receiver = Receiver().start()
+    receiver.fail_next, receiver.slow_next, receiver.slow_s = 3, 1, 1.5
+    outbox = Outbox(tmp_path)
+    take(outbox, 0, [flag(t, float(t % 20 == 0)) for t in range(10, 410, 10)], targets=[receiver.url])
+    told = []
+    deliverer = Deliverer(tmp_path, [Target.parse(receiver.url)], on_counts=told.append).start()
+    try:
+        assert receiver.wait_for(20, timeout=30)
+        receiver.stop()  # down
+        take(outbox, 1, [flag(t, float(t % 20 == 0)) for t in range(410, 610, 10)], targets=[receiver.url])
+        time.sleep(1.5)
+        assert outbox.counts()["waiting"] == 10
+        receiver.start()  # back on the same port
+        assert receiver.wait_for(30, timeout=30)
+    finally:
+        deliverer.stop()
+        receiver.stop()
+    counts = outbox.counts()
+    assert counts["waiting"] == 0 and counts["delivered"] == 30 and counts["failed"] >= 5
+    assert receiver.refused == 4
+    assert list(receiver.unique()) == [f"w.F/{T + t}/1" for t in range(20, 610, 20)]  # in order
+    assert told[-1]["delivered"] == 30 and told[-1]["targets"][receiver.url]["last_success"]
+    outbox.close()
+
+
+def test_a_receiver_that_refuses_is_retried_at_the_longest_interval(tmp_path):
+    """A 404 will not go away by itself: the alarm stays, the target is put off BACKOFF_LAST_S, and
+    the status says it fails and why."""
+    receiver = Receiver().start()
+    receiver.fail_next, receiver.fail_status = 100, 404
+    outbox = Outbox(tmp_path)
+    take(outbox, 0, [match(10, 1.0)], targets=[receiver.url])
+    deliverer = Deliverer(tmp_path, [Target.parse(receiver.url)]).start()
+    try:
+        deadline = time.monotonic() + 10
+        while not outbox.counts()["failed"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert deliverer.backoff[receiver.url].next_try - time.monotonic() > alerts.BACKOFF_LAST_S * 0.7
+    finally:
+        deliverer.stop()
+        receiver.stop()
+    counts = outbox.counts()
+    assert counts["waiting"] == 1 and counts["failed"] == 1 and receiver.refused == 1
+    lines = describe_alerts({"alerts": counts})
+    assert "1 waiting in the outbox" in lines[0]
+    assert f"to {receiver.url}: 1 waiting, 0 delivered, failing: HTTP 404" in lines[1]
+
+
+def test_a_full_outbox_counts_what_it_does_not_keep(tmp_path):
+    outbox = Outbox(tmp_path, limit=5)
+    assert take(outbox, 0, [match(t, 1.0) for t in range(10, 90, 10)]) == 5
+    counts = outbox.counts()
+    assert (counts["waiting"], counts["full"], counts["dropped"], counts["limit"]) == (5, True, 3, 5)
+    assert "FULL: 3 alarms were not kept" in describe_alerts({"alerts": counts})[0]
+
+
+DELIVER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from sensorscript.runtime.output.alerts import Deliverer, Target
+    Deliverer(Path(sys.argv[1]), [Target.parse(sys.argv[2])]).start()
+    time.sleep(600)
+""")
+
+
+def test_a_killed_deliverer_resends_only_what_was_not_acknowledged(tmp_path):
+    """A delivery process killed with SIGKILL mid-way: the next one sends every alarm the receiver
+    did not acknowledge, and none it did (at most the one in flight at the kill comes twice)."""
+    receiver = Receiver().start()
+    receiver.slow_s = 0.0
+    outbox = Outbox(tmp_path)
+    take(outbox, 0, [match(t, 1.0) for t in range(1, 401)], targets=[receiver.url])
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-c", DELIVER, str(tmp_path), receiver.url], env=environment)
+    try:
+        assert receiver.wait_for(50, timeout=60)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        before = receiver.ids()
+        acknowledged = {ident for ident, _, delivered in outbox.latencies() if delivered is not None}
+        assert 50 <= len(acknowledged) < 400
+        assert acknowledged <= set(before) and len(set(before) - acknowledged) <= 1  # in flight at the kill
+        process = subprocess.Popen([sys.executable, "-c", DELIVER, str(tmp_path), receiver.url], env=environment)
+        assert receiver.wait_for(400, timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+        receiver.stop()
+    after = receiver.ids()[len(before):]
+    assert not acknowledged & set(after)  # nothing acknowledged was sent again
+    assert len(after) == len(set(after)) and set(before) | set(after) == {i for i, _, _ in outbox.latencies()}
+    assert outbox.counts()["waiting"] == 0
+
+
+def test_alarms_published_over_mqtt_through_a_broker_restart(tmp_path, broker):
+    """QoS 1 publishes to a real mosquitto, a subscriber in the test receives them; the broker
+    restarted meanwhile, what waited is published once it is back."""
+    import paho.mqtt.client as paho
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    got: list[dict] = []
+    subscriber = paho.Client(CallbackAPIVersion.VERSION2, client_id="test-alarms", clean_session=False)
+    subscriber.on_connect = lambda c, *_: c.subscribe("bridge/alarms", qos=1)
+    subscriber.on_message = lambda c, u, message: got.append(json.loads(message.payload))
+    subscriber.connect("127.0.0.1", broker.port)
+    subscriber.loop_start()
+    target = f"{broker.url}/bridge/alarms"
+    outbox = Outbox(tmp_path)
+    take(outbox, 0, [match(t, 1.0) for t in range(10, 60, 10)], targets=[target])
+    deliverer = Deliverer(tmp_path, [Target.parse(target)]).start()
+    try:
+        deadline = time.monotonic() + 20
+        while len(got) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(got) == 5
+        broker.stop()
+        take(outbox, 1, [flag(100, 1.0)], targets=[target])
+        time.sleep(1.0)
+        assert outbox.counts()["waiting"] == 1
+        broker.start()
+        deadline = time.monotonic() + 40
+        while len({a["id"] for a in got}) < 6 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        deliverer.stop()
+        subscriber.loop_stop()
+        subscriber.disconnect()
+    assert [a["id"] for a in got][-1] == f"w.F/{T + 100}/1" and len({a["id"] for a in got}) == 6
+    assert outbox.counts()["waiting"] == 0
+
+
+def test_a_correction_sends_the_alarms_it_changes(tmp_path):
+    """Late data corrected: a flag off after all at a row where it turned on (the alarm retracted,
+    with the row's new version), on at a later row instead (a new alarm); a match retracted."""
+    sink_spec = f"sqlite:{tmp_path / 'results.db'}"
+    sink = open_sink(sink_spec, matches=True)
+    outbox = Outbox(tmp_path)
+    rows = [flag(10, 0.0), flag(20, 1.0), flag(30, 1.0), flag(40, 0.0), match(15, 4.5)]
+    sink.write(0, BatchRows(frame(rows), pd.DataFrame(columns=["raw", "reason"])))
+    take(outbox, 0, rows)
+    changed = frame([flag(20, 0.0, version=2), match(15, None, version=2)])
+    sink.write(-1, BatchRows(changed, pd.DataFrame()))
+    stored = read_results(sink_spec, ["w.F"])
+    found, last = alerts.correction_alarms(changed, KINDS, stored, outbox.flags(["w.F"]))
+    outbox.enqueue("last_correction", 1, found, last, ["hook"])
+    assert outbox.enqueue("last_correction", 1, found, last, ["hook"]) == 0  # once
+    bodies = [json.loads(body) for _, _, body in outbox.waiting_for("hook")]
+    said = [(b["stream"], b["ts_ms"] - T, b["version"], b["retracted"]) for b in bodies]
+    assert said == [("w.F", 20, 1, False), ("w.M", 15, 1, False),  # the batch's
+                    ("w.M", 15, 2, True), ("w.F", 30, 1, False), ("w.F", 20, 2, True)]
+    assert bodies[-1]["id"] == f"w.F/{T + 20}/2/retracted" and bodies[-1]["value"] == 0.0
+
+
+def test_targets_templates_and_settings():
+    assert Target.parse("env:HOOK", {"HOOK": "https://hooks.slack.com/services/T/B/secret"}).key == "env:HOOK"
+    for wrong, said in [("ftp://x", "alarms go to"), ("mqtt://h/a/#", "wildcard"), ("env:NOPE", "is not set"),
+                        ("mqtt://u:pw@h/t", "password")]:
+        with pytest.raises(ValueError, match=said):
+            Target.parse(wrong, {})
+    settings = AlertSettings.of(["http://h/x"], ["a,b", "c"], "5min")
+    assert settings.workflows == ("a", "b", "c") and settings.timeout_s == 300
+
+
+@pytest.mark.parametrize("name", ["slack", "teams", "ntfy"])
+def test_the_documented_templates_render_json(name):
+    """The templates README gives (docs/alerts/*.j2) render the example alarm into valid JSON."""
+    template = alerts.load_template(str(ROOT / "docs" / "alerts" / f"{name}.j2"))
+    body = json.loads(alerts.render(template, alerts.example()))
+    assert "pier_alarms.JUMP" in json.dumps(body)
