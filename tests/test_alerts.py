@@ -133,6 +133,7 @@ def test_a_receiver_that_refuses_is_retried_at_the_longest_interval(tmp_path):
 def test_a_full_outbox_counts_what_it_does_not_keep(tmp_path):
     outbox = Outbox(tmp_path, limit=5)
     assert take(outbox, 0, [match(t, 1.0) for t in range(10, 90, 10)]) == 5
+    assert take(outbox, 0, [match(t, 1.0) for t in range(10, 90, 10)]) == 0  # done again: not counted twice
     counts = outbox.counts()
     assert (counts["waiting"], counts["full"], counts["dropped"], counts["limit"]) == (5, True, 3, 5)
     assert "FULL: 3 alarms were not kept" in describe_alerts({"alerts": counts})[0]

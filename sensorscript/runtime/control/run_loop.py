@@ -428,8 +428,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         if summary.last_batch is not None:  # the stores as this run leaves them, trimmed
             housekeeping.last_pass(summary.last_batch - 1)
         clear_request(out)
-        if alarms_out is not None:  # --once waits (--alerts-timeout) for its alarms to be delivered
-            alarms_out.finish(wait=once and outcome == "ended")
+        if alarms_out is not None:  # a run whose input ended waits (--alerts-timeout) for its alarms
+            alarms_out.finish(wait=outcome == "ended")
         status.finish(outcome)
     summary.outcome = outcome
     summary.seconds = time.monotonic() - started

@@ -55,6 +55,7 @@ SEND_TIMEOUT_S = 10.0  # one HTTP request or one PUBACK
 TIMEOUT_S = 60.0  # --once: how long the run waits for its alarms to be delivered (--alerts-timeout)
 ENV = "env:"  # --alerts env:VARIABLE: the URL is in that environment variable (a Slack URL is a secret)
 STATUS_EVERY_S = 1.0  # the delivery thread writes the outbox's counts into status.json at most this often
+TRIM_EVERY_S = 60.0  # and trims the acknowledged alarms kept this often
 
 
 @dataclass(frozen=True)
@@ -557,18 +558,21 @@ class Deliverer:
     def _run(self) -> None:
         outbox = Outbox(self.out, self.limit)
         senders = {}
-        told = 0.0
+        told, said, trimmed = 0.0, None, time.monotonic()
         try:
-            senders = {t.key: self._sender(t) for t in self.targets}
             while not self.stopping.is_set():
                 self.wake.clear()
                 busy = False
                 for target in self.targets:
-                    busy = self._deliver(outbox, target, senders[target.key]) or busy
-                if self.on_counts is not None and time.monotonic() - told >= STATUS_EVERY_S:
+                    busy = self._deliver(outbox, target, senders) or busy
+                if time.monotonic() - trimmed >= TRIM_EVERY_S:
                     outbox.trim()
-                    self.on_counts(outbox.counts())
-                    told = time.monotonic()
+                    trimmed = time.monotonic()
+                if self.on_counts is not None and time.monotonic() - told >= STATUS_EVERY_S:
+                    counts = outbox.counts()
+                    if counts != said:  # status.json is written when something changed
+                        self.on_counts(counts)
+                    told, said = time.monotonic(), counts
                 if not busy:
                     due = [b.next_try for b in self.backoff.values() if b.next_try > time.monotonic()]
                     self.wake.wait(min([min(due) - time.monotonic() if due else STATUS_EVERY_S, STATUS_EVERY_S]))
@@ -579,12 +583,20 @@ class Deliverer:
                 self.on_counts(outbox.counts())
             outbox.close()
 
-    def _deliver(self, outbox: Outbox, target: Target, sender) -> bool:
+    def _deliver(self, outbox: Outbox, target: Target, senders: dict) -> bool:
         """Send what waits for `target`, a round of it; True when more may wait."""
         backoff = self.backoff[target.key]
         if backoff.next_try > time.monotonic():
             return False
         waiting = outbox.waiting_for(target.key)
+        if waiting and target.key not in senders:
+            try:
+                senders[target.key] = self._sender(target)
+            except Exception as exc:  # noqa: BLE001 (a TLS file missing, ...: said in the status, tried again)
+                outbox.failed(target.key, str(exc))
+                backoff.failed(True)
+                return False
+        sender = senders.get(target.key)
         for seq, ident, body in waiting:
             if self.stopping.is_set():
                 return False
