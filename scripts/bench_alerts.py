@@ -123,7 +123,7 @@ def main() -> int:
         started = time.perf_counter()
         found, last = batch_alarms(rows, {"bench.M": MATCH}, {})
         outbox.enqueue("last_batch", batch, found, last, [t.key for t in targets])
-        deliverer.wake.set()
+        deliverer.wake()
         inserts.append(time.perf_counter() - started)
         batch += 1
         elapsed = time.monotonic() - t0

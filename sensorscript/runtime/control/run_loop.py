@@ -306,7 +306,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         too_late_count = int(too_late.sum())
         status.batch(batch_id, metrics, measures, len(quarantine), len(results), too_late_count)
         target.write(batch_id, BatchRows(results, quarantine, late_rows, measures))
-        if alarms_out is not None:  # into the outbox only: the delivery thread sends them
+        if alarms_out is not None:  # into the outbox only: the delivery threads send them
             alarms_out.batch(batch_id, results, job)
         correctable = late_rows[~too_late]
         if correcting and len(correctable):

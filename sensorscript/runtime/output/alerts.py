@@ -2,9 +2,9 @@
 workflows asked for, as one JSON object, to webhooks (http://, https://: a POST) and MQTT topics
 (mqtt://, mqtts://: published with QoS 1), at least once, from a durable outbox in OUT.
 
-The outbox (OUT/alerts/outbox.db, SQLite in WAL mode) is written by the batch path and read by one
-delivery thread, each with its own connection, so that a receiver that is slow or down never holds
-up a batch: the batch path only inserts rows.
+The outbox (OUT/alerts/outbox.db, SQLite in WAL mode) is written by the batch path and read by a
+delivery thread per target (`Deliverer`), each with its own connection, so that a receiver that is
+slow or down never holds up a batch (the batch path only inserts rows) nor another target.
 - A batch's alarms, the flags' last values and the batch's number are committed in one transaction;
   a batch done again after a kill (its number not above the last one taken) adds nothing, and an
   alarm's `id` (unique per stream, row and version) is its key (INSERT OR IGNORE).
@@ -54,7 +54,7 @@ BACKOFF_FIRST_S, BACKOFF_LAST_S = 1.0, 60.0
 SEND_TIMEOUT_S = 10.0  # one HTTP request or one PUBACK
 TIMEOUT_S = 60.0  # --once: how long the run waits for its alarms to be delivered (--alerts-timeout)
 ENV = "env:"  # --alerts env:VARIABLE: the URL is in that environment variable (a Slack URL is a secret)
-STATUS_EVERY_S = 1.0  # the delivery thread writes the outbox's counts into status.json at most this often
+STATUS_EVERY_S = 1.0  # the outbox's counts go into status.json at most this often
 TRIM_EVERY_S = 60.0  # and trims the acknowledged alarms kept this often
 
 
@@ -528,26 +528,45 @@ class _Backoff:
 
 
 class Deliverer:
-    """The delivery thread: each target's waiting alarms, oldest first, one at a time; a failure
-    puts that target off (`_Backoff`), not the others."""
+    """The delivery threads: one per target, so that a receiver that is slow or down holds up no
+    other, each sending its target's waiting alarms oldest first, one at a time; a failure puts that
+    target off (`_Backoff`). One more thread tells the status the outbox's counts when they change,
+    and trims what was acknowledged. Each thread has its own connection to the outbox."""
 
     def __init__(self, out: Path, targets: list[Target], template=None, tls: mqtt.Tls = mqtt.Tls(),
                  limit: int = LIMIT, on_counts=None):
         self.out, self.targets, self.template, self.tls, self.limit = Path(out), targets, template, tls, limit
-        self.on_counts = on_counts  # told the outbox's counts now and then (status.json)
-        self.wake = threading.Event()
+        self.on_counts = on_counts  # told the outbox's counts when they change (status.json)
+        self.woken = {t.key: threading.Event() for t in targets}
         self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="sscript-alerts", daemon=True)
         self.backoff = {t.key: _Backoff() for t in targets}
+        self.threads = [threading.Thread(target=self._deliver_to, args=(t,), name=f"sscript-alerts-{i}", daemon=True)
+                        for i, t in enumerate(targets)]
+        self.threads.append(threading.Thread(target=self._keep, name="sscript-alerts-status", daemon=True))
 
     def start(self) -> "Deliverer":
-        self.thread.start()
+        for thread in self.threads:
+            thread.start()
         return self
+
+    def wake(self) -> None:
+        """New alarms wait: every target's thread looks now."""
+        for event in self.woken.values():
+            event.set()
+
+    def alive(self) -> bool:
+        return any(thread.is_alive() for thread in self.threads[:-1])
 
     def stop(self) -> None:
         self.stopping.set()
-        self.wake.set()
-        self.thread.join(timeout=2 * SEND_TIMEOUT_S + 5)
+        self.wake()
+        deadline = time.monotonic() + 2 * SEND_TIMEOUT_S + 5
+        for thread in self.threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        if self.on_counts is not None:  # as the threads leave it
+            outbox = Outbox(self.out, self.limit)
+            self.on_counts(outbox.counts())
+            outbox.close()
 
     def _sender(self, target: Target):
         if target.kind == "mqtt":
@@ -555,32 +574,33 @@ class Deliverer:
             return _Topic(target, self.tls, f"sscript-alerts-{ident}")
         return _Webhook(target, self.template)
 
-    def _run(self) -> None:
+    def _deliver_to(self, target: Target) -> None:
         outbox = Outbox(self.out, self.limit)
-        senders = {}
-        told, said, trimmed = 0.0, None, time.monotonic()
+        woken, backoff, senders = self.woken[target.key], self.backoff[target.key], {}
         try:
             while not self.stopping.is_set():
-                self.wake.clear()
-                busy = False
-                for target in self.targets:
-                    busy = self._deliver(outbox, target, senders) or busy
-                if time.monotonic() - trimmed >= TRIM_EVERY_S:
-                    outbox.trim()
-                    trimmed = time.monotonic()
-                if self.on_counts is not None and time.monotonic() - told >= STATUS_EVERY_S:
-                    counts = outbox.counts()
-                    if counts != said:  # status.json is written when something changed
-                        self.on_counts(counts)
-                    told, said = time.monotonic(), counts
-                if not busy:
-                    due = [b.next_try for b in self.backoff.values() if b.next_try > time.monotonic()]
-                    self.wake.wait(min([min(due) - time.monotonic() if due else STATUS_EVERY_S, STATUS_EVERY_S]))
+                woken.clear()
+                if not self._deliver(outbox, target, senders):
+                    put_off = backoff.next_try - time.monotonic()
+                    woken.wait(min(put_off, STATUS_EVERY_S) if put_off > 0 else STATUS_EVERY_S)
         finally:
             for sender in senders.values():
                 sender.close()
-            if self.on_counts is not None:
-                self.on_counts(outbox.counts())
+            outbox.close()
+
+    def _keep(self) -> None:
+        outbox = Outbox(self.out, self.limit)
+        said, trimmed = None, time.monotonic()
+        try:
+            while not self.stopping.wait(STATUS_EVERY_S):
+                if time.monotonic() - trimmed >= TRIM_EVERY_S:
+                    outbox.trim()
+                    trimmed = time.monotonic()
+                counts = outbox.counts()
+                if self.on_counts is not None and counts != said:  # status.json is written when something changed
+                    self.on_counts(counts)
+                said = counts
+        finally:
             outbox.close()
 
     def _deliver(self, outbox: Outbox, target: Target, senders: dict) -> bool:
@@ -621,7 +641,7 @@ class Deliverer:
 @dataclass
 class Alerts:
     """A run's alarms: taken from each batch and correction into the outbox, delivered beside the
-    query by the delivery thread, waited for at the end of `--once`."""
+    query by the delivery threads, waited for when the input ended (`--once`, `stop --drain`)."""
 
     settings: AlertSettings
     out: Path
@@ -665,7 +685,7 @@ class Alerts:
         present = set(results["stream"].unique()) & flag_streams if len(results) else set()
         found, last = batch_alarms(results, kinds, self.outbox.flags(present))
         if self.outbox.enqueue("last_batch", batch_id, found, last, [t.key for t in self.targets]):
-            self.deliverer.wake.set()
+            self.deliverer.wake()
 
     def corrected(self, number: int, changed: pd.DataFrame, sink_spec: str, job: Job) -> None:
         """A correction wrote `changed` as batch -number: the alarms it changes."""
@@ -676,15 +696,15 @@ class Alerts:
         stored = read_results(sink_spec, touched) if touched else pd.DataFrame(columns=changed.columns)
         found, last = correction_alarms(changed, kinds, stored, self.outbox.flags(touched))
         if self.outbox.enqueue("last_correction", number, found, last, [t.key for t in self.targets]):
-            self.deliverer.wake.set()
+            self.deliverer.wake()
 
     def finish(self, wait: bool) -> None:
         """The run ends: with `wait` (--once), first until every alarm is delivered or the
         timeout passed; then say how many wait."""
         deadline = time.monotonic() + self.settings.timeout_s
         keys = [t.key for t in self.targets]
-        while wait and self.outbox.waiting(keys) and time.monotonic() < deadline and self.deliverer.thread.is_alive():
-            self.deliverer.wake.set()
+        while wait and self.outbox.waiting(keys) and time.monotonic() < deadline and self.deliverer.alive():
+            self.deliverer.wake()
             time.sleep(0.1)
         self.deliverer.stop()
         counts = self.outbox.counts()
