@@ -30,7 +30,7 @@ from sensorscript.runtime.state.engine import POS_INF
 from sensorscript.runtime.ingest.packets import END_OF_INPUT
 from sensorscript.runtime.plan.program import SELECTIVITY, Job
 from sensorscript.runtime.control.session import SPARK_LOG, spark_session
-from sensorscript.runtime.ingest.spool import SocketSpool
+from sensorscript.runtime.ingest.mqtt import Tls
 from sensorscript.runtime.output.status import Status
 from sensorscript.times import human_time
 from sensorscript.runtime.control.stopping import StopOnSignals, clear_request, read_request
@@ -40,6 +40,7 @@ from sensorscript.runtime.output.sinks import PLAN_COLUMN, SIDE_TABLES, BatchRow
 CHECKPOINT = "checkpoint"  # under OUT: Spark's checkpoint (state/), the control folder (control/)
 ENDED = "ended"  # in the checkpoint: its run ended the input, so the next run starts afresh
 PLAN = "plan"  # in the checkpoint: the fingerprint of the plan whose state it holds
+MQTT_JOURNAL = "mqtt-journal"  # in the checkpoint: the MQTT spool's journals (runtime/ingest/mqtt_spool.py)
 # A live query is stopped between two batches and started again after this many batches. Spark's
 # RocksDB state store writes each batch's snapshot with the database's MANIFEST, which grows by a
 # record a batch while the database stays open (186 bytes a batch, measured: at a batch a second a
@@ -164,7 +165,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         master: str | None = None, trigger_seconds: float = 1.0, max_files_per_trigger: int | None = None,
         echo=print, watermark: str | None = None, late: str | None = None,
         replay_order: str = "time", fresh: bool = False, retain: list[str] | None = None,
-        input_cleanup: str | None = None, refresh_after: int = REFRESH_AFTER) -> RunSummary:
+        input_cleanup: str | None = None, refresh_after: int = REFRESH_AFTER, sensor_from_topic: int | None = None,
+        mqtt_tls: Tls = Tls()) -> RunSummary:
     """Run the job's query (`build_query`, from job.py) until its input ends or it is stopped.
 
     A run continues from the checkpoint in OUT (state, windows, partial matches, the files read)
@@ -178,17 +180,19 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     this run and the next ones (runtime/plan/retention.py), kept in the checkpoint. `input_cleanup`:
     what becomes of a folder's files once read: keep, delete or archive:DIR (by default delete, or
     keep with `once`: runtime/ingest/source.py, `input_cleanup`). `refresh_after`: a live query is
-    started anew after this many batches (REFRESH_AFTER)."""
+    started anew after this many batches (REFRESH_AFTER). `sensor_from_topic`, `mqtt_tls`: an MQTT
+    source's sensor id from a level of the topic, and its TLS files (runtime/ingest/mqtt_spool.py)."""
     out = Path(out)
-    if replay_order == "name" and not source.startswith(("socket://", "kafka://")):
+    if replay_order == "name" and not sources.streamed(source):
         files = order_by_name(Path(source))
         echo(f"replaying {files:,} files in name order (their modification times now follow their names)")
     job = with_policies(job, watermark, late)
     job = dataclasses.replace(job, input_cleanup=_input_cleanup(build_query, input_cleanup, source, once, echo))
     sink_spec = sink or f"sqlite:{out / 'results.db'}"
-    if once and source.startswith(("socket://", "kafka://")):
-        raise ValueError("--once reads a folder of files; a socket or Kafka source runs until stopped "
+    if once and sources.streamed(source):
+        raise ValueError("--once reads a folder of files; a socket, broker or Kafka source runs until stopped "
                          "(sscript stop OUT --drain ends it)")
+    sources.check_feed(source, sensor_from_topic)
     checkpoint = out / CHECKPOINT
     given = retaining.parse(retain)
     late_policy, gamma_ms = parse_late_policy(job.late)
@@ -218,9 +222,9 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     # A live feed's folder and a socket's spool are read by the drop-folder source, whose checkpoint
     # stays bounded, unless the checkpoint began on Spark's file source (runtime/ingest/drop_folder.py).
     spool_folder = checkpoint / "spool"
-    folder = str(spool_folder.resolve()) if source.startswith("socket://") else source
+    folder = str(spool_folder.resolve()) if sources.spooled(source) else source
     kind, cleanup = drop_folder.source_of(checkpoint, folder, job.input_cleanup, after is None,
-                                          source.startswith("socket://"), _takes_cleanup(build_query), echo)
+                                          sources.spooled(source), _takes_cleanup(build_query), echo)
     job = dataclasses.replace(job, input_cleanup=cleanup)
     if after is not None:  # what a killed run left of the batches it committed
         sources.clean_committed(checkpoint / "state", folder, job.input_cleanup)
@@ -344,9 +348,11 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
             run_correction(status.emitted_until(job))
         housekeeping.after_batch(batch_id)
 
-    # A socket is read by the driver into a spool of small files that Spark's file source reads
-    # (runtime/ingest/spool.py: Spark's socket source keeps its backlog in the driver's heap).
-    feed = SocketSpool(source, spool_folder, echo=echo) if source.startswith("socket://") else None
+    # A socket or an MQTT topic is read by the driver into a spool of small files that the query reads
+    # (runtime/ingest/spool.py: Spark's socket source keeps its backlog in the driver's heap;
+    # mqtt_spool.py: a message is acknowledged to the broker once its file is on disk).
+    feed = sources.open_feed(source, spool_folder, checkpoint / MQTT_JOURNAL, out, sensor_from_topic, mqtt_tls,
+                             echo) if sources.spooled(source) else None
     reads = drop_folder.PREFIX + folder if kind == drop_folder.DROP else feed.input if feed else source
 
     def start():
