@@ -53,14 +53,15 @@ class Run:
     session (as a terminal runs it: Ctrl-C reaches `sscript` only), its output collected. The files
     read are kept (`cleanup`; a live run's default deletes them): the tests read them again."""
 
-    def __init__(self, out: Path, data: Path | str, bounded: bool = True, cleanup: str | None = "keep"):
+    def __init__(self, out: Path, data: Path | str, bounded: bool = True, cleanup: str | None = "keep",
+                 extra: tuple[str, ...] = ()):
         self.out = out
         self.began = time.time()
         self.lines: list[str] = []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "sensorscript.cli", "run", str(out), "--input", str(data),
              *(["--max-files-per-trigger", "1"] if bounded else []),
-             *(["--input-cleanup", cleanup] if cleanup else [])], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+             *(["--input-cleanup", cleanup] if cleanup else []), *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
         self.reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout), daemon=True)
         self.reader.start()

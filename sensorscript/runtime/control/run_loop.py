@@ -40,7 +40,10 @@ from sensorscript.runtime.output.sinks import PLAN_COLUMN, SIDE_TABLES, BatchRow
 CHECKPOINT = "checkpoint"  # under OUT: Spark's checkpoint (state/), the control folder (control/)
 ENDED = "ended"  # in the checkpoint: its run ended the input, so the next run starts afresh
 PLAN = "plan"  # in the checkpoint: the fingerprint of the plan whose state it holds
+SPOOL = "spool"  # in the checkpoint: what a socket or broker sent, spooled for the query (runtime/ingest/spool.py)
 MQTT_JOURNAL = "mqtt-journal"  # in the checkpoint: the MQTT spool's journals (runtime/ingest/mqtt_spool.py)
+# A fresh start keeps these: they are input received (a broker was told so) and not yet read, not state.
+KEPT_BY_A_FRESH_START = (SPOOL, MQTT_JOURNAL)
 # A live query is stopped between two batches and started again after this many batches. Spark's
 # RocksDB state store writes each batch's snapshot with the database's MANIFEST, which grows by a
 # record a batch while the database stays open (186 bytes a batch, measured: at a batch a second a
@@ -221,7 +224,7 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         echo(f"continuing from the checkpoint in {checkpoint} after batch {after} (sscript run --fresh starts anew)")
     # A live feed's folder and a socket's spool are read by the drop-folder source, whose checkpoint
     # stays bounded, unless the checkpoint began on Spark's file source (runtime/ingest/drop_folder.py).
-    spool_folder = checkpoint / "spool"
+    spool_folder = checkpoint / SPOOL
     folder = str(spool_folder.resolve()) if sources.spooled(source) else source
     kind, cleanup = drop_folder.source_of(checkpoint, folder, job.input_cleanup, after is None,
                                           sources.spooled(source), _takes_cleanup(build_query), echo)
@@ -549,8 +552,14 @@ def _plan_of(checkpoint: Path) -> tuple[int, str] | None:
 
 
 def start_afresh(out: Path, sink_spec: str) -> None:
-    """Forget the checkpoint, the archive, pending corrections and the results written."""
-    for folder in (CHECKPOINT, ARCHIVE, archive.UNREAD, correction.FOLDER):
+    """Forget the checkpoint, the archive, pending corrections and the results written. A feed's
+    spool stays (KEPT_BY_A_FRESH_START): its readings were received, and acknowledged to an MQTT
+    broker, which will not send them again; the fresh run reads them."""
+    checkpoint = out / CHECKPOINT
+    for entry in checkpoint.iterdir() if checkpoint.is_dir() else ():
+        if entry.name not in KEPT_BY_A_FRESH_START:
+            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+    for folder in (ARCHIVE, archive.UNREAD, correction.FOLDER):
         shutil.rmtree(out / folder, ignore_errors=True)
     (out / expiry.EXPIRED).unlink(missing_ok=True)
     _reset_sink(sink_spec)
