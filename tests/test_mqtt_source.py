@@ -236,3 +236,20 @@ def test_the_password_comes_from_the_environment(tmp_path, monkeypatch, spooling
         spooling(f"mqtt://gateway@127.0.0.1:{secured.port}/feed")
     finally:
         secured.stop()
+
+
+def test_tls_with_the_brokers_ca(tmp_path, spooling):
+    """mqtts:// with --mqtt-ca: the spool connects to a broker that speaks only TLS and trusts it by
+    the CA given; without that CA (the system's, which never signed it) it refuses the broker."""
+    need_broker()
+    ca, cert, key = Broker.certificates(tmp_path / "certificates")
+    secured = Broker(tmp_path / "tls", tls=(ca, cert, key)).start()
+    try:
+        url = f"mqtts://127.0.0.1:{secured.port}/feed"
+        with pytest.raises(ValueError, match="cannot connect|certificate"):
+            mqtt_spool.MqttSpool(url, tmp_path / "s0", tmp_path / "j0", "sscript-tls0",
+                                 echo=lambda _: None).start(timeout=1)
+        spool = spooling(url, tls=mqtt.Tls(ca=str(ca)))
+        assert spool._client.is_connected()
+    finally:
+        secured.stop()

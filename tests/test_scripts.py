@@ -111,8 +111,8 @@ SMOKE: dict[str, tuple[Case, ...]] = {
     "show_results.py": (Case(("{work:bench_flink_cep.py}/out/results.db", "--alarms", "2"),
                              (r"cep\.P +[1-9]", r"alarms \(pattern matches\): [1-9][\d,]*, the newest 2:")),),
     "soak.py": (
-        Case(("--rate", "400", "--sensors", "20", "--workflows", "4", "--minutes", "0.3", "--warmup", "5",
-              "--out", "{work}"),
+        Case(("--source", "mqtt", "--rate", "400", "--sensors", "20", "--workflows", "4", "--minutes", "0.3",
+              "--warmup", "5", "--out", "{work}"),
              (r"job stopped \(exit code 0\)", r"\| 1 \(\d+ s\) \| 400 \|", r"verdict: memory flat after warm-up: ",
               r"  lag: trend at the \d+ commits"),
              spark=True),
