@@ -253,3 +253,22 @@ def test_tls_with_the_brokers_ca(tmp_path, spooling):
         assert spool._client.is_connected()
     finally:
         secured.stop()
+
+
+def test_the_gateway_script_feeds_the_spool(broker, tmp_path, spooling):
+    """scripts/gateway.py (the README's live example) publishes generated readings a sensor a topic;
+    the spool, reading the sensor from the topic, holds exactly those readings, and the bad lines."""
+    data = tmp_path / "data"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "generate_data.py"), str(data), "--seconds", "20",
+                    "--files", "2", "--bad-lines", "3"], check=True, capture_output=True)
+    spool = spooling(f"{broker.url}/bridge/#", sensor_level=-1)
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gateway.py"), str(data), "--broker", broker.url,
+                           "--speed", "0"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    published = [line for path in sorted(data.glob("*.csv")) for line in path.read_text().splitlines()]
+    order = lambda r: (r.sensor_id, r.ts, r.value)  # noqa: E731
+    wanted = sorted((r for r in map(records.parse_line, published) if isinstance(r, records.Reading)), key=order)
+    wait_until(lambda: spool.lines >= len(wanted) + 3, what="every reading spooled")
+    got = [records.parse_line(line) for line in spooled_lines(tmp_path / "spool")]
+    assert sorted((r for r in got if isinstance(r, records.Reading)), key=order) == wanted
+    assert len([r for r in got if isinstance(r, records.Rejected)]) == 3
