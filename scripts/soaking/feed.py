@@ -244,15 +244,23 @@ class MqttFeed(Feed):
         return f"mqtt://127.0.0.1:{self.broker.port}/soak/#"
 
     def emit(self, text: bytes, newest_ts: int) -> None:
+        from paho.mqtt.enums import MQTTErrorCode
+
         lines = text.splitlines(keepends=True)
-        sent = None
+        sent = []
         for start in range(0, len(lines), self.lines_per_message):
-            sent = self.client.publish(f"soak/gw{self.messages % self.gateways}",
-                                       b"".join(lines[start:start + self.lines_per_message]), qos=1)
+            payload = b"".join(lines[start:start + self.lines_per_message])
+            while True:  # paho numbers messages in flight 1..65,535: a number still in use waits its turn
+                info = self.client.publish(f"soak/gw{self.messages % self.gateways}", payload, qos=1)
+                if info.rc != MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
+                    break
+                time.sleep(0.001)
+            sent.append(info)
             self.messages += 1
-        if sent is not None:
-            sent.wait_for_publish(SEND_TIMEOUT)  # in order: the last acknowledged, the chunk is at the broker
-            if not sent.is_published():
+        deadline = time.monotonic() + SEND_TIMEOUT
+        for info in sent:  # the chunk is written once the broker has acknowledged every message of it
+            info.wait_for_publish(max(0.0, deadline - time.monotonic()))
+            if not info.is_published():
                 raise TimeoutError
 
     def close(self) -> None:
