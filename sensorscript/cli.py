@@ -241,7 +241,8 @@ def check_alerts(alerts, alerts_for, timeout, template, sink) -> None:
 @main.command(name="run")
 @click.argument("out", type=click.Path(file_okay=False))
 @click.option("--input", "source", required=True,
-              help="A folder of CSV/JSON-lines files, socket://HOST:PORT or kafka://BROKERS/TOPIC.")
+              help="A folder of CSV/JSON-lines files, socket://HOST:PORT, mqtt://[USER@]HOST:PORT/TOPIC (mqtts:// for "
+                   "TLS; the password in the environment variable SSCRIPT_MQTT_PASSWORD) or kafka://BROKERS/TOPIC.")
 @click.option("--once", is_flag=True, help="Process what is there, emit every window, and stop.")
 @click.option("--fresh", is_flag=True, help="Start afresh (the results are written anew) instead of continuing from "
                                             "the checkpoint of the last run on OUT.")
@@ -265,6 +266,15 @@ def check_alerts(alerts, alerts_for, timeout, template, sink) -> None:
                    "would grow for ever, and Spark lists it at every trigger), keep with --once (a replay of a "
                    "folder, read again by the next --once run). To replay a folder you keep without --once, give "
                    "keep.")
+@click.option("--sensor-from-topic", type=int, metavar="LEVEL",
+              help="An MQTT source whose payloads carry only time and value (CSV ts,value or JSON): the sensor id is "
+                   "this level of the message's topic (1: the first, -1: the last).")
+@click.option("--mqtt-ca", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="The CA certificate that signed the MQTT broker's (TLS; with mqtts:// the system's CAs otherwise).")
+@click.option("--mqtt-cert", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="A client certificate for a broker that asks for one (TLS), with --mqtt-key.")
+@click.option("--mqtt-key", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="The client certificate's private key.")
 @click.option("--alerts", multiple=True, metavar="URL",
               help="Deliver alarms (pattern matches, flags turning on) to a webhook (http(s)://..., a JSON POST), an "
                    "MQTT topic (mqtt(s)://[USER@]HOST[:PORT]/TOPIC, QoS 1; the password in SSCRIPT_MQTT_PASSWORD) or "
@@ -278,7 +288,8 @@ def check_alerts(alerts, alerts_for, timeout, template, sink) -> None:
 @click.option("--alerts-template", type=click.Path(exists=True, dir_okay=False),
               help="A Jinja2 template of a webhook's body (the alarm is `alarm`): for Slack, Teams, ntfy (README).")
 def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, watermark, late, retain,
-                replay_order, input_cleanup, alerts, alerts_for, alerts_timeout, alerts_template) -> None:
+                replay_order, input_cleanup, sensor_from_topic, mqtt_ca, mqtt_cert, mqtt_key, alerts, alerts_for,
+                alerts_timeout, alerts_template) -> None:
     """Run the job compiled into OUT on local Spark (local[2]) or on a cluster.
 
     A run continues from the checkpoint of the last run on OUT (its windows, partial matches and
@@ -286,12 +297,15 @@ def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, 
     is given. Without --once it runs until stopped: sscript stop OUT [--drain], Ctrl-C or SIGTERM
     stop it between two batches."""
     from sensorscript import running
+    from sensorscript.runtime.ingest.source import check_feed
     from sensorscript.runtime.ingest.source import input_cleanup as check_cleanup
 
     policies = running.policy_arguments(watermark, late, replay_order, fresh, input_cleanup, retain)
+    policies += running.feed_arguments(sensor_from_topic, mqtt_ca, mqtt_cert, mqtt_key)
     policies += running.alerts_arguments(alerts, alerts_for, alerts_timeout, alerts_template)
     try:
         check_cleanup(input_cleanup, source, once)  # before Spark starts
+        check_feed(source, sensor_from_topic)
         check_alerts(alerts, alerts_for, alerts_timeout, alerts_template, sink)
     except ValueError as exc:
         _fail(SensorScriptError([Diagnostic("error", str(exc))]))

@@ -41,6 +41,15 @@ def policy_arguments(watermark: str | None, late: str | None, replay_order: str 
             *(["--input-cleanup", input_cleanup] if input_cleanup else [])]
 
 
+def feed_arguments(sensor_from_topic: int | None = None, mqtt_ca: str | None = None, mqtt_cert: str | None = None,
+                   mqtt_key: str | None = None) -> list[str]:
+    """job.py's options for an MQTT source: the topic level naming the sensor, TLS files (absolute:
+    the job may run in another folder). The broker's password travels in the environment."""
+    files = {"--mqtt-ca": mqtt_ca, "--mqtt-cert": mqtt_cert, "--mqtt-key": mqtt_key}
+    return [*(["--sensor-from-topic", str(sensor_from_topic)] if sensor_from_topic is not None else []),
+            *(item for option, path in files.items() if path for item in (option, str(Path(path).resolve())))]
+
+
 def alerts_arguments(alerts: tuple[str, ...], alerts_for: tuple[str, ...] = (), timeout: str | None = None,
                      template: str | None = None) -> list[str]:
     """job.py's options for the alarms delivered (runtime/output/alerts.py); a template's path made
@@ -301,13 +310,15 @@ def job_status(out: Path) -> dict:
 # Checks of `sscript run`'s arguments, made before Spark starts: a mistake costs no start-up.
 
 def _check_input(source: str) -> None:
-    if source.startswith(("socket://", "kafka://")):
+    from sensorscript.runtime.ingest.source import STREAMS_HELP, streamed
+
+    if streamed(source):
         return
     if not Path(source).exists():
         raise SensorScriptError([Diagnostic("error", f"{source}: no such input folder")])
     if not Path(source).is_dir():
         raise SensorScriptError([Diagnostic("error", f"{source}: a file; --input takes a folder of CSV or JSON-lines "
-                                                     f"files (or socket://HOST:PORT, kafka://BROKERS/TOPIC)")])
+                                                     f"files (or {STREAMS_HELP})")])
 
 
 def _check_sink(sink: str | None, out: Path) -> None:

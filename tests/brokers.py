@@ -49,7 +49,7 @@ class Broker:
     """mosquitto on 127.0.0.1:`port`, its data and log under `folder`."""
 
     def __init__(self, folder: Path, user: str | None = None, password: str | None = None,
-                 max_queued: int = 1_000_000, port: int | None = None):
+                 max_queued: int = 1_000_000, port: int | None = None, tls: tuple[Path, Path, Path] | None = None):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
@@ -62,6 +62,9 @@ class Broker:
                  f"max_queued_messages {max_queued}", "max_inflight_messages 1000",
                  f"log_dest file {self.folder / 'mosquitto.log'}", "log_type error", "log_type warning",
                  "log_type notice"]
+        if tls:  # (CA, the broker's certificate, its key): clients must speak TLS
+            ca, cert, key = tls
+            lines += [f"cafile {ca}", f"certfile {cert}", f"keyfile {key}"]
         if user:
             passwords = self.folder / "passwords"
             subprocess.run([shutil.which("mosquitto_passwd") or "mosquitto_passwd", "-b", "-c", str(passwords),
@@ -102,6 +105,22 @@ class Broker:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+    @staticmethod
+    def certificates(folder: Path) -> tuple[Path, Path, Path]:
+        """A CA and a certificate for 127.0.0.1 it signed, made with openssl: (CA, certificate, key)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        ca, ca_key, cert, key, request = (folder / n for n in ("ca.pem", "ca.key", "broker.pem", "broker.key",
+                                                               "broker.csr"))
+        run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True)  # noqa: E731
+        run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=sscript test CA",
+            "-keyout", str(ca_key), "-out", str(ca))
+        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(request))
+        extensions = folder / "san.cnf"
+        extensions.write_text("subjectAltName=IP:127.0.0.1\n")
+        run("x509", "-req", "-in", str(request), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial", "-days", "2",
+            "-extfile", str(extensions), "-out", str(cert))
+        return ca, cert, key
 
     def restart(self) -> None:
         self.stop()

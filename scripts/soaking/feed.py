@@ -8,6 +8,10 @@ generated; sensor i reads at ts = (k + phase_i) * period, period = 1000 * sensor
           the last 100 ms, as CSV lines, written with sendall. Spark's socket source reads every line
           into the driver as it comes, so a send blocked for 60 s means the job stopped reading: the
           run ends there.
+  mqtt:   a mosquitto broker of its own on 127.0.0.1 (tests/brokers.py; `--input
+          mqtt://127.0.0.1:PORT/soak/#`); every 100 ms the readings of the last 100 ms, as messages of
+          `--lines-per-message` CSV lines (a gateway's batch) on 64 gateway topics, published with QoS 1; a
+          chunk is written once the broker has acknowledged every message of it.
 --days (a compressed month, `Clock`): event time runs `speedup` times faster than the wall clock
 from the start (a day of event time per `--day-seconds`), each sensor reading `speedup` times less
 often per event second so that the rate per wall second stays --rate, and LATE_SHARE of the
@@ -210,6 +214,60 @@ class FileFeed(Feed):
         while self.files and self.files[0][1] < processed_ms - 60_000:
             path, _ = self.files.pop(0)
             path.unlink(missing_ok=True)
+
+
+class MqttFeed(Feed):
+    chunk_ms, phase_ms = SOCKET_CHUNK_MS, 0
+    gateways = 64
+
+    def __init__(self, readings: Readings, folder: Path, lines_per_message: int, clock: Clock = Clock()):
+        import sys
+
+        import paho.mqtt.client as paho
+        from paho.mqtt.enums import CallbackAPIVersion
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+        from tests.brokers import Broker
+
+        super().__init__(readings, clock)
+        self.lines_per_message = lines_per_message
+        self.broker = Broker(folder).start()
+        self.client = paho.Client(CallbackAPIVersion.VERSION2, client_id="soak-gateways")
+        self.client.max_inflight_messages_set(1000)
+        self.client.max_queued_messages_set(0)
+        self.client.connect("127.0.0.1", self.broker.port)
+        self.client.loop_start()
+        self.messages = 0
+
+    @property
+    def source(self) -> str:
+        return f"mqtt://127.0.0.1:{self.broker.port}/soak/#"
+
+    def emit(self, text: bytes, newest_ts: int) -> None:
+        from paho.mqtt.enums import MQTTErrorCode
+
+        lines = text.splitlines(keepends=True)
+        sent = []
+        for start in range(0, len(lines), self.lines_per_message):
+            payload = b"".join(lines[start:start + self.lines_per_message])
+            while True:  # paho numbers messages in flight 1..65,535: a number still in use waits its turn
+                info = self.client.publish(f"soak/gw{self.messages % self.gateways}", payload, qos=1)
+                if info.rc != MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
+                    break
+                time.sleep(0.001)
+            sent.append(info)
+            self.messages += 1
+        deadline = time.monotonic() + SEND_TIMEOUT
+        for info in sent:  # the chunk is written once the broker has acknowledged every message of it
+            info.wait_for_publish(max(0.0, deadline - time.monotonic()))
+            if not info.is_published():
+                raise TimeoutError
+
+    def close(self) -> None:
+        super().close()
+        self.client.disconnect()
+        self.client.loop_stop()
+        self.broker.stop()
 
 
 class SocketFeed(Feed):

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .feed import Clock, Feed, FileFeed, Readings, SocketFeed
+from .feed import Clock, Feed, FileFeed, MqttFeed, Readings, SocketFeed
 from .findmax import judge_step
 from .job import JobProcess
 from .sampling import Sampler
@@ -50,8 +50,11 @@ def run(args, out: Path, workload: Workload, echo) -> Soak:
     started = time.time()
     clock = Clock(86_400 / args.day_seconds, int(started * 1000)) if args.days else Clock()
     readings = Readings(workload.sensors, workload.referenced, args.rate, speedup=clock.speedup)
-    feed = FileFeed(readings, out / "input", clock) if args.source == "file" else SocketFeed(readings, clock)
-    if isinstance(feed, FileFeed):
+    if args.source == "mqtt":
+        feed = MqttFeed(readings, out / "broker", args.lines_per_message, clock)
+    else:
+        feed = FileFeed(readings, out / "input", clock) if args.source == "file" else SocketFeed(readings, clock)
+    if isinstance(feed, (FileFeed, MqttFeed)):
         feed.prime()
     job = JobProcess(out / "job", feed.source, out / "job.log", job_options(args))
     echo(f"job: {' '.join(job.command)} (log: {out / 'job.log'})")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from sensorscript.runtime.control.operators import run_partitions
 from sensorscript.runtime.ingest.packets import assign_partitions, control_rows
-from sensorscript.runtime.ingest.source import input_cleanup
+from sensorscript.runtime.ingest.mqtt import Tls
+from sensorscript.runtime.ingest.source import STREAMS_HELP, check_feed, input_cleanup, streamed
 from sensorscript.runtime.plan.program import Job
 from sensorscript.runtime.control.run_loop import REFRESH_AFTER, JobFailed, run
 from sensorscript.runtime.control.session import SPARK_LOG, spark_session
@@ -32,8 +33,7 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     here = Path(sys.argv[0]).resolve().parent
     parser = argparse.ArgumentParser(prog="job.py", description=f"SensorScript job '{job.name}': workflows "
                                      f"{', '.join(job.workflows)}; {job.partitions} partition(s).")
-    parser.add_argument("--input", required=True, help="folder of CSV/JSON-lines files, socket://HOST:PORT, "
-                                                       "or kafka://BROKERS/TOPIC")
+    parser.add_argument("--input", required=True, help=f"folder of CSV/JSON-lines files, {STREAMS_HELP}")
     parser.add_argument("--once", action="store_true", help="process what is there, emit every window, stop")
     parser.add_argument("--fresh", action="store_true", help="start afresh instead of continuing from the checkpoint")
     parser.add_argument("--sink", help="sqlite:PATH (default OUT/results.db), csv:PATH, parquet:PATH or console")
@@ -53,6 +53,11 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     parser.add_argument("--refresh-after", type=int, default=REFRESH_AFTER, metavar="BATCHES",
                         help=f"start the query anew between two batches after this many (default {REFRESH_AFTER:,}: "
                              f"bounds the state store's snapshots)")
+    parser.add_argument("--sensor-from-topic", type=int, metavar="LEVEL",
+                        help="an MQTT source: the sensor id is this level of the topic (1: the first, -1: the last)")
+    parser.add_argument("--mqtt-ca", metavar="FILE", help="an MQTT broker's CA certificate (TLS)")
+    parser.add_argument("--mqtt-cert", metavar="FILE", help="a client certificate for the MQTT broker (TLS)")
+    parser.add_argument("--mqtt-key", metavar="FILE", help="the client certificate's key (TLS)")
     parser.add_argument("--alerts", action="append", default=[], metavar="URL",
                         help="deliver alarms to a webhook (http(s)://...), an MQTT topic (mqtt(s)://HOST[:PORT]/TOPIC) "
                              "or the URL in an environment variable (env:VARIABLE)")
@@ -61,15 +66,16 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     parser.add_argument("--alerts-timeout", metavar="DURATION", help="--once waits this long for its alarms (60s)")
     parser.add_argument("--alerts-template", metavar="FILE", help="a Jinja2 template of a webhook's body")
     args = parser.parse_args(argv)
-    if not args.input.startswith(("socket://", "kafka://")) and not Path(args.input).exists():
+    if not streamed(args.input) and not Path(args.input).exists():
         print(f"error: {args.input}: no such input folder", file=sys.stderr)
         return 1
     sink = args.sink or f"sqlite:{Path(args.out) / 'results.db'}"
     try:
         check_sink(sink)  # before Spark starts, and before a bounded run clears what stands at the path
         input_cleanup(args.input_cleanup, args.input, args.once)
-        alerts = AlertSettings.of(args.alerts, args.alerts_for, args.alerts_timeout, args.alerts_template) \
-            if args.alerts else None
+        check_feed(args.input, args.sensor_from_topic)
+        alerts = AlertSettings.of(args.alerts, args.alerts_for, args.alerts_timeout, args.alerts_template,
+                                  Tls(args.mqtt_ca, args.mqtt_cert, args.mqtt_key)) if args.alerts else None
         if alerts:
             alerts.check(job)
     except ValueError as exc:
@@ -81,6 +87,7 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
                       trigger_seconds=args.trigger_seconds, max_files_per_trigger=args.max_files_per_trigger,
                       watermark=args.watermark, late=args.late, replay_order=args.replay_order, fresh=args.fresh,
                       retain=args.retain, input_cleanup=args.input_cleanup, refresh_after=args.refresh_after,
+                      sensor_from_topic=args.sensor_from_topic, mqtt_tls=Tls(args.mqtt_ca, args.mqtt_cert, args.mqtt_key),
                       alerts=alerts)
     except (JobFailed, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

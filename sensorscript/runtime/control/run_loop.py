@@ -30,7 +30,7 @@ from sensorscript.runtime.state.engine import POS_INF
 from sensorscript.runtime.ingest.packets import END_OF_INPUT
 from sensorscript.runtime.plan.program import SELECTIVITY, Job
 from sensorscript.runtime.control.session import SPARK_LOG, spark_session
-from sensorscript.runtime.ingest.spool import SocketSpool
+from sensorscript.runtime.ingest.mqtt import Tls
 from sensorscript.runtime.output.status import Status
 from sensorscript.runtime.output.alerts import AlertSettings, Alerts
 from sensorscript.times import human_time
@@ -41,6 +41,10 @@ from sensorscript.runtime.output.sinks import PLAN_COLUMN, SIDE_TABLES, BatchRow
 CHECKPOINT = "checkpoint"  # under OUT: Spark's checkpoint (state/), the control folder (control/)
 ENDED = "ended"  # in the checkpoint: its run ended the input, so the next run starts afresh
 PLAN = "plan"  # in the checkpoint: the fingerprint of the plan whose state it holds
+SPOOL = "spool"  # in the checkpoint: what a socket or broker sent, spooled for the query (runtime/ingest/spool.py)
+MQTT_JOURNAL = "mqtt-journal"  # in the checkpoint: the MQTT spool's journals (runtime/ingest/mqtt_spool.py)
+# A fresh start keeps these: they are input received (a broker was told so) and not yet read, not state.
+KEPT_BY_A_FRESH_START = (SPOOL, MQTT_JOURNAL)
 # A live query is stopped between two batches and started again after this many batches. Spark's
 # RocksDB state store writes each batch's snapshot with the database's MANIFEST, which grows by a
 # record a batch while the database stays open (186 bytes a batch, measured: at a batch a second a
@@ -165,8 +169,8 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         master: str | None = None, trigger_seconds: float = 1.0, max_files_per_trigger: int | None = None,
         echo=print, watermark: str | None = None, late: str | None = None,
         replay_order: str = "time", fresh: bool = False, retain: list[str] | None = None,
-        input_cleanup: str | None = None, refresh_after: int = REFRESH_AFTER,
-        alerts: AlertSettings | None = None) -> RunSummary:
+        input_cleanup: str | None = None, refresh_after: int = REFRESH_AFTER, sensor_from_topic: int | None = None,
+        mqtt_tls: Tls = Tls(), alerts: AlertSettings | None = None) -> RunSummary:
     """Run the job's query (`build_query`, from job.py) until its input ends or it is stopped.
 
     A run continues from the checkpoint in OUT (state, windows, partial matches, the files read)
@@ -180,18 +184,20 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
     this run and the next ones (runtime/plan/retention.py), kept in the checkpoint. `input_cleanup`:
     what becomes of a folder's files once read: keep, delete or archive:DIR (by default delete, or
     keep with `once`: runtime/ingest/source.py, `input_cleanup`). `refresh_after`: a live query is
-    started anew after this many batches (REFRESH_AFTER). `alerts`: where the alarms go
-    (runtime/output/alerts.py)."""
+    started anew after this many batches (REFRESH_AFTER). `sensor_from_topic`, `mqtt_tls`: an MQTT
+    source's sensor id from a level of the topic, and its TLS files (runtime/ingest/mqtt_spool.py).
+    `alerts`: where the alarms go (runtime/output/alerts.py)."""
     out = Path(out)
-    if replay_order == "name" and not source.startswith(("socket://", "kafka://")):
+    if replay_order == "name" and not sources.streamed(source):
         files = order_by_name(Path(source))
         echo(f"replaying {files:,} files in name order (their modification times now follow their names)")
     job = with_policies(job, watermark, late)
     job = dataclasses.replace(job, input_cleanup=_input_cleanup(build_query, input_cleanup, source, once, echo))
     sink_spec = sink or f"sqlite:{out / 'results.db'}"
-    if once and source.startswith(("socket://", "kafka://")):
-        raise ValueError("--once reads a folder of files; a socket or Kafka source runs until stopped "
+    if once and sources.streamed(source):
+        raise ValueError("--once reads a folder of files; a socket, broker or Kafka source runs until stopped "
                          "(sscript stop OUT --drain ends it)")
+    sources.check_feed(source, sensor_from_topic)
     checkpoint = out / CHECKPOINT
     given = retaining.parse(retain)
     late_policy, gamma_ms = parse_late_policy(job.late)
@@ -224,10 +230,10 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
         echo(f"continuing from the checkpoint in {checkpoint} after batch {after} (sscript run --fresh starts anew)")
     # A live feed's folder and a socket's spool are read by the drop-folder source, whose checkpoint
     # stays bounded, unless the checkpoint began on Spark's file source (runtime/ingest/drop_folder.py).
-    spool_folder = checkpoint / "spool"
-    folder = str(spool_folder.resolve()) if source.startswith("socket://") else source
+    spool_folder = checkpoint / SPOOL
+    folder = str(spool_folder.resolve()) if sources.spooled(source) else source
     kind, cleanup = drop_folder.source_of(checkpoint, folder, job.input_cleanup, after is None,
-                                          source.startswith("socket://"), _takes_cleanup(build_query), echo)
+                                          sources.spooled(source), _takes_cleanup(build_query), echo)
     job = dataclasses.replace(job, input_cleanup=cleanup)
     if after is not None:  # what a killed run left of the batches it committed
         sources.clean_committed(checkpoint / "state", folder, job.input_cleanup)
@@ -355,9 +361,11 @@ def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink:
             run_correction(status.emitted_until(job))
         housekeeping.after_batch(batch_id)
 
-    # A socket is read by the driver into a spool of small files that Spark's file source reads
-    # (runtime/ingest/spool.py: Spark's socket source keeps its backlog in the driver's heap).
-    feed = SocketSpool(source, spool_folder, echo=echo) if source.startswith("socket://") else None
+    # A socket or an MQTT topic is read by the driver into a spool of small files that the query reads
+    # (runtime/ingest/spool.py: Spark's socket source keeps its backlog in the driver's heap;
+    # mqtt_spool.py: a message is acknowledged to the broker once its file is on disk).
+    feed = sources.open_feed(source, spool_folder, checkpoint / MQTT_JOURNAL, out, sensor_from_topic, mqtt_tls,
+                             echo) if sources.spooled(source) else None
     reads = drop_folder.PREFIX + folder if kind == drop_folder.DROP else feed.input if feed else source
 
     def start():
@@ -556,8 +564,14 @@ def _plan_of(checkpoint: Path) -> tuple[int, str] | None:
 
 
 def start_afresh(out: Path, sink_spec: str) -> None:
-    """Forget the checkpoint, the archive, pending corrections and the results written."""
-    for folder in (CHECKPOINT, ARCHIVE, archive.UNREAD, correction.FOLDER):
+    """Forget the checkpoint, the archive, pending corrections and the results written. A feed's
+    spool stays (KEPT_BY_A_FRESH_START): its readings were received, and acknowledged to an MQTT
+    broker, which will not send them again; the fresh run reads them."""
+    checkpoint = out / CHECKPOINT
+    for entry in checkpoint.iterdir() if checkpoint.is_dir() else ():
+        if entry.name not in KEPT_BY_A_FRESH_START:
+            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+    for folder in (ARCHIVE, archive.UNREAD, correction.FOLDER):
         shutil.rmtree(out / folder, ignore_errors=True)
     (out / expiry.EXPIRED).unlink(missing_ok=True)
     _reset_sink(sink_spec)

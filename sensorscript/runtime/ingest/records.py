@@ -119,6 +119,30 @@ def _json_fields(text: str) -> list[str] | None:
     return fields
 
 
+def with_sensor(data: bytes, sensor_id: str) -> bytes:
+    """Lines of readings that carry no sensor id (CSV `ts,value`, or JSON objects without sensor_id:
+    an MQTT payload whose topic names the sensor) as records of `sensor_id`, by these rules: the id
+    goes first in a CSV line and last in a JSON object (where a key given twice counts by its last
+    value: the topic's id wins over one in the payload). Blank lines and the header `ts,value` go;
+    a line that is not of either form is passed on as it is, with the id, to be quarantined with
+    its reason."""
+    csv_prefix = f"{sensor_id},"
+    json_field = '"sensor_id": ' + json.dumps(sensor_id)
+    lines = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        text = line.strip(BLANKS)
+        if not text or text == "ts,value":
+            continue
+        if text.startswith("{") and text.endswith("}"):
+            inner = text[1:-1].strip(BLANKS)
+            lines.append("{" + inner + (", " if inner else "") + json_field + "}")
+        elif text.startswith("{"):
+            lines.append(text)  # not one JSON object: quarantined as it came
+        else:
+            lines.append(csv_prefix + text)
+    return ("\n".join(lines) + "\n").encode() if lines else b""
+
+
 def _reject(constant: str):
     """NaN and Infinity are not JSON; Python's parser accepts them unless told not to."""
     raise ValueError(constant)

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sensorscript.runtime.ingest import drop_folder, spool
+from sensorscript.runtime.ingest import drop_folder, mqtt, mqtt_spool, spool
 
 BLOCK_BYTES = 16 << 20  # what one block of a file holds at most (plus the rest of its last line)
 
@@ -51,8 +51,8 @@ def read_input(spark: SparkSession, source: str, max_files_per_trigger: int | No
         return _drop_folder(spark, source[len(drop_folder.PREFIX):], max_files_per_trigger, cleanup)
     if source.startswith(spool.PREFIX):  # socket://: the run loop spools it (runtime/ingest/spool.py)
         return _files(spark.readStream.option("cleanSource", "delete"), source[len(spool.PREFIX):])
-    if source.startswith("socket://"):
-        raise ValueError(f"{source}: a socket is read through the run loop's spool (runtime/ingest/spool.py)")
+    if spooled(source):
+        raise ValueError(f"{source}: a socket or broker is read through the run loop's spool (runtime/ingest/spool.py)")
     if source.startswith("kafka://"):
         servers, topic = source[len("kafka://"):].split("/", 1)
         frame = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers)
@@ -88,10 +88,10 @@ def input_cleanup(requested: str | None, source: str, once: bool) -> str:
     folder, which a later --once run reads again). An archive folder comes back absolute. Raises
     ValueError in the user's words."""
     if requested is None:
-        return "keep" if once or _streamed(source) else "delete"
+        return "keep" if once or streamed(source) else "delete"
     mode, archive_dir = _cleanup_mode(requested)
-    if _streamed(source) and mode != "keep":
-        raise ValueError(f"--input-cleanup {requested}: a socket's spool is deleted as it is read, and Kafka keeps "
+    if streamed(source) and mode != "keep":
+        raise ValueError(f"--input-cleanup {requested}: a socket's or broker's spool is deleted as it is read, and Kafka keeps "
                          f"its own retention; the option is for a folder of files")
     if archive_dir is None:
         return mode
@@ -121,8 +121,38 @@ def _cleanup_mode(text: str) -> tuple[str, str | None]:
     raise ValueError(f"--input-cleanup {text}: expected {CLEANUP_HELP}")
 
 
-def _streamed(source: str) -> bool:
-    return source.startswith(("socket://", "kafka://", spool.PREFIX))
+# Inputs that are not a folder of files: the driver spools a socket's lines and a broker's messages
+# into files (runtime/ingest/spool.py, mqtt_spool.py); Kafka is read by Spark.
+SPOOLED = ("socket://", *(f"{scheme}://" for scheme in mqtt.SCHEMES))
+STREAMS_HELP = "socket://HOST:PORT, mqtt://[USER@]HOST:PORT/TOPIC or kafka://BROKERS/TOPIC"
+
+
+def spooled(source: str) -> bool:
+    """Whether the run loop spools `source` (a socket or an MQTT topic) for the query to read."""
+    return source.startswith(SPOOLED)
+
+
+def streamed(source: str) -> bool:
+    """Whether `source` is a feed rather than a folder of files (which is read once, or replayed)."""
+    return source.startswith((*SPOOLED, "kafka://", spool.PREFIX))
+
+
+def check_feed(source: str, sensor_level: int | None = None) -> None:
+    """A feed's address and options, checked before Spark starts (ValueError in the user's words)."""
+    if source.startswith(tuple(f"{scheme}://" for scheme in mqtt.SCHEMES)):
+        mqtt.Address.parse(source, "an MQTT source")
+        mqtt_spool.check_level(sensor_level)
+    elif sensor_level is not None:
+        raise ValueError("--sensor-from-topic takes the sensor id from an MQTT topic: the input is no mqtt:// address")
+
+
+def open_feed(source: str, folder: Path, journal: Path, out: Path, sensor_level: int | None = None,
+              tls: mqtt.Tls = mqtt.Tls(), echo=print):
+    """The spool of a socket or an MQTT topic into `folder` (its `input` is what the query reads);
+    not started. `journal`: where the MQTT spool keeps its journals (runtime/ingest/mqtt_spool.py)."""
+    if source.startswith("socket://"):
+        return spool.SocketSpool(source, folder, echo=echo)
+    return mqtt_spool.MqttSpool(source, folder, journal, mqtt_spool.client_id(out), sensor_level, tls, echo=echo)
 
 
 def clean_committed(state: Path, folder: str, cleanup: str, everything: bool = False) -> int:

@@ -1,5 +1,6 @@
 """socket://HOST:PORT through a spool: the driver reads the socket into small files that Spark's
-file source reads, and deletes once a batch has committed them.
+file source reads, and deletes once a batch has committed them. An MQTT broker's topic is spooled
+the same way (runtime/ingest/mqtt_spool.py), its files written durably (`write_file`).
 
 Spark's own socket source is for tests: it keeps every line not yet committed in the driver's
 heap, and its tasks fetch each row by position from a linked list, so a batch of n lines costs
@@ -92,9 +93,42 @@ class SocketSpool:
         end = len(pending) if final else pending.rfind(b"\n") + 1
         if end <= 0:
             return pending
-        name = f"{time.time_ns():020d}.csv"
-        temporary = self.folder / f".{name}.tmp"  # Spark's file source skips names starting with '.'
-        temporary.write_bytes(bytes(pending[:end]) + (b"" if pending[end - 1:end] == b"\n" else b"\n"))
-        os.replace(temporary, self.folder / name)
+        write_file(self.folder, bytes(pending[:end]) + (b"" if pending[end - 1:end] == b"\n" else b"\n"))
         self.lines += pending.count(b"\n", 0, end)
         return pending[end:]
+
+
+def spool_name() -> str:
+    """A new spool file's name: by time, so that names sort in the order the files were written."""
+    return f"{time.time_ns():020d}.csv"
+
+
+def write_file(folder: Path, data: bytes, durable: bool = False, name: str | None = None,
+               before_rename=None) -> Path:
+    """Write `data` (whole lines) to a new file of `folder`: under a hidden name (which the sources
+    skip), then renamed, so a reader sees the whole file or none of it. `durable`: the data and the
+    rename are on disk (fsync of the file, then of the folder) when this returns, so what the file
+    holds may be acknowledged to its sender. `before_rename()` runs after the data is on disk and
+    before the rename (the MQTT spool writes its journal there)."""
+    name = name or spool_name()
+    temporary = folder / f".{name}.tmp"  # the sources skip names starting with '.'
+    with open(temporary, "wb") as stream:
+        stream.write(data)
+        if durable:
+            stream.flush()
+            os.fsync(stream.fileno())
+    if before_rename is not None:
+        before_rename()
+    os.replace(temporary, folder / name)
+    if durable:
+        sync_folder(folder)
+    return folder / name
+
+
+def sync_folder(folder: Path) -> None:
+    """fsync a folder: the names created or renamed in it are on disk."""
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
