@@ -209,13 +209,17 @@ def render(template, alarm: dict) -> str:
 class Outbox:
     """OUT/alerts/outbox.db. One object per thread (each has its own connection)."""
 
-    def __init__(self, out: Path, limit: int = LIMIT):
+    def __init__(self, out: Path, limit: int = LIMIT, durable: bool = True):
+        """`durable`: each commit is on disk before it returns (the batch path's: an alarm of a batch
+        Spark then commits must survive a power cut). The delivery threads' commits are
+        acknowledgements, which a power cut may lose (the alarm is sent again: at least once), and
+        fsyncing each would cost a few ms an alarm; a process killed loses none of them (WAL)."""
         self.path = Path(out) / FOLDER / OUTBOX
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.limit = limit
         self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")  # an alarm acknowledged to the batch is on disk
+        self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         self.db.executescript("""
             CREATE TABLE IF NOT EXISTS alarms (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
                 body TEXT, enqueued REAL NOT NULL, waiting INTEGER NOT NULL, delivered REAL);
@@ -575,7 +579,7 @@ class Deliverer:
         return _Webhook(target, self.template)
 
     def _deliver_to(self, target: Target) -> None:
-        outbox = Outbox(self.out, self.limit)
+        outbox = Outbox(self.out, self.limit, durable=False)
         woken, backoff, senders = self.woken[target.key], self.backoff[target.key], {}
         try:
             while not self.stopping.is_set():
@@ -589,7 +593,7 @@ class Deliverer:
             outbox.close()
 
     def _keep(self) -> None:
-        outbox = Outbox(self.out, self.limit)
+        outbox = Outbox(self.out, self.limit, durable=False)
         said, trimmed = None, time.monotonic()
         try:
             while not self.stopping.wait(STATUS_EVERY_S):
