@@ -63,10 +63,10 @@ def test_each_batch_is_taken_once_and_flags_carry_over(tmp_path):
     assert take(outbox, 0, first) == 2
     assert take(outbox, 0, first) == 0  # done again: nothing new, the flag still on
     assert take(outbox, 1, [flag(40, 1.0), flag(50, 0.0), flag(60, 1.0)]) == 1  # on at 20 already; on again at 60
-    ids = waiting_ids(outbox)
-    assert ids[0] == f"w.F/{T + 20}/1" and ids[2] == f"w.F/{T + 60}/1"
-    assert ids[1].startswith(f"w.M/{T + 15}/1/") and len(ids) == 3
-    body = json.loads(outbox.waiting_for("hook")[1][2])
+    ids = waiting_ids(outbox)  # in event-time order
+    assert ids[1] == f"w.F/{T + 20}/1" and ids[2] == f"w.F/{T + 60}/1"
+    assert ids[0].startswith(f"w.M/{T + 15}/1/") and len(ids) == 3
+    body = json.loads(outbox.waiting_for("hook")[0][2])
     assert body["kind"] == "match" and body["workflow"] == "w" and body["ts"] == "2026-01-01T00:00:00.015Z"
     assert body["start_ms"] == T - 85 and body["events"][0]["sensor"] == "S1" and body["retracted"] is False
     # A run that starts afresh on the same input (its last one ended it) numbers its batches from 0
@@ -231,9 +231,9 @@ def test_a_correction_sends_the_alarms_it_changes(tmp_path):
     assert outbox.enqueue("last_correction", 1, found, last, ["hook"]) == 0  # once
     bodies = [json.loads(body) for _, _, body in outbox.waiting_for("hook")]
     said = [(b["stream"], b["ts_ms"] - T, b["version"], b["retracted"]) for b in bodies]
-    assert said == [("w.F", 20, 1, False), ("w.M", 15, 1, False),  # the batch's
-                    ("w.M", 15, 2, True), ("w.F", 30, 1, False), ("w.F", 20, 2, True)]
-    assert bodies[-1]["id"] == f"w.F/{T + 20}/2/retracted" and bodies[-1]["value"] == 0.0
+    assert said == [("w.M", 15, 1, False), ("w.F", 20, 1, False),  # the batch's, in event-time order
+                    ("w.M", 15, 2, True), ("w.F", 20, 2, True), ("w.F", 30, 1, False)]  # the correction's
+    assert bodies[3]["id"] == f"w.F/{T + 20}/2/retracted" and bodies[3]["value"] == 0.0
 
 
 def test_targets_templates_and_settings():

@@ -390,7 +390,12 @@ def batch_alarms(results: pd.DataFrame, kinds: dict[str, str], flags: dict[str, 
             on = turned_on(values, flags.get(stream, (0, 0.0))[1])
             found += [alarm_object(r, FLAG) for r, yes in zip(records, on) if yes]
             last[stream] = (int(group["ts"].iloc[-1]), float(values[-1]))
-    return found, last
+    return sorted(found, key=_in_time), last
+
+
+def _in_time(alarm: dict):
+    """Alarms are sent in event-time order (then by stream): a receiver reads them as they happened."""
+    return alarm["ts_ms"], alarm["stream"], alarm["retracted"]
 
 
 def correction_alarms(changed: pd.DataFrame, kinds: dict[str, str], stored: pd.DataFrame,
@@ -424,7 +429,7 @@ def correction_alarms(changed: pd.DataFrame, kinds: dict[str, str], stored: pd.D
         living = after[after["value"].notna()]
         if len(living) and int(living["ts"].iloc[-1]) >= flags.get(stream, (-(2**63), 0.0))[0]:
             last[stream] = (int(living["ts"].iloc[-1]), float(living["value"].iloc[-1]))
-    return found, last
+    return sorted(found, key=_in_time), last
 
 
 def _rows_of(rows: pd.DataFrame, written: pd.DataFrame) -> np.ndarray:
