@@ -17,7 +17,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from tests.brokers import need_broker
 from tests.receivers import Receiver
 from tests.differential import write_replay
-from tests.test_restart import Run, compile_examples, reading, replay  # noqa: F401 (the module's replay fixture)
+from tests.test_restart import Run, compile_examples, replay  # noqa: F401 (replay: the fixture of the replay)
 
 pytestmark = pytest.mark.spark
 
