@@ -78,7 +78,8 @@ class MqttSpool:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._connected = threading.Event()
+        self._connected = threading.Event()  # subscribed (or refused: `error`)
+        self._session_present = False
         self._written: dict[int, bytes] = {}  # packet id -> digest of the newest spooled message with it
         self._client = None
         self._thread = threading.Thread(target=self._run, name="sscript-mqtt-spool", daemon=True)
@@ -99,6 +100,7 @@ class MqttSpool:
         client = self._client = mqtt.client(self.address, self.client_id, self.tls, persistent=True,
                                             manual_ack=True)
         client.on_connect = self._on_connect
+        client.on_subscribe = self._on_subscribe
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
         client.max_inflight_messages_set(1_000)
@@ -126,15 +128,23 @@ class MqttSpool:
             self._connected.set()
             client.disconnect()
             return
+        self._session_present = flags.session_present
+        client.subscribe(self.address.topic, qos=1)  # said once the broker grants it (`_on_subscribe`)
+
+    def _on_subscribe(self, client, userdata, mid, reason_codes, properties) -> None:
+        if any(code.is_failure for code in reason_codes):  # a topic the broker's ACL refuses this user
+            self.error = f"the broker refused the subscription to {self.address.topic} ({reason_codes[0]})"
+            self._connected.set()
+            client.disconnect()
+            return
         if self._connected.is_set():
             self.echo(f"{self.address}: connected again; the broker sends what it kept meanwhile")
-        elif flags.session_present:
+        elif self._session_present:
             self.echo(f"{self.address}: the broker kept this job's session ({self.client_id}): the readings "
                       f"published while it was away come first")
         else:
             self.echo(f"{self.address}: subscribed as {self.client_id} (a persistent session: the broker keeps "
                       f"what is published while the job is down)")
-        client.subscribe(self.address.topic, qos=1)
         self._connected.set()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
