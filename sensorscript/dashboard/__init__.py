@@ -3,57 +3,104 @@ job's health, the plan), refreshed every few seconds, while the job runs or afte
 
     reading.py   OUT read-only: status.json, plan.json, the sink's tables
     figures.py   how each stream, the alarms and the health measures are drawn
-    app.py       the Dash app: layout and the one refresh callback
+    app.py       the Dash app: layout and a refresh callback per section
+    access.py    who may open it: basic auth or a bearer token, and when one is required
+    metrics.py   /metrics for Prometheus, from status.json at each scrape
     browser.py   headless chromium for the tests and scripts/screenshot_dashboard.py
 """
 
 from __future__ import annotations
 
 import errno
-import logging
 import socket
+import threading
 from datetime import tzinfo
 from pathlib import Path
 
+from sensorscript.dashboard.access import Credentials, RequireLogin, required
 from sensorscript.errors import Diagnostic, SensorScriptError
 
 
 class Dashboard:
-    """The page's HTTP server, bound (so a port in use is known before anything is served)."""
+    """The page's HTTP server (waitress), bound (so a port in use is known before anything is served).
 
-    def __init__(self, out: Path, tz: tzinfo, port: int = 8050, host: str = "127.0.0.1"):
-        from werkzeug.serving import make_server
+    `credentials`: the logins it asks for (access.py); on an address other than loopback it refuses
+    to start without one unless `no_auth`. It also serves /metrics for Prometheus (metrics.py)."""
+
+    def __init__(self, out: Path, tz: tzinfo, port: int = 8050, host: str = "127.0.0.1",
+                 credentials: Credentials | None = None, no_auth: bool = False):
+        from waitress import create_server
 
         from sensorscript.dashboard.app import create_app
 
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-        _check_port(host, port)
+        self.credentials = required(host, port, credentials, no_auth)
         self.app = create_app(Path(out), tz)
-        self.server = make_server(host, port, self.app.server, threaded=True)
-        self.url = f"http://{host}:{self.server.server_port}/"
+        wsgi = self.app.server if self.credentials is None else RequireLogin(self.app.server, self.credentials)
+        listening = _listen(host, port)
+        # A page sends a request per section at each refresh (6), so a few pages need more threads than
+        # waitress' 4; a request past them waits in its queue.
+        self.server = create_server(wsgi, sockets=[listening], threads=THREADS, ident="SensorScript")
+        self.url = f"http://{_bracketed(host)}:{listening.getsockname()[1]}/"
+        self._done = threading.Event()
 
     def serve_forever(self) -> None:
-        self.server.serve_forever()
+        """Serve until shutdown() (or Ctrl-C, after which waitress returns)."""
+        try:
+            self.server.run()
+        finally:
+            self._done.set()
 
     def shutdown(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        """Stop serving, from another thread; returns once the server has stopped."""
+        from waitress import wasyncore
+
+        serving = not self._done.is_set()
+        # Closed in the server's own thread (its trigger runs the call there): its loop then ends.
+        self.server.trigger.pull_trigger(lambda: wasyncore.close_all(self.server._map))
+        self.server.task_dispatcher.shutdown()
+        if serving:
+            self._done.wait(10)
+
+    def close(self) -> None:
+        """Free the port of a server that never served (or has stopped)."""
+        from waitress import wasyncore
+
+        wasyncore.close_all(self.server._map)
+        self.server.task_dispatcher.shutdown()
 
 
-def _check_port(host: str, port: int) -> None:
-    """Bind as the server will (werkzeug prints its own words and exits when it cannot)."""
+THREADS = 8
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket waitress serves; a port in use, or an address not of this machine, in one
+    sentence before anything is served."""
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind((host, port))
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        listening = socket.socket(family, kind, proto)
+    except OSError as exc:  # an unknown host
+        raise _cannot_serve(host, port, exc) from None
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(address)
+        listening.listen(1024)
     except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            message = (f"port {port} on {host} is in use (another dashboard, or another program); choose another "
-                       f"with --port N")
-        else:  # an unknown host, an address not of this machine, a port only root may take
-            message = f"cannot serve on {host}:{port}: {exc.strerror or exc}"
-        raise SensorScriptError([Diagnostic("error", message)]) from None
+        listening.close()
+        raise _cannot_serve(host, port, exc) from None
+    return listening
+
+
+def _cannot_serve(host: str, port: int, exc: OSError) -> SensorScriptError:
+    if exc.errno == errno.EADDRINUSE:
+        message = (f"port {port} on {host} is in use (another dashboard, or another program); choose another "
+                   f"with --port N")
+    else:  # an unknown host, an address not of this machine, a port only root may take
+        message = f"cannot serve on {host}:{port}: {exc.strerror or exc}"
+    return SensorScriptError([Diagnostic("error", message)])
 
 
 def check_out(out: Path) -> None:
