@@ -41,10 +41,11 @@ class Dashboard:
         # waitress' 4; a request past them waits in its queue.
         self.server = create_server(wsgi, sockets=[listening], threads=THREADS, ident="SensorScript")
         self.url = f"http://{_bracketed(host)}:{listening.getsockname()[1]}/"
-        self._done = threading.Event()
+        self._serving, self._done = threading.Event(), threading.Event()
 
     def serve_forever(self) -> None:
         """Serve until shutdown() (or Ctrl-C, after which waitress returns)."""
+        self._serving.set()
         try:
             self.server.run()
         finally:
@@ -54,15 +55,20 @@ class Dashboard:
         """Stop serving, from another thread; returns once the server has stopped."""
         from waitress import wasyncore
 
-        serving = not self._done.is_set()
-        # Closed in the server's own thread (its trigger runs the call there): its loop then ends.
-        self.server.trigger.pull_trigger(lambda: wasyncore.close_all(self.server._map))
+        if not self._serving.is_set():
+            return self.close()
+        if self._done.is_set():
+            return
+        # In the server's own thread (its trigger runs a call there): first no new connection; then,
+        # once the requests under way are answered (their threads pull the trigger), the rest, which
+        # ends the server's loop.
+        self.server.trigger.pull_trigger(lambda: wasyncore.dispatcher.close(self.server))
         self.server.task_dispatcher.shutdown()
-        if serving:
-            self._done.wait(10)
+        self.server.trigger.pull_trigger(lambda: wasyncore.close_all(self.server._map))
+        self._done.wait(10)
 
     def close(self) -> None:
-        """Free the port of a server that never served (or has stopped)."""
+        """Free the port of a server that does not serve."""
         from waitress import wasyncore
 
         wasyncore.close_all(self.server._map)
