@@ -108,6 +108,23 @@ def test_every_request_asks_for_a_login(out):
         assert status == 200 and "plan-summary" in body.decode()
 
 
+@pytest.mark.usefixtures("browser_here")
+def test_a_browser_with_the_login_sees_the_page_and_one_without_does_not(out):
+    """Chromium given the user and password (as a person types them into its prompt) gets the page
+    and every section its callbacks fill; without them, the 401 and nothing of the job."""
+    from sensorscript.dashboard.browser import chromium
+
+    with serving(out, credentials=credentials(environ=LOGINS)) as page:
+        with chromium(login=("wall", LOGINS[PASSWORD])) as (browser, errors):
+            assert browser.goto(page.url).status == 200
+            browser.locator("#plan-summary").wait_for(timeout=60_000)  # a callback's answer
+            browser.locator("#health-summary").get_by_text("the job has not run yet").wait_for(timeout=60_000)
+            assert errors == []
+        with chromium(login=("wall", "wrong")) as (browser, _):
+            assert browser.goto(page.url).status == 401
+            assert "SensorScript job" not in browser.content()
+
+
 def test_on_loopback_no_login_unless_one_is_configured(out):
     with serving(out) as page:
         assert ask(page.url)[0] == 200 and ask(page.url + "metrics")[0] == 200
