@@ -8,8 +8,10 @@ import json
 import re
 import sqlite3
 import time
+import urllib.request
 
 import pytest
+from prometheus_client.openmetrics import parser as openmetrics_parser
 from prometheus_client.parser import text_string_to_metric_families
 
 from sensorscript.compiler import compile_workflows
@@ -136,6 +138,14 @@ def test_the_metrics_follow_status_json(out):
             (2000 + list(GAUGES).index("lag_ms")) / 1000)
         assert samples[("sscript_store_bytes", frozenset([job, ("store", "archive")]))] == 4096
         assert not any(name.startswith("sscript_alerts") for name, _ in samples)
+
+        # Prometheus asks for OpenMetrics first: the same samples in that format.
+        asked = urllib.request.Request(page.url + "metrics", headers={
+            "Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"})
+        with urllib.request.urlopen(asked, timeout=60) as response:
+            assert response.headers["Content-Type"].startswith("application/openmetrics-text")
+            families = openmetrics_parser.text_string_to_metric_families(response.read().decode())
+            assert {(s.name, frozenset(s.labels.items())): s.value for f in families for s in f.samples} == samples
 
         time.sleep(0.01)  # another mtime
         full_status(out, alerts={"waiting": 12, "delivered": 340, "failed": 3, "limit": 10000, "full": False})
