@@ -21,7 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
 from sensorscript.dashboard.reading import JobOutput
-from sensorscript.runtime.output.status import GAUGES, run_state
+from sensorscript.runtime.output.status import run_state
 
 PREFIX = "sscript_"
 
@@ -37,8 +37,8 @@ TOTALS = {
     "too_late": ("too_late_readings", "Late readings older than the archive's horizon, which no correction takes"),
 }
 
-# status.json `partitions` (the last batch's gauges, as GAUGES names them) -> gauges per partition,
-# with the factor to the metric's unit.
+# status.json `partitions` (the last batch's gauges, as status.GAUGES names them; a test keeps the two
+# in step) -> gauges per partition, with the factor to the metric's unit.
 PARTITION_GAUGES = {
     "watermark": ("watermark_timestamp_seconds", "The partition's watermark, an event time (Unix seconds)", 1e-3),
     "max_ts": ("newest_reading_timestamp_seconds", "The newest reading's event time on the partition (Unix "
