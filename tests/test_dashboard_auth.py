@@ -269,6 +269,11 @@ def test_served_on_a_network_address(out):
         assert ask(page.url + "metrics", basic("admin", "pw"))[0] == 200
 
 
+def test_an_unknown_host_is_said_before_the_login(out):
+    with pytest.raises(SensorScriptError, match="cannot serve on no-such-host.invalid:8050: "):
+        Dashboard(out, UTC, port=8050, host="no-such-host.invalid")
+
+
 def test_shutdown_frees_the_port(out):
     with serving(out) as page:
         port = int(page.url.rsplit(":", 1)[1].strip("/"))

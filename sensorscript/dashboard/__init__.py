@@ -33,10 +33,14 @@ class Dashboard:
 
         from sensorscript.dashboard.app import create_app
 
-        self.credentials = required(host, port, credentials, no_auth)
+        listening = _listen(host, port)  # first: an unknown host or a port in use is what to fix first
+        try:
+            self.credentials = required(host, listening.getsockname()[1], credentials, no_auth)
+        except SensorScriptError:
+            listening.close()
+            raise
         self.app = create_app(Path(out), tz)
         wsgi = self.app.server if self.credentials is None else RequireLogin(self.app.server, self.credentials)
-        listening = _listen(host, port)
         # A page sends a request per section at each refresh (6), so a few pages need more threads than
         # waitress' 4; a request past them waits in its queue.
         self.server = create_server(wsgi, sockets=[listening], threads=THREADS, ident="SensorScript")
