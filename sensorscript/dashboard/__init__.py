@@ -12,6 +12,7 @@ job's health, the plan), refreshed every few seconds, while the job runs or afte
 from __future__ import annotations
 
 import errno
+import logging
 import socket
 import threading
 from datetime import tzinfo
@@ -44,6 +45,9 @@ class Dashboard:
         # A page sends a request per section at each refresh (6), so a few pages need more threads than
         # waitress' 4; a request past them waits in its queue.
         self.server = create_server(wsgi, sockets=[listening], threads=THREADS, ident="SensorScript")
+        # Waitress says "Task queue depth is N" whenever its threads are all busy: a moment's wait for
+        # a section of a page, not news for the terminal the dashboard runs in.
+        logging.getLogger("waitress.queue").setLevel(logging.ERROR)
         self.url = f"http://{_bracketed(host)}:{listening.getsockname()[1]}/"
         self._serving, self._done = threading.Event(), threading.Event()
 
@@ -72,7 +76,7 @@ class Dashboard:
         self._done.wait(10)
 
     def close(self) -> None:
-        """Free the port of a server that does not serve."""
+        """Free the port: of a server that never served, or once serve_forever() returned."""
         from waitress import wasyncore
 
         wasyncore.close_all(self.server._map)
