@@ -493,12 +493,7 @@ def dashboard(out, port, host, auth_file, no_auth, tz) -> None:
     login = f", login from {' and '.join(page.credentials.sources)}" if page.credentials else ""
     click.echo(f"the dashboard of {out}: {page.url}  (metrics for Prometheus at {page.url}metrics{login}; Ctrl-C "
                f"stops it)")
-    try:
-        page.serve_forever()  # returns on Ctrl-C (waitress takes it)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        page.close()
+    page.serve_forever()  # returns on Ctrl-C
     click.echo("\nstopped", err=True)
 
 

@@ -15,6 +15,7 @@ import errno
 import logging
 import socket
 import threading
+import time
 from datetime import tzinfo
 from pathlib import Path
 
@@ -49,40 +50,64 @@ class Dashboard:
         # a section of a page, not news for the terminal the dashboard runs in.
         logging.getLogger("waitress.queue").setLevel(logging.ERROR)
         self.url = f"http://{_bracketed(host)}:{listening.getsockname()[1]}/"
-        self._serving, self._done = threading.Event(), threading.Event()
+        self._serving, self._stop, self._done = threading.Event(), threading.Event(), threading.Event()
+        self._closing, self._closed = threading.Lock(), False
 
     def serve_forever(self) -> None:
-        """Serve until shutdown() (or Ctrl-C, after which waitress returns)."""
+        """Serve until shutdown() from another thread, or Ctrl-C."""
+        from waitress import wasyncore
+
         self._serving.set()
         try:
-            self.server.run()
+            # Waitress' loop, a poll at a time, so that it stops at a flag and everything is closed here,
+            # in its own thread, once nothing polls (closing from another thread races with its select).
+            while not self._stop.is_set() and self.server._map:
+                wasyncore.loop(timeout=POLL_S, map=self.server._map, use_poll=self.server.adj.asyncore_use_poll,
+                               count=1)
+        except KeyboardInterrupt:
+            pass
         finally:
+            self._drain()
+            self.close()
             self._done.set()
+
+    def _drain(self) -> None:
+        """In the server's thread, as it stops: no new connection; the requests under way answered
+        (their threads need the loop to send, and pull its trigger when done), for DRAIN_S at most;
+        then no thread left to pull the trigger once it is closed."""
+        from waitress import wasyncore
+
+        wasyncore.dispatcher.close(self.server)  # its listening socket only (server.close() closes the trigger too)
+        workers = self.server.task_dispatcher
+        deadline = time.monotonic() + DRAIN_S
+        while (workers.active_count or workers.queue) and self.server._map and time.monotonic() < deadline:
+            wasyncore.loop(timeout=0.05, map=self.server._map, use_poll=self.server.adj.asyncore_use_poll, count=1)
+        workers.shutdown(timeout=DRAIN_S)
 
     def shutdown(self) -> None:
         """Stop serving, from another thread; returns once the server has stopped."""
-        from waitress import wasyncore
-
+        self._stop.set()
         if not self._serving.is_set():
-            return self.close()
-        if self._done.is_set():
+            self.close()
             return
-        # In the server's own thread (its trigger runs a call there): first no new connection; then,
-        # once the requests under way are answered (their threads pull the trigger), the rest, which
-        # ends the server's loop.
-        self.server.trigger.pull_trigger(lambda: wasyncore.dispatcher.close(self.server))
-        self.server.task_dispatcher.shutdown()
-        self.server.trigger.pull_trigger(lambda: wasyncore.close_all(self.server._map))
+        with self._closing:
+            if not self._closed:
+                self.server.pull_trigger()  # wakes its loop at once (else within POLL_S)
         self._done.wait(10)
 
     def close(self) -> None:
-        """Free the port: of a server that never served, or once serve_forever() returned."""
+        """Free the port (of a server that never served: serve_forever() closes when it stops)."""
         from waitress import wasyncore
 
-        wasyncore.close_all(self.server._map)
-        self.server.task_dispatcher.shutdown()
+        with self._closing:  # once; and no trigger pulled after (its file descriptor may be another's by then)
+            if not self._closed:
+                self._closed = True
+                wasyncore.close_all(self.server._map, ignore_all=True)
+                self.server.task_dispatcher.shutdown(timeout=DRAIN_S)
 
 
+POLL_S = 1.0  # how long a stop may wait for the loop when its trigger cannot wake it
+DRAIN_S = 5.0  # how long a stop waits for the requests under way
 THREADS = 8
 
 
