@@ -505,26 +505,37 @@ def status(out, tz) -> None:
 @click.argument("out", type=click.Path(file_okay=False))
 @click.option("--port", default=8050, show_default=True, type=click.IntRange(1, 65535), help="The port to serve on.")
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="The address to serve on (127.0.0.1: this machine only; 0.0.0.0: every network interface).")
+              help="The address to serve on (127.0.0.1: this machine only; 0.0.0.0: every network interface, "
+                   "which asks for a login).")
+@click.option("--auth-file", type=click.Path(dir_okay=False), metavar="PATH",
+              help="The logins the page asks for: lines USER:PASSWORD (basic auth) and/or Bearer TOKEN; a file only "
+                   "its owner may read (chmod 600). Or set SSCRIPT_DASHBOARD_PASSWORD (user SSCRIPT_DASHBOARD_USER, "
+                   "default admin) or SSCRIPT_DASHBOARD_TOKEN.")
+@click.option("--no-auth", is_flag=True,
+              help="Serve on an address other than loopback without a login: anyone who reaches the port sees every "
+                   "result, alarm and the job's health.")
 @_tz
-def dashboard(out, port, host, tz) -> None:
+def dashboard(out, port, host, auth_file, no_auth, tz) -> None:
     """Serve a live page of the job in OUT: its results per workflow, alarms, health and plan,
-    refreshed every few seconds, while the job runs or after it ended (Ctrl-C stops it)."""
+    refreshed every few seconds, while the job runs or after it ended, and /metrics for Prometheus
+    (Ctrl-C stops it)."""
     from sensorscript.dashboard import Dashboard, check_out
+    from sensorscript.dashboard.access import credentials, loopback
 
     try:
         check_out(Path(out))
-        page = Dashboard(Path(out), tz, port, host)
+        page = Dashboard(Path(out), tz, port, host, credentials(auth_file), no_auth)
     except SensorScriptError as exc:
         _fail(exc)
         return
-    click.echo(f"the dashboard of {out}: {page.url}  (Ctrl-C stops it)")
-    try:
-        page.serve_forever()
-    except KeyboardInterrupt:
-        click.echo("\nstopped", err=True)
-    finally:
-        page.server.server_close()
+    if no_auth and not loopback(host):
+        click.echo(f"no login: anyone who reaches port {port} on {host} sees every result, alarm and the job's "
+                   f"health", err=True)
+    login = f", login from {' and '.join(page.credentials.sources)}" if page.credentials else ""
+    click.echo(f"the dashboard of {out}: {page.url}  (metrics for Prometheus at {page.url}metrics{login}; Ctrl-C "
+               f"stops it)")
+    page.serve_forever()  # returns on Ctrl-C
+    click.echo("\nstopped", err=True)
 
 
 @main.command()

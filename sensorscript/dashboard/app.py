@@ -25,6 +25,7 @@ import dash
 from dash import Dash, Input, Output, State, ctx, dcc, html
 
 from sensorscript.dashboard import figures
+from sensorscript.dashboard.metrics import serve_metrics
 from sensorscript.dashboard.reading import JobOutput, PlanSummary
 from sensorscript.runtime.output.alarms import FLAG, Alarm
 from sensorscript.runtime.output.status import GAUGES, describe_state, describe_version, gauge_text
@@ -48,6 +49,7 @@ def create_app(out: Path, tz: tzinfo, refresh_ms: int = REFRESH_MS) -> Dash:
     output = JobOutput(out)
     dag = _DagPicture()
     app = Dash(__name__, title=f"SensorScript: {Path(out).name}", update_title=None, serve_locally=True)
+    serve_metrics(app.server, output)  # /metrics for Prometheus, beside the page
     sections = [("Health", "health"), ("Alarms", "alarms"), ("Results", "results"), ("Health in detail", "detail"),
                 ("Plan", "plan")]
 

@@ -29,14 +29,16 @@ def why_no_browser() -> str | None:
 
 
 @contextlib.contextmanager
-def chromium(width: int = 1400, height: int = 1000):
-    """A fresh page of headless chromium; yields (page, console errors seen so far)."""
+def chromium(width: int = 1400, height: int = 1000, login: tuple[str, str] | None = None):
+    """A fresh page of headless chromium; yields (page, console errors seen so far). `login`: the
+    user and password it answers a basic auth challenge with."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGUMENTS)
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
+            credentials = {"username": login[0], "password": login[1]} if login else None
+            page = browser.new_page(viewport={"width": width, "height": height}, http_credentials=credentials)
             errors: list[str] = []
             page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
             page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+import time
 import warnings
 from typing import Iterator
 
@@ -95,6 +96,7 @@ def _batch_id() -> int:
 
 
 def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state) -> Iterator[pd.DataFrame]:
+    began = time.monotonic()
     value_state = _load(state, task)
     codes, stamps, values, rejected = [], [], [], []
     unread = skipped = 0  # readings of sensors no workflow reads, lines the rules skip (stage 0 counted them)
@@ -134,5 +136,8 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     seen = {"unread": unread, "skipped": skipped, "ahead": step.ahead, "ended": int(control.any())}
     parts.append(output.counters(step.results, task.engine.program, own, job, readings=int(good.sum()),
                                  quarantined=quarantined, **{name: n for name, n in seen.items() if n}))
+    # The partition's time in this batch (its readings in, the step, its state kept), to find a partition that
+    # holds the job back (`sscript status`, the dashboard's /metrics).
+    step.gauges["batch_ms"] = (time.monotonic() - began) * 1000.0
     parts.append(output.gauges(step.gauges, own))
     yield from output.frames(parts)

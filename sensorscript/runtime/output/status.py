@@ -181,6 +181,7 @@ GAUGES = {
     "coverage": ("coverage", "share"),
     "latency_mean_ms": ("latency", "ms"),
     "state_bytes": ("state", "bytes"),
+    "batch_ms": ("batch time", "ms"),  # stage 1's, of the last batch
 }
 
 

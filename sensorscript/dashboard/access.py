@@ -1,0 +1,181 @@
+"""Who may open the dashboard: the credentials it asks for (HTTP basic auth or a bearer token) and
+the rule for when it must ask.
+
+The secrets come from the environment or a file, never from the command line, where `ps` shows
+them to every user of the machine:
+
+    SSCRIPT_DASHBOARD_PASSWORD   a password for basic auth, for the user SSCRIPT_DASHBOARD_USER (admin)
+    SSCRIPT_DASHBOARD_TOKEN      a bearer token (Prometheus, scripts: Authorization: Bearer TOKEN)
+    --auth-file PATH             lines `USER:PASSWORD` and/or `Bearer TOKEN`; blank lines and
+                                 `# comments` skipped; refused when others than its owner may read it
+
+On an address other than loopback the dashboard serves nobody without one, unless told --no-auth;
+on loopback none is needed, but one configured is asked for there too (a reverse proxy on the same
+machine is how the dashboard is reached with TLS).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import ipaddress
+import os
+import re
+import socket
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from sensorscript.errors import Diagnostic, SensorScriptError
+
+PASSWORD, USER, TOKEN = "SSCRIPT_DASHBOARD_PASSWORD", "SSCRIPT_DASHBOARD_USER", "SSCRIPT_DASHBOARD_TOKEN"
+DEFAULT_USER = "admin"
+REALM = "SensorScript dashboard"
+_BEARER_LINE = re.compile(r"bearer\s+(\S+)", re.IGNORECASE)
+
+
+def _digest(secret: str) -> bytes:
+    """Secrets are kept and compared as digests of equal length: hmac.compare_digest then takes the
+    same time whatever the guess shares with the secret, and no secret stays in memory as text."""
+    return hashlib.sha256(secret.encode()).digest()
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """The logins the dashboard accepts; `sources` says where they came from (for messages)."""
+
+    users: tuple[tuple[bytes, bytes], ...]  # (digest of the user name, digest of the password)
+    tokens: tuple[bytes, ...]  # digests of the bearer tokens
+    sources: tuple[str, ...]
+
+    def allow(self, authorization: str | None) -> bool:
+        """An Authorization header that carries one of the credentials."""
+        scheme, _, value = (authorization or "").strip().partition(" ")
+        value = value.strip()
+        if scheme.lower() == "basic" and self.users:
+            try:
+                user, colon, password = base64.b64decode(value, validate=True).decode().partition(":")
+            except (binascii.Error, UnicodeDecodeError):
+                return False
+            if not colon:
+                return False
+            given = (_digest(user), _digest(password))
+            # Every entry compared, so the time taken says nothing of which user name was right.
+            matches = [hmac.compare_digest(given[0], u) & hmac.compare_digest(given[1], p) for u, p in self.users]
+            return any(matches)
+        if scheme.lower() == "bearer" and self.tokens:
+            given = _digest(value)
+            return any([hmac.compare_digest(given, token) for token in self.tokens])
+        return False
+
+    def challenges(self) -> list[str]:
+        """The WWW-Authenticate headers of a 401: basic auth first, which browsers ask a person for."""
+        return ([f'Basic realm="{REALM}", charset="UTF-8"'] if self.users else []) + \
+            ([f'Bearer realm="{REALM}"'] if self.tokens else [])
+
+
+def credentials(auth_file: Path | str | None = None, environ=None) -> Credentials | None:
+    """The credentials configured in the environment and `auth_file`, or None when there are none."""
+    environ = os.environ if environ is None else environ
+    users, tokens, sources = [], [], []
+    if environ.get(PASSWORD):
+        users.append((_digest(environ.get(USER) or DEFAULT_USER), _digest(environ[PASSWORD])))
+        sources.append(PASSWORD)
+    if environ.get(TOKEN):
+        tokens.append(_digest(environ[TOKEN]))
+        sources.append(TOKEN)
+    if auth_file is not None:
+        file_users, file_tokens = read_auth_file(Path(auth_file))
+        users += file_users
+        tokens += file_tokens
+        sources.append(f"--auth-file {auth_file}")
+    if not users and not tokens:
+        return None
+    return Credentials(tuple(users), tuple(tokens), tuple(sources))
+
+
+def read_auth_file(path: Path) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
+    """`USER:PASSWORD` and `Bearer TOKEN` lines. A file others than its owner may read is refused,
+    as ssh refuses such a private key: its secrets are not secret. No message shows a line's text."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text()
+    except OSError as exc:
+        raise _error(f"{path}: cannot read the dashboard's logins: {exc.strerror or exc}") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise _error(f"{path}: others than its owner may read or change it (mode {stat.S_IMODE(mode):04o}), so its "
+                     f"logins are not secret; make it private: chmod 600 {path}")
+    users, tokens = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        bearer = _BEARER_LINE.fullmatch(line)
+        user, colon, password = line.partition(":")
+        if bearer:
+            tokens.append(_digest(bearer.group(1)))
+        elif colon and user and password:
+            users.append((_digest(user), _digest(password)))
+        else:
+            raise _error(f"{path}, line {number}: neither USER:PASSWORD nor Bearer TOKEN (a user name and a "
+                         f"password, both not empty; or the word Bearer, a space and a token)")
+    if not users and not tokens:
+        raise _error(f"{path}: no login in it (lines USER:PASSWORD or Bearer TOKEN)")
+    return users, tokens
+
+
+def loopback(host: str) -> bool:
+    """An address (or name) of this machine that no other machine can reach: 127.0.0.0/8, ::1,
+    localhost; any other name when every address it resolves to is one of those."""
+    host = host.strip().strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        addresses = [ipaddress.ip_address(host)]
+    except ValueError:
+        try:
+            addresses = [ipaddress.ip_address(found[4][0].split("%")[0])
+                         for found in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)]
+        except (OSError, ValueError):
+            return False
+    return bool(addresses) and all(_loopback(address) for address in addresses)
+
+
+def _loopback(address) -> bool:
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def required(host: str, port: int, found: Credentials | None, no_auth: bool) -> Credentials | None:
+    """The credentials the dashboard on host:port asks for (None: it asks for none), or why it
+    refuses to start."""
+    if no_auth and found is not None:
+        raise _error(f"--no-auth and a login ({', '.join(found.sources)}) contradict each other: drop one")
+    if found is None and not no_auth and not loopback(host):
+        raise _error(f"the dashboard on {host} would show every result, alarm and the job's health to anyone who "
+                     f"reaches port {port}: give it a login ({PASSWORD}, {TOKEN} or --auth-file PATH) or, to serve "
+                     f"it to all, --no-auth")
+    return found
+
+
+class RequireLogin:
+    """WSGI middleware: every request (the page, its scripts, its callbacks, /metrics) carries one of
+    the credentials, or gets 401 and the challenges that make a browser ask for a login."""
+
+    def __init__(self, app, accepted: Credentials):
+        self.app, self.accepted = app, accepted
+
+    def __call__(self, environ, start_response):
+        if self.accepted.allow(environ.get("HTTP_AUTHORIZATION")):
+            return self.app(environ, start_response)
+        body = b"401: this dashboard asks for a login (basic auth, or a bearer token)\n"
+        start_response("401 Unauthorized", [("Content-Type", "text/plain; charset=utf-8"),
+                                            ("Content-Length", str(len(body))), ("Cache-Control", "no-store"),
+                                            *(("WWW-Authenticate", c) for c in self.accepted.challenges())])
+        return [body]
+
+
+def _error(message: str) -> SensorScriptError:
+    return SensorScriptError([Diagnostic("error", message)])

@@ -1,0 +1,282 @@
+"""Nobody in where they don't belong (issue #28, item 4): off loopback the dashboard asks every
+request for a login (basic auth or a bearer token), the page, its Dash callbacks and /metrics
+alike, and refuses to start without one unless told --no-auth. Served by waitress over HTTP on
+this machine, as `sscript dashboard` serves it."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from sensorscript.compiler import compile_workflows
+from sensorscript.dashboard import Dashboard
+from sensorscript.dashboard.access import PASSWORD, TOKEN, USER, credentials, loopback, required
+from sensorscript.errors import SensorScriptError
+from sensorscript.times import UTC
+from tests.conftest import EXAMPLES, ROOT
+
+SENSORS = ROOT / "workflows" / "sensors.csv"
+LOGINS = {PASSWORD: "s3cret pass:word", USER: "wall", TOKEN: "tok-9f2c41"}  # a colon in the password too
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("auth") / "out"
+    compile_workflows([str(p) for p in EXAMPLES], folder, str(SENSORS))
+    return folder
+
+
+@contextlib.contextmanager
+def serving(out, host="127.0.0.1", **options):
+    page = Dashboard(out, UTC, port=0, host=host, **options)
+    thread = threading.Thread(target=page.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield page
+    finally:
+        page.shutdown()
+        thread.join(10)
+        assert not thread.is_alive()
+
+
+def basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def ask(url: str, authorization: str | None = None, body: dict | None = None) -> tuple[int, dict, bytes]:
+    """(status, headers, body) of a GET, or of a JSON POST when `body` is given."""
+    request = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"} if body is not None else {})
+    if authorization:
+        request.add_header("Authorization", authorization)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, {"WWW-Authenticate": exc.headers.get_all("WWW-Authenticate")}, exc.read()
+
+
+def a_callback(url: str, authorization: str | None) -> dict:
+    """The request the page sends for its plan section's refresh, built from the app's own
+    dependencies (/_dash-dependencies) as the browser builds it."""
+    status, _, body = ask(url + "_dash-dependencies", authorization)
+    assert status == 200
+    (plan,) = [d for d in json.loads(body) if "plan-body.children" in d["output"]]
+    return {"output": plan["output"],
+            "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
+                        for o in plan["output"].strip(".").split("...")],
+            "inputs": [{**i, "value": 1} for i in plan["inputs"]],
+            "state": [{**s, "value": None} for s in plan["state"]],
+            "changedPropIds": ["tick.n_intervals"]}
+
+
+def test_every_request_asks_for_a_login(out):
+    """The page, its scripts, its layout and dependencies, a callback and /metrics: 401 without a
+    login, with a wrong password or token, a malformed header; 200 with the password or the token."""
+    good, token = basic("wall", LOGINS[PASSWORD]), f"Bearer {LOGINS[TOKEN]}"
+    with serving(out, credentials=credentials(environ=LOGINS)) as page:
+        script = re.search(r'src="/(_dash-component-suites/[^"]+)"', ask(page.url, good)[2].decode()).group(1)
+        for path in ("", "_dash-layout", "_dash-dependencies", "metrics", script):
+            url = page.url + path
+            for wrong in (None, basic("wall", "s3cret pass"), basic("admin", LOGINS[PASSWORD]), "Bearer tok-9f2c4",
+                          f"Basic {LOGINS[PASSWORD]}", "Basic !!!", good.replace("Basic", "Digest")):
+                status, headers, _ = ask(url, wrong)
+                assert status == 401, (path, wrong)
+                assert headers["WWW-Authenticate"] == ['Basic realm="SensorScript dashboard", charset="UTF-8"',
+                                                       'Bearer realm="SensorScript dashboard"']
+            for right in (good, token, good.replace("Basic", "basic")):
+                assert ask(url, right)[0] == 200, (path, right)
+        callback = a_callback(page.url, good)
+        assert ask(page.url + "_dash-update-component", None, callback)[0] == 401
+        assert ask(page.url + "_dash-update-component", basic("wall", "nope"), callback)[0] == 401
+        status, _, body = ask(page.url + "_dash-update-component", good, callback)
+        assert status == 200 and "plan-summary" in body.decode()  # the plan section, drawn
+        status, _, body = ask(page.url + "_dash-update-component", token, callback)
+        assert status == 200 and "plan-summary" in body.decode()
+
+
+@pytest.mark.usefixtures("browser_here")
+def test_a_browser_with_the_login_sees_the_page_and_one_without_does_not(out):
+    """Chromium given the user and password (as a person types them into its prompt) gets the page
+    and every section its callbacks fill; without them, the 401 and nothing of the job."""
+    from sensorscript.dashboard.browser import chromium
+
+    with serving(out, credentials=credentials(environ=LOGINS)) as page:
+        with chromium(login=("wall", LOGINS[PASSWORD])) as (browser, errors):
+            assert browser.goto(page.url).status == 200
+            browser.locator("#plan-summary").wait_for(timeout=60_000)  # a callback's answer
+            browser.locator("#health-summary").get_by_text("the job has not run yet").wait_for(timeout=60_000)
+            assert errors == []
+        with chromium(login=("wall", "wrong")) as (browser, _):
+            assert browser.goto(page.url).status == 401
+            assert "SensorScript job" not in browser.content()
+
+
+def test_on_loopback_no_login_unless_one_is_configured(out):
+    with serving(out) as page:
+        assert ask(page.url)[0] == 200 and ask(page.url + "metrics")[0] == 200
+    with serving(out, credentials=credentials(environ={PASSWORD: "pw"})) as page:
+        assert ask(page.url)[0] == 401 and ask(page.url + "metrics")[0] == 401
+        assert ask(page.url, basic("admin", "pw"))[0] == 200  # the user, unnamed, is admin
+
+
+def test_loopback_addresses():
+    for host in ("127.0.0.1", "127.3.2.1", "::1", "[::1]", "localhost", "LOCALHOST", "::ffff:127.0.0.1"):
+        assert loopback(host), host
+    for host in ("0.0.0.0", "::", "10.0.0.5", "192.168.1.20", "2001:db8::1", "::ffff:10.0.0.1", "no-such-host.invalid"):
+        assert not loopback(host), host
+
+
+def test_off_loopback_a_login_or_no_auth_is_required():
+    found = credentials(environ={TOKEN: "t"})
+    for host in ("0.0.0.0", "::", "10.0.0.5"):
+        with pytest.raises(SensorScriptError) as refused:
+            required(host, 8050, None, False)
+        assert str(refused.value.diagnostics[0].message) == (
+            f"the dashboard on {host} would show every result, alarm and the job's health to anyone who reaches "
+            f"port 8050: give it a login (SSCRIPT_DASHBOARD_PASSWORD, SSCRIPT_DASHBOARD_TOKEN or --auth-file PATH) "
+            f"or, to serve it to all, --no-auth")
+        assert required(host, 8050, found, False) is found
+        assert required(host, 8050, None, True) is None
+    assert required("127.0.0.1", 8050, None, False) is None
+    with pytest.raises(SensorScriptError, match="--no-auth and a login .SSCRIPT_DASHBOARD_TOKEN. contradict"):
+        required("0.0.0.0", 8050, found, True)
+
+
+def test_the_auth_file(tmp_path, out):
+    logins = tmp_path / "logins"
+    logins.write_text("# the wall screen, then Prometheus\nwall:pa:ss word\n\n  Bearer  abc.def-1  \n")
+    logins.chmod(0o644)
+    with pytest.raises(SensorScriptError) as refused:
+        credentials(logins, environ={})
+    assert refused.value.diagnostics[0].message == (
+        f"{logins}: others than its owner may read or change it (mode 0644), so its logins are not secret; make it "
+        f"private: chmod 600 {logins}")
+    logins.chmod(0o600)
+    found = credentials(logins, environ={})
+    assert found.allow(basic("wall", "pa:ss word")) and found.allow("Bearer abc.def-1")
+    assert not found.allow(basic("wall", "pa")) and not found.allow("Bearer abc") and not found.allow(None)
+    both = credentials(logins, environ={PASSWORD: "pw"})
+    assert both.allow(basic("admin", "pw")) and both.allow(basic("wall", "pa:ss word"))
+    assert both.sources == (PASSWORD, f"--auth-file {logins}")
+
+    logins.write_text("wall:ok\nsecret-without-a-colon\n")
+    with pytest.raises(SensorScriptError) as refused:
+        credentials(logins, environ={})
+    message = refused.value.diagnostics[0].message
+    assert message.startswith(f"{logins}, line 2: neither USER:PASSWORD nor Bearer TOKEN") and "secret" not in message
+    logins.write_text("# nothing\n")
+    with pytest.raises(SensorScriptError, match="no login in it"):
+        credentials(logins, environ={})
+    assert credentials(None, environ={PASSWORD: ""}) is None  # set but empty: none
+
+
+def clean_environment() -> dict:
+    return {k: v for k, v in os.environ.items() if not k.startswith("SSCRIPT_DASHBOARD_")}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_the_command_refuses_every_interface_without_a_login(out):
+    port = free_port()
+    result = subprocess.run([sys.executable, "-m", "sensorscript.cli", "dashboard", str(out), "--host", "0.0.0.0",
+                             "--port", str(port)], env={**clean_environment(), "PYTHONPATH": str(ROOT)},
+                            capture_output=True, text=True, timeout=60)  # one that served would be cut short
+    assert result.returncode == 1 and result.stdout == "" and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[0] == (
+        f"error: the dashboard on 0.0.0.0 would show every result, alarm and the job's health to anyone who reaches "
+        f"port {port}: give it a login (SSCRIPT_DASHBOARD_PASSWORD, SSCRIPT_DASHBOARD_TOKEN or --auth-file PATH) or, "
+        f"to serve it to all, --no-auth")
+    with socket.socket() as probe:  # nothing was bound
+        probe.bind(("0.0.0.0", port))
+
+
+@contextlib.contextmanager
+def command(*arguments: str, env: dict):
+    """`sscript dashboard ...` as a process of its own; yields it and the first line it printed."""
+    process = subprocess.Popen([sys.executable, "-m", "sensorscript.cli", "dashboard", *arguments], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield process, process.stdout.readline()
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.wait(30)
+
+
+def test_the_command_with_no_auth_or_a_login(out, tmp_path):
+    """--no-auth serves every interface to all, saying so; with a login from the environment it asks
+    for it; Ctrl-C stops it cleanly (exit 0)."""
+    env = {**clean_environment(), "PYTHONPATH": str(ROOT)}
+    port = free_port()
+    with command(str(out), "--host", "0.0.0.0", "--port", str(port), "--no-auth", env=env) as (process, line):
+        assert line.startswith(f"the dashboard of {out}: http://0.0.0.0:{port}/"), line + process.stderr.read()
+        assert ask(f"http://127.0.0.1:{port}/metrics")[0] == 200
+        assert ask(f"http://127.0.0.1:{port}/")[0] == 200
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+        errors = process.stderr.read()
+    assert errors.startswith(f"no login: anyone who reaches port {port} on 0.0.0.0 sees every result, alarm and the "
+                             f"job's health\n") and errors.endswith("stopped\n"), errors
+    port = free_port()
+    with command(str(out), "--host", "0.0.0.0", "--port", str(port), env={**env, TOKEN: "t0k"}) as (process, line):
+        assert "login from SSCRIPT_DASHBOARD_TOKEN" in line, line + process.stderr.read()
+        assert "t0k" not in line
+        assert ask(f"http://127.0.0.1:{port}/metrics")[0] == 401
+        assert ask(f"http://127.0.0.1:{port}/metrics", "Bearer t0k")[0] == 200
+
+
+def network_address() -> str | None:
+    """An address of this machine other than loopback, or None."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the interface of the default route
+        address = probe.getsockname()[0]
+        if not loopback(address) and address != "0.0.0.0":
+            return address
+    for found in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET, socket.SOCK_STREAM):
+        if not loopback(found[4][0]):
+            return found[4][0]
+    return None
+
+
+def test_served_on_a_network_address(out):
+    address = network_address()
+    if address is None:
+        pytest.skip("this machine has no address but loopback")
+    with pytest.raises(SensorScriptError, match=f"the dashboard on {re.escape(address)} would show every result"):
+        Dashboard(out, UTC, port=0, host=address)
+    with serving(out, host=address, credentials=credentials(environ={PASSWORD: "pw"})) as page:
+        assert page.url.startswith(f"http://{address}:")
+        assert ask(page.url)[0] == 401 and ask(page.url + "metrics")[0] == 401
+        assert ask(page.url, basic("admin", "pw"))[0] == 200
+        assert ask(page.url + "metrics", basic("admin", "pw"))[0] == 200
+
+
+def test_an_unknown_host_is_said_before_the_login(out):
+    with pytest.raises(SensorScriptError, match="cannot serve on no-such-host.invalid:8050: "):
+        Dashboard(out, UTC, port=8050, host="no-such-host.invalid")
+
+
+def test_shutdown_frees_the_port(out):
+    with serving(out) as page:
+        port = int(page.url.rsplit(":", 1)[1].strip("/"))
+    time.sleep(0.1)
+    again = Dashboard(out, UTC, port=port)  # the same port: free again
+    again.close()
