@@ -127,6 +127,23 @@ class Broker:
         self.start()
 
 
+def subscribe(broker: Broker, topic: str, client_id: str) -> tuple[object, list[dict]]:
+    """A QoS 1 subscriber with a persistent session on `topic`, connected and looping: (the paho
+    client, the list the JSON objects it receives are appended to). Disconnect and stop its loop."""
+    import json
+
+    import paho.mqtt.client as paho
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    received: list[dict] = []
+    client = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False)
+    client.on_connect = lambda connected, *_: connected.subscribe(topic, qos=1)
+    client.on_message = lambda _, userdata, message: received.append(json.loads(message.payload))
+    client.connect("127.0.0.1", broker.port)
+    client.loop_start()
+    return client, received
+
+
 @pytest.fixture
 def broker(tmp_path):
     """A running mosquitto on a free port (anonymous), stopped after the test."""

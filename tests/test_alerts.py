@@ -22,6 +22,7 @@ from sensorscript.runtime.output.alarms import FLAG, MATCH
 from sensorscript.runtime.output.alerts import AlertSettings, Deliverer, Outbox, Target, batch_alarms
 from sensorscript.runtime.output.sinks import BatchRows, open_sink, read_results
 from sensorscript.runtime.output.status import describe_alerts
+from tests.brokers import subscribe
 from tests.receivers import Receiver
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,15 +181,7 @@ def test_a_killed_deliverer_resends_only_what_was_not_acknowledged(tmp_path):
 def test_alarms_published_over_mqtt_through_a_broker_restart(tmp_path, broker):
     """QoS 1 publishes to a real mosquitto, a subscriber in the test receives them; the broker
     restarted meanwhile, what waited is published once it is back."""
-    import paho.mqtt.client as paho
-    from paho.mqtt.enums import CallbackAPIVersion
-
-    got: list[dict] = []
-    subscriber = paho.Client(CallbackAPIVersion.VERSION2, client_id="test-alarms", clean_session=False)
-    subscriber.on_connect = lambda c, *_: c.subscribe("bridge/alarms", qos=1)
-    subscriber.on_message = lambda c, u, message: got.append(json.loads(message.payload))
-    subscriber.connect("127.0.0.1", broker.port)
-    subscriber.loop_start()
+    subscriber, got = subscribe(broker, "bridge/alarms", "test-alarms")
     target = f"{broker.url}/bridge/alarms"
     outbox = Outbox(tmp_path)
     take(outbox, 0, [match(t, 1.0) for t in range(10, 60, 10)], targets=[target])

@@ -10,11 +10,9 @@ import json
 import sqlite3
 import time
 
-import paho.mqtt.client as paho
 import pytest
-from paho.mqtt.enums import CallbackAPIVersion
 
-from tests.brokers import need_broker
+from tests.brokers import need_broker, subscribe
 from tests.receivers import Receiver
 from tests.differential import write_replay
 from tests.test_restart import Run, compile_examples, replay  # noqa: F401 (replay: the fixture of the replay)
@@ -65,12 +63,7 @@ def test_alarms_through_a_kill_and_a_receiver_outage(replay, tmp_path):  # noqa:
     out = tmp_path / "out"
     compile_examples(out, late="correct:2s")
     broker = Broker(tmp_path / "broker").start()
-    published: list[dict] = []
-    subscriber = paho.Client(CallbackAPIVersion.VERSION2, client_id="test-alarms-out", clean_session=False)
-    subscriber.on_connect = lambda client, *_: client.subscribe("bridge/alarms", qos=1)
-    subscriber.on_message = lambda client, userdata, message: published.append(json.loads(message.payload))
-    subscriber.connect("127.0.0.1", broker.port)
-    subscriber.loop_start()
+    subscriber, published = subscribe(broker, "bridge/alarms", "test-alarms-out")
     receiver = Receiver().start()
     receiver.fail_next = 3  # answers 500 to the first three
     alerts = ("--alerts", receiver.url, "--alerts", f"{broker.url}/bridge/alarms", "--alerts-timeout", "90s")
