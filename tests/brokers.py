@@ -31,12 +31,9 @@ def why_no_broker() -> str | None:
 
 def need_broker() -> None:
     """A broker test's first line: skip where none can be started, but fail in CI (CI=true)."""
-    reason = why_no_broker()
-    if reason is None:
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true and the MQTT tests cannot run: {reason}", pytrace=False)
-    pytest.skip(reason)
+    from tests.conftest import need
+
+    need(why_no_broker(), "the MQTT tests")
 
 
 def free_port() -> int:

@@ -26,17 +26,22 @@ def write_scripts(tmp_path):
     return write
 
 
-def need_browser() -> None:
-    """A browser test's first line: skip where no browser can be driven, but fail in CI (CI=true),
-    where a missing chromium must not quietly turn the dashboard's browser tests into skips."""
-    from sensorscript.dashboard.browser import why_no_browser
-
-    reason = why_no_browser()
+def need(reason: str | None, tests: str) -> None:
+    """A test's first line where it needs a peer the machine may lack (`reason`: why it cannot run,
+    None when it can): skip, but fail in CI (CI=true), where a missing peer must not quietly turn
+    `tests` into skips."""
     if reason is None:
         return
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true and the browser tests cannot run: {reason}", pytrace=False)
+        pytest.fail(f"CI=true and {tests} cannot run: {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def need_browser() -> None:
+    """A browser test's first line (chromium drives the dashboard's browser tests): see `need`."""
+    from sensorscript.dashboard.browser import why_no_browser
+
+    need(why_no_browser(), "the browser tests")
 
 
 @pytest.fixture

@@ -66,9 +66,7 @@ def test_a_job_killed_and_a_broker_restarted_mid_feed_lose_and_double_nothing(br
         publisher.publish("bridge/deck/NO-WORKFLOW-READS-ME", f"{sentinel},0")  # published last: read last
         publisher.wait()
         run.wait_for_status(lambda s: s.get("totals", {}).get("unread", 0) >= 1, "the last message read")
-        stopped = sscript("stop", str(out), "--drain")
-        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        assert run.finish() == 0, run.output()
+        run.stop_draining()
     finally:
         run.cleanup()
         publisher.close()

@@ -94,6 +94,10 @@ class Run:
     def drain(self, lines: int) -> str:
         """`sscript stop OUT --drain` once the job has taken all `lines` lines; the run's output."""
         self.wait_for_lines(lines)
+        return self.stop_draining()
+
+    def stop_draining(self) -> str:
+        """`sscript stop OUT --drain` now, and the run ends; the run's output."""
         stopped = sscript("stop", str(self.out), "--drain")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert "its input ended after batch" in stopped.stdout
@@ -311,14 +315,8 @@ def test_a_socket_feed_is_spooled_and_drained(replay, tmp_path):
     wanted = sum(reading(line)[0] in read for line in lines)
     run = Run(out, f"socket://127.0.0.1:{port}", bounded=False)
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while (json.loads((out / "status.json").read_text()).get("totals", {}).get("readings", 0)
-               if (out / "status.json").exists() else 0) < wanted:
-            assert run.process.poll() is None and time.monotonic() < deadline, run.output()
-            time.sleep(0.5)
-        stopped = sscript("stop", str(out), "--drain")
-        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        assert run.finish() == 0, run.output()
+        run.wait_for_status(lambda s: s.get("totals", {}).get("readings", 0) >= wanted, f"{wanted} readings")
+        run.stop_draining()
     finally:
         run.cleanup()
         server.close()
