@@ -23,7 +23,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sensorscript.runtime.ingest.mqtt_spool import MqttSpool  # noqa: E402
-from tests.brokers import Broker, need_broker  # noqa: E402
+from tests.brokers import Broker, why_no_broker  # noqa: E402
 
 
 def main() -> None:
@@ -34,7 +34,7 @@ def main() -> None:
     import paho.mqtt.client as paho
     from paho.mqtt.enums import CallbackAPIVersion
 
-    if (reason := _no_broker()) is not None:
+    if (reason := why_no_broker()) is not None:
         raise SystemExit(f"bench_mqtt: {reason}")
     work = Path(tempfile.mkdtemp(prefix="sscript-bench-mqtt-"))
     broker = Broker(work / "broker").start()
@@ -78,14 +78,6 @@ def main() -> None:
         publisher.loop_stop()
     finally:
         broker.stop()
-
-
-def _no_broker() -> str | None:
-    try:
-        need_broker()
-    except BaseException as exc:  # pytest's skip or fail outside a test: the reason is what counts
-        return str(exc) or "no broker"
-    return None
 
 
 if __name__ == "__main__":

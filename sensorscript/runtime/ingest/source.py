@@ -123,7 +123,8 @@ def _cleanup_mode(text: str) -> tuple[str, str | None]:
 
 # Inputs that are not a folder of files: the driver spools a socket's lines and a broker's messages
 # into files (runtime/ingest/spool.py, mqtt_spool.py); Kafka is read by Spark.
-SPOOLED = ("socket://", *(f"{scheme}://" for scheme in mqtt.SCHEMES))
+BROKERS = tuple(f"{scheme}://" for scheme in mqtt.SCHEMES)
+SPOOLED = ("socket://", *BROKERS)
 STREAMS_HELP = "socket://HOST:PORT, mqtt://[USER@]HOST:PORT/TOPIC or kafka://BROKERS/TOPIC"
 
 
@@ -139,7 +140,7 @@ def streamed(source: str) -> bool:
 
 def check_feed(source: str, sensor_level: int | None = None) -> None:
     """A feed's address and options, checked before Spark starts (ValueError in the user's words)."""
-    if source.startswith(tuple(f"{scheme}://" for scheme in mqtt.SCHEMES)):
+    if source.startswith(BROKERS):
         mqtt.Address.parse(source, "an MQTT source")
         mqtt_spool.check_level(sensor_level)
     elif sensor_level is not None:
