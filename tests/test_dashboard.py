@@ -9,6 +9,7 @@ import shutil
 import socket
 import sqlite3
 import threading
+import time
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -102,6 +103,39 @@ def test_the_page_follows_the_sink_without_a_reload(tmp_path, serve):
         alarm.get_by_text("pier_alarms.JUMP").wait_for(timeout=WAIT_MS)
         assert human_time(ts) in alarm.inner_text() and "q = 6.25 (8TL3-N" in alarm.inner_text()
         assert page.evaluate("window.notReloaded") is True
+        assert errors == []
+
+
+@needs_browser
+def test_a_pick_reaches_the_address_while_the_server_is_slow(tmp_path, serve, monkeypatch):
+    """A person picks a workflow and closes the list while the server is still answering the pick:
+    the address names the pick all the same (a bookmark keeps it). The server is made slow here (the
+    picker's list takes 2 s to build), as a loaded one is: Dash drops the answer to a callback that is
+    asked again before it returns, so clearing the typed name must not ask again the callback that
+    writes the address (it did: the address lost the pick, and test_a_thousand_workflows_in_a_browser
+    failed one run in three)."""
+    from sensorscript.dashboard import app as page_app
+
+    out = tmp_path / "out"
+    compile_workflows([str(p) for p in EXAMPLES], out, str(SENSORS))
+    first, second = examples_of(out)[:2]
+    listed = page_app._options
+
+    def slowly(*args):
+        time.sleep(2)
+        return listed(*args)
+
+    monkeypatch.setattr(page_app, "_options", slowly)
+    url = serve(out)
+    with chromium() as (page, errors):
+        page.goto(showing(url, [first]))
+        expect(page.locator(".workflow")).to_have_count(1, timeout=WAIT_MS)
+        page.locator("#workflows").click()
+        page.keyboard.type(second)
+        page.get_by_role("option", name=second, exact=True).click(timeout=WAIT_MS)
+        page.keyboard.press("Escape")  # the typed name cleared while the pick is answered
+        expect(page).to_have_url(showing(url, [first, second]), timeout=WAIT_MS)
+        expect(page.locator(".workflow")).to_have_count(2, timeout=WAIT_MS)
         assert errors == []
 
 
@@ -274,7 +308,7 @@ def test_a_thousand_workflows_in_a_browser(spark, tmp_path, serve):
             ts, value = last_result(out, stream)
             caption(page, stream).get_by_text(f"the last {value:.6g} at {human_time(ts)}").wait_for(timeout=WAIT_MS)
             page.locator(f"[id='stream-{stream}'] .main-svg").first.wait_for(timeout=WAIT_MS)  # drawn
-        assert page.url.endswith(f"&workflow={pick}")
+        expect(page).to_have_url(showing(url, [*newest, pick]), timeout=WAIT_MS)
 
         # A wall screen set to that workflow.
         page.goto(showing(url, [pick]))

@@ -113,19 +113,27 @@ def create_app(out: Path, tz: tzinfo, refresh_ms: int = REFRESH_MS) -> Dash:
         return _alarms(view.newest_first, text, tz), version
 
     @app.callback(Output("workflows", "value"), Output("workflows", "options"), Output("url", "search"),
-                  Input("url", "search"), Input("workflows", "value"), Input("workflows", "search_value"),
-                  Input("alarms-shown", "data"))
-    def pick(search, chosen, typed, _):
+                  Input("url", "search"), Input("workflows", "value"), State("workflows", "search_value"))
+    def pick(search, chosen, typed):
         """The address names the workflows shown (a link, a wall screen set to some); a pick goes
         into the address; neither, the workflows of the newest alarms. The list to pick from comes
-        with the value (the picker drops a value its list does not hold)."""
+        with the value (the picker drops a value its list does not hold). Only the address and the
+        value ask this: Dash drops the answer to a callback asked again before it returned, and a
+        pick's address must not be dropped because the typed name was cleared meanwhile."""
         alarmed = output.alarms().by_workflow
         address = value = dash.no_update
         if "workflows.value" in ctx.triggered_prop_ids:
             address = _address(chosen or [])
-        elif "url.search" in ctx.triggered_prop_ids or not ctx.triggered_id:  # the page opened, or its address changed
+        else:  # the page opened, or its address changed
             chosen = value = _named(search) or shown_by_default(output.plan(), alarmed)
         return value, _options(output.plan(), alarmed, typed or "", chosen or []), address
+
+    @app.callback(Output("workflows", "options", allow_duplicate=True),
+                  Input("workflows", "search_value"), Input("alarms-shown", "data"), State("workflows", "value"),
+                  prevent_initial_call=True)
+    def listed(typed, _, chosen):
+        """The list to pick from, as a name is typed or new alarms come."""
+        return _options(output.plan(), output.alarms().by_workflow, typed or "", chosen or [])
 
     @app.callback(Output("result-plots", "children"), Output("results-shown", "data"),
                   Input("tick", "n_intervals"), Input("workflows", "value"), State("results-shown", "data"))
@@ -265,14 +273,16 @@ def _alarms(found: list[Alarm], text: str | None, tz: tzinfo):
 
 
 def _options(plan: PlanSummary, alarmed: dict[str, tuple[int, int]], typed: str, chosen: list[str]) -> list[dict]:
-    """The picker's list: the chosen, then the workflows with alarms (newest first), then the rest by
-    name; only those whose name holds what is typed. OPTIONS_LISTED at most: typing finds the others."""
+    """The picker's list: the chosen, whatever is typed (the picker drops a value its list does not
+    hold), then the workflows with alarms (newest first), then the rest by name, those whose name holds
+    what is typed. OPTIONS_LISTED at most besides the chosen: typing finds the others."""
     typed = typed.strip().lower()
-    names = [w for w in (*chosen, *alarmed, *plan.workflows) if w in plan.workflows and typed in w.lower()]
-    names = list(dict.fromkeys(names))
-    options = [{"label": _label(w, alarmed), "value": w} for w in names[:OPTIONS_LISTED]]
-    if len(names) > OPTIONS_LISTED:
-        options.append({"label": f"... and {len(names) - OPTIONS_LISTED:,} more: type to find them", "value": "",
+    kept = [w for w in dict.fromkeys(chosen) if w in plan.workflows]
+    found = [w for w in dict.fromkeys((*alarmed, *plan.workflows)) if w in plan.workflows and typed in w.lower()]
+    found = [w for w in found if w not in set(kept)]
+    options = [{"label": _label(w, alarmed), "value": w} for w in kept + found[:OPTIONS_LISTED]]
+    if len(found) > OPTIONS_LISTED:
+        options.append({"label": f"... and {len(found) - OPTIONS_LISTED:,} more: type to find them", "value": "",
                         "disabled": True})
     return options
 
