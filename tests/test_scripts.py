@@ -121,6 +121,9 @@ SMOKE: dict[str, tuple[Case, ...]] = {
     "standalone.py": (Case(("--workers", "1", "--memory", "1g", "--for", "1", "--dir", "{work}"),
                            (r"master: spark://127\.0\.0\.1:\d+ \(1 worker", r"stopping the cluster"),
                            writes=("{work}/master.log",), spark=True),),
+    "repeat_tests.py": (Case(("2", "tests/test_times.py::test_utc_by_default_and_a_named_zone_on_request"),
+                             (r"\| `tests/test_times\.py::test_utc_by_default_and_a_named_zone_on_request` \| 2/2 \| 0 \| 0 \|",
+                              r"2 runs, \d+-\d+ s each")),),
     "show_results.py": (Case(("{work:bench_flink_cep.py}/out/results.db", "--alarms", "2"),
                              (r"cep\.P +[1-9]", r"alarms \(pattern matches\): [1-9][\d,]*, the newest 2:")),),
     "soak.py": (
