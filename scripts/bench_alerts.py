@@ -97,10 +97,9 @@ def main() -> int:
     broker = subscriber = None
     mqtt_receipts: list[tuple[str, float]] = []
     if args.mqtt:
-        sys.path.insert(0, str(ROOT / "tests"))
         import paho.mqtt.client as paho
+        from mosquitto import Broker  # scripts/mosquitto.py
         from paho.mqtt.enums import CallbackAPIVersion
-        from brokers import Broker
 
         broker = Broker(folder / "broker").start()
         subscriber = paho.Client(CallbackAPIVersion.VERSION2, client_id="bench-alarms", clean_session=False)
