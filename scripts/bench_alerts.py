@@ -7,7 +7,7 @@ cost a batch: it never waits for a receiver).
                                              [--outage 0] [--mqtt]
 
 A batch of `--rate` x `--batch-seconds` alarms is taken every `--batch-seconds` for `--seconds`, as
-the run loop takes a batch's; the delivery thread (runtime/output/alerts.py, `Deliverer`) sends them
+the run loop takes a batch's; the delivery thread (runtime/output/alerts/delivery.py, `Deliverer`) sends them
 to an HTTP receiver on 127.0.0.1 (and, with --mqtt, a mosquitto started on a free port, with a
 subscriber); `--outage S` takes the receiver down for S seconds in the middle (the latency then
 includes the wait: its p99 shows the backoff's). Spark is not involved: the job's own part, from a

@@ -1,5 +1,5 @@
 """Which result rows are alarms: every pattern match, and the moments a flag turns on. One rule for
-the alerts a run delivers (`alerts.py`) and the alarms the dashboard lists.
+the alerts a run delivers (`alerts/`) and the alarms the dashboard lists.
 
 A flag is a combine stream whose expression's top operator is a comparison or and/or/not: its
 values are 0 or 1 by construction (runtime/state/kernels/expressions.py), so whether a stream is a flag is
