@@ -7,7 +7,7 @@ cost a batch: it never waits for a receiver).
                                              [--outage 0] [--mqtt]
 
 A batch of `--rate` x `--batch-seconds` alarms is taken every `--batch-seconds` for `--seconds`, as
-the run loop takes a batch's; the delivery thread (runtime/output/alerts.py, `Deliverer`) sends them
+the run loop takes a batch's; the delivery thread (runtime/output/alerts/delivery.py, `Deliverer`) sends them
 to an HTTP receiver on 127.0.0.1 (and, with --mqtt, a mosquitto started on a free port, with a
 subscriber); `--outage S` takes the receiver down for S seconds in the middle (the latency then
 includes the wait: its p99 shows the backoff's). Spark is not involved: the job's own part, from a
@@ -97,10 +97,9 @@ def main() -> int:
     broker = subscriber = None
     mqtt_receipts: list[tuple[str, float]] = []
     if args.mqtt:
-        sys.path.insert(0, str(ROOT / "tests"))
         import paho.mqtt.client as paho
+        from mosquitto import Broker  # scripts/mosquitto.py
         from paho.mqtt.enums import CallbackAPIVersion
-        from brokers import Broker
 
         broker = Broker(folder / "broker").start()
         subscriber = paho.Client(CallbackAPIVersion.VERSION2, client_id="bench-alarms", clean_session=False)

@@ -168,17 +168,17 @@ def profile(spark, started: float, seconds: float) -> str:
     """Where a run that began at `started` (time.time()) and took `seconds` spent them: until its first
     Spark stage (the query's start and planning), each stage Spark ran for it (from the driver's
     status store: wall time and its tasks' time), and after the last (the driver writing the rows)."""
-    from sensorscript.report.shuffles import _seq
+    from sensorscript.report.shuffles import scala_list
 
     context = spark.sparkContext._jsc.sc()
     context.listenerBus().waitUntilEmpty(10_000)
     store = context.statusStore()
     default = getattr(store, "stageData$default$5")()
     stages = {}
-    for job in _seq(store.jobsList(None)):
-        for stage_id in _seq(job.stageIds()):
+    for job in scala_list(store.jobsList(None)):
+        for stage_id in scala_list(job.stageIds()):
             try:
-                for stage in _seq(store.stageData(stage_id, False, None, False, default)):
+                for stage in scala_list(store.stageData(stage_id, False, None, False, default)):
                     if stage.status().toString() == "COMPLETE" and stage.submissionTime().isDefined():
                         begin = stage.submissionTime().get().getTime() / 1000
                         if begin >= started:
@@ -226,17 +226,17 @@ def _mib(size: float) -> str:
 def check(scripts: list[Path], data: Path, out: Path, count: int) -> None:
     """The results of `count` workflows drawn at random, row for row against the reference evaluator
     over every line of the input (the job read it as one micro-batch)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the oracles
+    from oracles.streams import assert_same, evaluate, expected_rows
     from sensorscript.parser import load
-    from tests.differential import assert_same, expected_rows, result_rows
-    from tests.oracles.streams import evaluate
+    from sensorscript.runtime.output.sinks import sqlite_results
 
     start = time.perf_counter()
     sample = random.Random(25).sample(scripts, min(count, len(scripts)))
     lines = [line for path in sorted(data.iterdir()) for line in path.read_text().splitlines()]
     evaluation = evaluate(load([str(p) for p in sample]).workflows, [lines])
     streams = {row.stream for row in evaluation.rows}
-    assert_same([r for r in result_rows(out) if r[0] in streams], expected_rows(evaluation))
+    assert_same([r for r in sqlite_results(out / "results.db") if r[0] in streams], expected_rows(evaluation))
     print(f"check: the results of {len(sample)} workflows drawn at random ({len(streams)} streams, "
           f"{len(evaluation.rows):,} rows) equal the reference evaluator's, row for row "
           f"({time.perf_counter() - start:.0f} s)")

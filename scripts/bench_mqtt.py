@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/bench_mqtt.py [--messages 200000] [--lines-per-message 20]
 
-A mosquitto of its own on 127.0.0.1 (tests/brokers.py). The job's spool (runtime/ingest/mqtt_spool.py,
+A mosquitto of its own on 127.0.0.1 (scripts/mosquitto.py). The job's spool (runtime/ingest/mqtt_spool.py,
 without Spark) subscribes once and leaves, as a job that stops; `--messages` messages of
 `--lines-per-message` readings are published with QoS 1 while it is away, and the broker's resident
 memory is read before and after: what a queued message costs the broker (README, "What the broker
@@ -14,16 +14,14 @@ the whole job's, with Spark, is scripts/soak.py --source mqtt.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from sensorscript.runtime.ingest.mqtt_spool import MqttSpool  # noqa: E402
-from tests.brokers import Broker, why_no_broker  # noqa: E402
+from mosquitto import Broker, why_no_broker
+from sensorscript.runtime.ingest.mqtt_spool import MqttSpool
 
 
 def main() -> None:

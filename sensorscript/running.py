@@ -52,7 +52,7 @@ def feed_arguments(sensor_from_topic: int | None = None, mqtt_ca: str | None = N
 
 def alerts_arguments(alerts: tuple[str, ...], alerts_for: tuple[str, ...] = (), timeout: str | None = None,
                      template: str | None = None) -> list[str]:
-    """job.py's options for the alarms delivered (runtime/output/alerts.py); a template's path made
+    """job.py's options for the alarms delivered (runtime/output/alerts/); a template's path made
     absolute (the job runs from where it is)."""
     return [*(item for url in alerts for item in ("--alerts", url)),
             *(item for names in alerts_for for item in ("--alerts-for", names)),

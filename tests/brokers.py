@@ -1,32 +1,17 @@
-"""A real MQTT broker for the tests: Debian's mosquitto, started on a free port of 127.0.0.1 with a
-configuration of its own in a temporary folder (never the machine's service).
-
-`Broker` keeps its messages on disk (persistence), so a test can restart it mid-feed and a
-persistent session's queued messages survive; it may require a user and password (a password
-file made with mosquitto_passwd) and queue up to `max_queued` messages per offline client.
+"""What the tests need of a real MQTT broker: `Broker` is scripts/mosquitto.py's (Debian's mosquitto
+on a free port of 127.0.0.1, which the benchmarks and the soak start too); here the rule for a
+machine without one (`need_broker`), a subscriber, and the `broker` fixture.
 """
 
 from __future__ import annotations
 
-import os
-import pwd
-import shutil
-import signal
-import socket
-import subprocess
-import time
+import sys
 from pathlib import Path
 
 import pytest
 
-MOSQUITTO = shutil.which("mosquitto") or ("/usr/sbin/mosquitto" if Path("/usr/sbin/mosquitto").exists() else None)
-
-
-def why_no_broker() -> str | None:
-    """None where a broker can be started here, else why not (in one sentence)."""
-    if MOSQUITTO is None:
-        return "Debian's mosquitto is not installed (scripts/setup.sh installs it where it may)"
-    return None
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from mosquitto import Broker, free_port, why_no_broker  # noqa: E402,F401  (free_port: tests/receivers.py)
 
 
 def need_broker() -> None:
@@ -34,94 +19,6 @@ def need_broker() -> None:
     from tests.conftest import need
 
     need(why_no_broker(), "the MQTT tests")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Broker:
-    """mosquitto on 127.0.0.1:`port`, its data and log under `folder`."""
-
-    def __init__(self, folder: Path, user: str | None = None, password: str | None = None,
-                 max_queued: int = 1_000_000, port: int | None = None, tls: tuple[Path, Path, Path] | None = None):
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.port = port or free_port()
-        self.user, self.password = user, password
-        self.process: subprocess.Popen | None = None
-        # Run as root, mosquitto drops to user `mosquitto`, who may not write our folder: stay who we are.
-        lines = [f"listener {self.port} 127.0.0.1", "user " + (pwd.getpwuid(os.getuid()).pw_name),
-                 "persistence true", f"persistence_location {self.folder}/",
-                 "autosave_interval 1",  # a broker killed loses at most a second of its queues
-                 f"max_queued_messages {max_queued}", "max_inflight_messages 1000",
-                 f"log_dest file {self.folder / 'mosquitto.log'}", "log_type error", "log_type warning",
-                 "log_type notice"]
-        if tls:  # (CA, the broker's certificate, its key): clients must speak TLS
-            ca, cert, key = tls
-            lines += [f"cafile {ca}", f"certfile {cert}", f"keyfile {key}"]
-        if user:
-            passwords = self.folder / "passwords"
-            subprocess.run([shutil.which("mosquitto_passwd") or "mosquitto_passwd", "-b", "-c", str(passwords),
-                            user, password or ""], check=True, capture_output=True)
-            passwords.chmod(0o600)
-            lines += ["allow_anonymous false", f"password_file {passwords}"]
-        else:
-            lines += ["allow_anonymous true"]
-        self.config = self.folder / "mosquitto.conf"
-        self.config.write_text("\n".join(lines) + "\n")
-
-    @property
-    def url(self) -> str:
-        return f"mqtt://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 10.0) -> "Broker":
-        self.process = subprocess.Popen([MOSQUITTO, "-c", str(self.config)], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"mosquitto exited with {self.process.returncode}: "
-                                   f"{(self.folder / 'mosquitto.log').read_text(errors='replace')[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"mosquitto did not listen on 127.0.0.1:{self.port} within {timeout} s")
-
-    def stop(self, kill: bool = False) -> None:
-        """Stop the broker: SIGTERM (it saves its queues) or, with `kill`, SIGKILL."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    @staticmethod
-    def certificates(folder: Path) -> tuple[Path, Path, Path]:
-        """A CA and a certificate for 127.0.0.1 it signed, made with openssl: (CA, certificate, key)."""
-        folder.mkdir(parents=True, exist_ok=True)
-        ca, ca_key, cert, key, request = (folder / n for n in ("ca.pem", "ca.key", "broker.pem", "broker.key",
-                                                               "broker.csr"))
-        run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True)  # noqa: E731
-        run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=sscript test CA",
-            "-keyout", str(ca_key), "-out", str(ca))
-        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(request))
-        extensions = folder / "san.cnf"
-        extensions.write_text("subjectAltName=IP:127.0.0.1\n")
-        run("x509", "-req", "-in", str(request), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial", "-days", "2",
-            "-extfile", str(extensions), "-out", str(cert))
-        return ca, cert, key
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
 
 
 def subscribe(broker: Broker, topic: str, client_id: str) -> tuple[object, list[dict]]:

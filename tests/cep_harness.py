@@ -10,7 +10,7 @@ import numpy as np
 from sensorscript.codegen.program import programs
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
-from tests.oracles.streams import evaluate
+from oracles.streams import evaluate
 from sensorscript.runtime.state.cep import events_json
 from sensorscript.runtime.ingest.records import Reading, parse_line
 from sensorscript.runtime.state.tasks import LocalRun

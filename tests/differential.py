@@ -1,31 +1,23 @@
-"""Comparing a job's results with the reference evaluator's: shared by the Spark and cluster tests."""
+"""Comparing a job's results with the reference evaluator's: shared by the Spark and cluster tests.
+
+`expected_rows` and `assert_same` are the oracle's (oracles/streams.py: scripts/bench_job.py's
+`--check` uses them too), named here for the tests that import the rest from this module.
+"""
 
 import codecs
-import math
 import re
 from pathlib import Path
 
 from sensorscript.runtime.ingest.records import read_block
 from sensorscript.runtime.ingest.source import blocks
 from sensorscript.runtime.output.sinks import sqlite_results
-from tests.oracles.records import Rejected, read_line
+from oracles.records import Rejected, read_line
+from oracles.streams import assert_same, expected_rows  # noqa: F401  (for the tests)
 
 
 def result_rows(out: Path) -> list[tuple]:
     """The rows of a run's SQLite sink (OUT/results.db), sorted."""
     return sqlite_results(out / "results.db")
-
-
-def expected_rows(evaluation) -> list[tuple]:
-    return sorted((r.stream, r.ts, r.window_start, r.window_end, r.value) for r in evaluation.rows)
-
-
-def assert_same(actual: list[tuple], expected: list[tuple]) -> None:
-    """Row for row: keys exactly, values to 1e-9 relative."""
-    assert len(actual) == len(expected)
-    for a, e in zip(actual, expected):
-        assert a[:4] == e[:4], (a, e)
-        assert math.isclose(a[4], e[4], rel_tol=1e-9, abs_tol=1e-9), (a, e)
 
 
 def write_scripts(folder: Path, scripts: dict[str, str]) -> list[str]:
@@ -50,7 +42,7 @@ def spark_lines(data: bytes) -> list[str]:
 
 def assert_read_as_records(data: bytes, tmp: Path, block_bytes: tuple[int, ...] = (7, 64, 1 << 20)) -> None:
     """Stage 0's reader (source.blocks, records.read_block) reads the file `data` as the oracle's
-    record rules read its lines (tests/oracles/records.py, written from SPEC §1 and docs/LANGUAGE.md,
+    record rules read its lines (oracles/records.py, written from SPEC §1 and docs/LANGUAGE.md,
     sharing no pattern with the job's parsers): the same readings and rejections in line order, and
     as many lines skipped; cut into blocks of each size in `block_bytes`."""
     wanted = [read_line(line) for line in spark_lines(data)]

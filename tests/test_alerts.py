@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sensorscript.runtime.output import alerts
 from sensorscript.runtime.output.alarms import FLAG, MATCH
-from sensorscript.runtime.output.alerts import AlertSettings, Deliverer, Outbox, Target, batch_alarms
+from sensorscript.runtime.output.alerts import AlertSettings, Deliverer, Outbox, Target, batch_alarms, correction_alarms
+from sensorscript.runtime.output.alerts import payload, retry, templates, webhook
 from sensorscript.runtime.output.sinks import BatchRows, open_sink, read_results
 from sensorscript.runtime.output.status import describe_alerts
 from tests.brokers import subscribe
@@ -81,8 +81,8 @@ def test_each_batch_is_taken_once_and_flags_carry_over(tmp_path):
 def test_a_receiver_that_fails_gets_every_alarm(tmp_path, monkeypatch):
     """500s, a timeout and a receiver down for a while: the target is put off with a doubling delay
     (its attempts counted), and in the end the deduplicating receiver has every alarm, in order."""
-    monkeypatch.setattr(alerts, "SEND_TIMEOUT_S", 0.5)
-    monkeypatch.setattr(alerts, "BACKOFF_FIRST_S", 0.1)
+    monkeypatch.setattr(webhook, "SEND_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(retry, "BACKOFF_FIRST_S", 0.1)
     receiver = Receiver().start()
     receiver.fail_next, receiver.slow_next, receiver.slow_s = 3, 1, 1.5
     outbox = Outbox(tmp_path)
@@ -120,7 +120,7 @@ def test_a_receiver_that_refuses_is_retried_at_the_longest_interval(tmp_path):
         deadline = time.monotonic() + 10
         while not outbox.counts()["failed"] and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert deliverer.backoff[receiver.url].next_try - time.monotonic() > alerts.BACKOFF_LAST_S * 0.7
+        assert deliverer.backoff[receiver.url].next_try - time.monotonic() > retry.BACKOFF_LAST_S * 0.7
     finally:
         deliverer.stop()
         receiver.stop()
@@ -219,7 +219,7 @@ def test_a_correction_sends_the_alarms_it_changes(tmp_path):
     changed = frame([flag(20, 0.0, version=2), match(15, None, version=2)])
     sink.write(-1, BatchRows(changed, pd.DataFrame()))
     stored = read_results(sink_spec, ["w.F"])
-    found, last = alerts.correction_alarms(changed, KINDS, stored, outbox.flags(["w.F"]))
+    found, last = correction_alarms(changed, KINDS, stored, outbox.flags(["w.F"]))
     outbox.enqueue("last_correction", 1, found, last, ["hook"])
     assert outbox.enqueue("last_correction", 1, found, last, ["hook"]) == 0  # once
     bodies = [json.loads(body) for _, _, body in outbox.waiting_for("hook")]
@@ -242,6 +242,6 @@ def test_targets_templates_and_settings():
 @pytest.mark.parametrize("name", ["slack", "teams", "ntfy"])
 def test_the_documented_templates_render_json(name):
     """The templates README gives (docs/alerts/*.j2) render the example alarm into valid JSON."""
-    template = alerts.load_template(str(ROOT / "docs" / "alerts" / f"{name}.j2"))
-    body = json.loads(alerts.render(template, alerts.example()))
+    template = templates.load_template(str(ROOT / "docs" / "alerts" / f"{name}.j2"))
+    body = json.loads(templates.render(template, payload.example()))
     assert "pier_alarms.JUMP" in json.dumps(body)

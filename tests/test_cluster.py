@@ -23,7 +23,7 @@ import pytest
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
-from tests.oracles.streams import evaluate
+from oracles.streams import evaluate
 from sensorscript.registry import read_csv
 from sensorscript.workload import write_readings
 from tests.conftest import ROOT

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from sensorscript.cli import main
 from sensorscript.compiler import compile_workflows
-from sensorscript.dashboard import Dashboard, reading
+from sensorscript.dashboard import Dashboard, reading, sqlite_look
 from sensorscript.dashboard.browser import chromium
 from sensorscript.dashboard.figures import output_streams
 from sensorscript.runtime.output.alarms import FLAG as FLAG_KIND, MATCH as MATCH_KIND, alarms
@@ -325,13 +325,13 @@ def examples_out(tmp_path, monkeypatch):
     compile_workflows([str(p) for p in EXAMPLES], out, str(SENSORS))
     monkeypatch.setattr(reading, "READ_EVERY_S", -1.0)
     reads = []
-    real = reading._SQLite.rows
+    real = sqlite_look.SQLite.rows
 
     def spy(self, streams, after, upto, columns, by_stream=True):
         reads.append((tuple(streams), after, upto))
         return real(self, streams, after, upto, columns, by_stream)
 
-    monkeypatch.setattr(reading._SQLite, "rows", spy)
+    monkeypatch.setattr(sqlite_look.SQLite, "rows", spy)
     return out, SQLiteSink(out / "results.db"), reads
 
 

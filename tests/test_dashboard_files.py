@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from sensorscript.compiler import compile_workflows
-from sensorscript.dashboard import reading
+from sensorscript.dashboard import file_look, reading, sink_look
 from sensorscript.dashboard.reading import JobOutput
 from sensorscript.runtime.control.correction import newest
 from sensorscript.runtime.output.alarms import alarms
@@ -41,8 +41,8 @@ def file_sink(request, tmp_path, monkeypatch):
     started(out, spec, 1)
     monkeypatch.setattr(reading, "READ_EVERY_S", -1.0)
     reads = {"rows": [], "files": []}
-    add = reading._Appended.add
-    monkeypatch.setattr(reading._Appended, "add", lambda self, rows, file: reads["rows"].append(len(rows)) or
+    add = file_look.Appended.add
+    monkeypatch.setattr(file_look.Appended, "add", lambda self, rows, file: reads["rows"].append(len(rows)) or
                         add(self, rows, file))
     for name in ("read_csv", "read_parquet"):
         real = getattr(pd, name)
@@ -74,7 +74,7 @@ def whole(out, spec: str, kinds: dict) -> tuple:
     assert beside.endswith("sink")
     quarantine = Counter(side["quarantine"]["reason"]) if "quarantine" in side else Counter()
     metrics = side["metrics"] if "metrics" in side else pd.DataFrame(columns=list(METRIC_COLUMNS))
-    metrics = metrics[metrics["name"].isin(reading.METRICS_SHOWN)]
+    metrics = metrics[metrics["name"].isin(sink_look.METRICS_SHOWN)]
     return (alarms(rows, kinds), {s: points(rows[rows["stream"] == s]) for s in (FLAG, MATCH)},
             sorted(quarantine.items(), key=lambda item: (-item[1], item[0])), shown_metrics(metrics))
 
@@ -144,10 +144,10 @@ def test_removed_files_take_their_rows_and_a_sink_written_anew_is_read_afresh(fi
     stored = read_results(spec)
     stored = stored[stored["ts"] != T + 90]
     with output._sink() as kept:
-        rows = kept.rows([FLAG, MATCH], 0, kept.last_rowid(), reading.COLUMNS)
+        rows = kept.rows([FLAG, MATCH], 0, kept.last_rowid(), sink_look.COLUMNS)
         assert sorted(zip(rows["ts"], rows["value"].fillna(-1))) == sorted(zip(stored["ts"], stored["value"].fillna(-1)))
         metrics = pd.concat([pd.read_csv(f) for f in sorted((folder / "metrics").glob("*.csv"))])
-        assert shown_metrics(kept.metrics(0)[0]) == shown_metrics(metrics[metrics["name"].isin(reading.METRICS_SHOWN)])
+        assert shown_metrics(kept.metrics(0)[0]) == shown_metrics(metrics[metrics["name"].isin(sink_look.METRICS_SHOWN)])
     if spec.startswith("parquet"):  # written by a run killed before it journalled batch 3: not read
         (folder / "results" / "batch-000003.parquet").write_bytes((folder / "results" / "batch-000000.parquet").read_bytes())
         reads["rows"].clear()

@@ -12,7 +12,7 @@ from sensorscript.codegen.program import programs
 from sensorscript.partition.cost import hash_partition
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
-from tests.oracles.streams import ResultRow, evaluate
+from oracles.streams import ResultRow, evaluate
 from sensorscript.runtime.plan import program as rt
 from sensorscript.runtime.state.tasks import LocalRun
 from sensorscript.runtime.ingest.records import Reading, parse_line

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
-from tests.oracles import records as oracle
-from tests.oracles.records import read_line
-from tests.oracles.streams import evaluate, referenced_sensors
+from oracles import records as oracle
+from oracles.records import read_line
+from oracles.streams import evaluate, referenced_sensors
 from sensorscript.runtime.ingest import records
 from sensorscript.runtime.job import main
 from sensorscript.runtime.ingest.records import Reading, Rejected, parse_line
@@ -103,7 +103,7 @@ CASES = {
 
 @pytest.mark.parametrize("name", CASES)
 def test_the_record_rules_on_each_odd_line(name):
-    """The job's parser and the oracle's (tests/oracles/records.py) each give what the table says."""
+    """The job's parser and the oracle's (oracles/records.py) each give what the table says."""
     line, want = CASES[name]
     for got in (parse_line(line), read_line(line)):
         if want is None:
@@ -246,7 +246,7 @@ def test_the_job_accounts_for_every_line_of_hostile_input(spark, tmp_path, capsy
                                                  "--max-files-per-trigger", "2"]) == 0
     printed = capsys.readouterr().out.splitlines()
 
-    # What the rules make of each line (the oracle's record rules, tests/oracles/records.py).
+    # What the rules make of each line (the oracle's record rules, oracles/records.py).
     workflows = load([str(tmp_path / "hostile.ss")]).workflows
     read = referenced_sensors(workflows)
     parsed = [read_line(line) for line in lines]

@@ -25,7 +25,7 @@ from sensorscript.running import run_local
 from sensorscript.workload import write_readings
 from tests.conftest import ROOT
 from tests.differential import assert_same, expected_rows, result_rows, write_replay
-from tests.oracles.streams import evaluate
+from oracles.streams import evaluate
 
 EXAMPLES = [ROOT / "workflows" / n for n in ("bridge.ss", "bridge_limits.ss", "deck_vibration.ss")]
 SENSORS = ROOT / "workflows" / "sensors.csv"

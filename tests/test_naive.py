@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Phase, example, given, reject, settings
 from sensorscript.codegen.naive import NotExpressible, render_naive
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import ast, load
-from tests.oracles.streams import evaluate
+from oracles.streams import evaluate
 from sensorscript.runtime.plan.loading import load_job
 from sensorscript.runtime.ingest.records import Reading, parse_line
 from sensorscript.runtime.output.sinks import sqlite_results

@@ -8,8 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 from sensorscript.parser import load
 from sensorscript.runtime.state.cep import operators as registry
-from tests.oracles.records import Rejected, read_line
-from tests.oracles.streams import Evaluation, evaluate
+from oracles.records import Rejected, read_line
+from oracles.streams import Evaluation, evaluate
 from tests.conftest import EXAMPLES
 from tests.strategies import workflows_and_lines
 

@@ -25,7 +25,7 @@ from sensorscript.runtime.output.sinks import BatchRows, SQLiteSink, open_sink, 
 from sensorscript.runtime.plan import retention
 from sensorscript.running import run_local
 from tests.differential import assert_same, expected_rows
-from tests.oracles.streams import evaluate
+from oracles.streams import evaluate
 
 H = archive.HOUR_MS
 T0 = 472_223 * H  # 2023-11-14 23:00 UTC, on the hour

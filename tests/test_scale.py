@@ -21,7 +21,7 @@ from sensorscript.runtime.plan.loading import load_job
 from sensorscript.runtime.control.session import SPARK_LOG
 from sensorscript.workload import write_readings, write_workflows
 from tests.differential import assert_same, expected_rows, result_rows
-from tests.oracles.streams import evaluate
+from oracles.streams import evaluate
 
 pytestmark = pytest.mark.spark
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from sensorscript.runtime.state.cep.matcher import _total_order
-from sensorscript.runtime.state.sorting import stable_order
+from sensorscript.runtime.state.kernels.sorting import stable_order
 from sensorscript.runtime.state.watermark import _latest_per_code
 
 _SIZES = st.integers(0, 3000)

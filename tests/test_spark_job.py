@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sensorscript.codegen.buckets import bucket_keys
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
-from tests.oracles.streams import evaluate
+from oracles.streams import evaluate
 from sensorscript.runtime.ingest import records
 from sensorscript.running import run_local
 from sensorscript.workload import write_readings

@@ -11,7 +11,7 @@ import pytest
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
-from tests.oracles.streams import evaluate
+from oracles.streams import evaluate
 from sensorscript.runtime.output.status import describe, read_status
 from sensorscript.running import run_local
 from sensorscript.runtime.output.sinks import sqlite_results
@@ -58,7 +58,7 @@ def compiled(tmp_path_factory):
 def test_logged_late_readings_and_results_add_up(spark, compiled, tmp_path, watermark):
     """The job's policy (adaptive:3s, compiled) or one given for the run: the late store holds exactly
     the readings SPEC §6's rule for the policy makes late, computed by the test
-    (tests/oracles/lateness.py) over the same micro-batches and partitions, and the results are
+    (oracles/lateness.py) over the same micro-batches and partitions, and the results are
     those of the other readings."""
     folder, job = compiled
     policy = watermark or "adaptive:3s"

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, example, given, reject, settings, strategies
 from sensorscript.compiler import compile_workflows
 from sensorscript.errors import SensorScriptError
 from sensorscript.parser import load
-from tests.oracles.streams import evaluate
+from oracles.streams import evaluate
 from sensorscript.runtime.plan import versions
 from sensorscript.runtime.state.engine import NEG_INF
 from sensorscript.runtime.state.exactness import UNKNOWN

@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from sensorscript.codegen.program import programs
 from sensorscript.parser import load
 from sensorscript.partition.plan import make_plan
-from tests.oracles.streams import evaluate
+from oracles.streams import evaluate
 from sensorscript.runtime.ingest.records import Reading, parse_line
 from sensorscript.runtime.state.tasks import LocalRun
 from sensorscript.runtime.state.watermark import NONE_YET, Adaptive, FixedDelay, Quality, ordered_share, parse_policy
-from tests.oracles.lateness import judge
+from oracles.lateness import judge
 from tests.strategies import scripts as random_scripts
 from tests.test_engine import result_rows, same_rows
 
@@ -166,7 +166,7 @@ def without(lines: list[str], late: list[tuple]) -> list[str]:
 
 
 def expected_lateness(spec: str, batches: list[list[str]], partition_of: dict[str, int], sensors):
-    """The late readings by SPEC §6's rule for `spec` (tests/oracles/lateness.py), computed here, not
+    """The late readings by SPEC §6's rule for `spec` (oracles/lateness.py), computed here, not
     taken from the job. `sensors`: those some workflow reads (only they have a watermark);
     `partition_of`: the plan's partition of each."""
     readings = [[(r.sensor_id, r.ts, r.value) for r in map(parse_line, batch)
@@ -194,7 +194,7 @@ def disordered_batches(lines: list[str], batches: int, seed: int) -> list[list[s
        spec=st.sampled_from(["fixed:0", "fixed:2s", "adaptive:5s,k=8", "quality:0.1,0.1"]))
 def test_results_are_those_of_the_readings_on_time(scripts, seed, partitions, spec):
     """Whatever the policy: the late readings are those SPEC §6's rule for it makes late (computed by
-    the test, tests/oracles/lateness.py), the results equal the reference over the others, and every
+    the test, oracles/lateness.py), the results equal the reference over the others, and every
     reading is either on time or in the late store."""
     rng = np.random.default_rng(seed)
     lines = [f"S{rng.integers(0, 5)},{int(t)},{rng.integers(-8, 8) / 4}"
@@ -256,7 +256,7 @@ def readings_of(*ts: int, sensor: str = "S") -> list[tuple]:
 
 
 def test_the_lateness_rule_on_inputs_worked_by_hand():
-    """The oracle itself (tests/oracles/lateness.py) on inputs whose watermarks are worked out here
+    """The oracle itself (oracles/lateness.py) on inputs whose watermarks are worked out here
     from SPEC §6, so that the job is held to the spec and not to a slip of the oracle."""
     # adaptive:2s: [1000, 3000, 2000] has 2 ordered pairs of 3, P = 2/3: W = 3000 - 2000 * 1/3.
     judged = judge("adaptive:2s", [readings_of(1000, 3000, 2000), readings_of(2333, 2334, 500)])

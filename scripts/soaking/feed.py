@@ -8,7 +8,7 @@ generated; sensor i reads at ts = (k + phase_i) * period, period = 1000 * sensor
           the last 100 ms, as CSV lines, written with sendall. Spark's socket source reads every line
           into the driver as it comes, so a send blocked for 60 s means the job stopped reading: the
           run ends there.
-  mqtt:   a mosquitto broker of its own on 127.0.0.1 (tests/brokers.py; `--input
+  mqtt:   a mosquitto broker of its own on 127.0.0.1 (scripts/mosquitto.py; `--input
           mqtt://127.0.0.1:PORT/soak/#`); every 100 ms the readings of the last 100 ms, as messages of
           `--lines-per-message` CSV lines (a gateway's batch) on 64 gateway topics, published with QoS 1; a
           chunk is written once the broker has acknowledged every message of it.
@@ -221,13 +221,9 @@ class MqttFeed(Feed):
     gateways = 64
 
     def __init__(self, readings: Readings, folder: Path, lines_per_message: int, clock: Clock = Clock()):
-        import sys
-
         import paho.mqtt.client as paho
+        from mosquitto import Broker  # scripts/mosquitto.py
         from paho.mqtt.enums import CallbackAPIVersion
-
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        from tests.brokers import Broker
 
         super().__init__(readings, clock)
         self.lines_per_message = lines_per_message

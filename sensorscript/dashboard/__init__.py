@@ -1,7 +1,10 @@
 """`sscript dashboard OUT`: a local web page over what a job writes into OUT (results, alarms, the
 job's health, the plan), refreshed every few seconds, while the job runs or after it ended.
 
-    reading.py   OUT read-only: status.json, plan.json, the sink's tables
+    reading.py   OUT read-only (JobOutput): status.json, plan.json, the sink's tables, each part at most once a second
+      plan_summary.py  plan.json boiled down to what the page shows
+      kept.py          what is kept between looks: the alarms, the streams shown, the health tables
+      sink_look.py     one look at a sink; sqlite_look.py, file_look.py (CSV, Parquet): only what is new
     figures.py   how each stream, the alarms and the health measures are drawn
     app.py       the Dash app: layout and a refresh callback per section
     access.py    who may open it: basic auth or a bearer token, and when one is required

@@ -26,7 +26,8 @@ from dash import Dash, Input, Output, State, ctx, dcc, html
 
 from sensorscript.dashboard import figures
 from sensorscript.dashboard.metrics import serve_metrics
-from sensorscript.dashboard.reading import JobOutput, PlanSummary
+from sensorscript.dashboard.plan_summary import PlanSummary
+from sensorscript.dashboard.reading import JobOutput
 from sensorscript.runtime.output.alarms import FLAG, Alarm
 from sensorscript.runtime.output.status import GAUGES, describe_state, describe_version, gauge_text
 from sensorscript.times import human_time, zone_name

@@ -22,7 +22,8 @@ class Shuffled:
     from_input_bytes: int = 0
 
 
-def _seq(scala_seq) -> list:
+def scala_list(scala_seq) -> list:
+    """A Scala Seq that Spark's status store returns, as a Python list."""
     return [scala_seq.apply(i) for i in range(scala_seq.size())]
 
 
@@ -31,7 +32,7 @@ def streaming_jobs(spark) -> set[int]:
     context = spark.sparkContext._jsc.sc()
     context.listenerBus().waitUntilEmpty(10_000)
     jobs = set()
-    for job in _seq(context.statusStore().jobsList(None)):
+    for job in scala_list(context.statusStore().jobsList(None)):
         if job.jobGroup().isDefined():
             jobs.add(int(job.jobId()))
     return jobs
@@ -45,9 +46,9 @@ def shuffled(spark, jobs: set[int]) -> Shuffled:
     records = size = from_input = from_input_bytes = 0
     default = getattr(store, "stageData$default$5")()
     for job_id in sorted(jobs):
-        for stage_id in _seq(store.job(job_id).stageIds()):
+        for stage_id in scala_list(store.job(job_id).stageIds()):
             try:
-                attempts = _seq(store.stageData(stage_id, False, None, False, default))
+                attempts = scala_list(store.stageData(stage_id, False, None, False, default))
             except Exception:  # never submitted (skipped) or no longer retained
                 continue
             for stage in attempts:

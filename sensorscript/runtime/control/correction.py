@@ -147,7 +147,7 @@ class Pending:
 def correct(job: p.Job, out: Path, sink_spec: str, until: int, written=None) -> Correction:
     """Run a correction now: recompute what the pending late readings touched, up to event time
     `until` (POS_INF at the end of the input), and write the rows that changed. `written(number,
-    rows)` is told the rows once written, as batch -number (the alarms they change: alerts.py)."""
+    rows)` is told the rows once written, as batch -number (the alarms they change: alerts/detection.py)."""
     started = time.monotonic()
     pending = Pending(out)
     files = pending.files()

@@ -1,5 +1,5 @@
 """An MQTT broker's address and a connected paho-mqtt client: what the MQTT source
-(runtime/ingest/mqtt_spool.py) and the alarms published over MQTT (runtime/output/alerts.py) share.
+(runtime/ingest/mqtt_spool.py) and the alarms published over MQTT (runtime/output/alerts/mqtt_topic.py) share.
 
 An address is `mqtt://[USER@]HOST[:PORT]/TOPIC` (port 1883) or `mqtts://...` (TLS, port 8883). The
 password is never part of it, nor of any argument a `ps` shows: it comes from the environment

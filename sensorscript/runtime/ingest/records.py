@@ -4,7 +4,7 @@ These rules are written once, here: `parse_line` reads one line by them, and `re
 block of whole lines with Arrow's CSV reader, taking only what it can tell certainly follows them
 (plain CSV numbers, a sensor id without blanks around it) and handing every other line to
 `parse_line`. The job's stage 0 reads its input with `read_block` (runtime/ingest/packets.py);
-tests hold both to the oracle's rules (tests/oracles/records.py) line for line.
+tests hold both to the oracle's rules (oracles/records.py) line for line.
 
 - lines and fields are stripped of spaces, tabs, carriage returns, line feeds (a JSON string
   may hold one) and byte-order marks U+FEFF (a file written with a BOM, or files so written

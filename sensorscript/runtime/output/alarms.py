@@ -1,8 +1,8 @@
 """Which result rows are alarms: every pattern match, and the moments a flag turns on. One rule for
-the alerts a run delivers (`alerts.py`) and the alarms the dashboard lists.
+the alerts a run delivers (`alerts/`) and the alarms the dashboard lists.
 
 A flag is a combine stream whose expression's top operator is a comparison or and/or/not: its
-values are 0 or 1 by construction (runtime/state/expressions.py), so whether a stream is a flag is
+values are 0 or 1 by construction (runtime/state/kernels/expressions.py), so whether a stream is a flag is
 known from the plan, before any value. (A rule that looked at the values seen so far would have to
 take an alert back when a later value showed the stream was no flag; an alert sent cannot be.)
 A flag turns on at a row whose value is 1 when the row before it (of its stream, in event time)
@@ -19,7 +19,7 @@ import numpy as np
 from sensorscript.runtime.plan.program import Combine, Job, Pattern
 
 MATCH, FLAG = "match", "flag"  # what an alarm is: a pattern's match, a flag turning on
-# The top operators whose values are 0 or 1 (runtime/state/expressions.py, `evaluate`).
+# The top operators whose values are 0 or 1 (runtime/state/kernels/expressions.py, `evaluate`).
 FLAG_OPERATORS = frozenset({">", ">=", "<", "<=", "==", "!=", "and", "or", "not"})
 # plan.json's node kinds (graph/nodes.py) that can carry alarms; a combine node says `flag`.
 _PLAN_PATTERN, _PLAN_COMBINE = "pattern", "combine"

@@ -68,7 +68,7 @@ class Status:
     # each holds, as the last housekeeping pass measured it (runtime/control/housekeeping.py).
     retention: dict[str, int | None] = field(default_factory=dict)
     stores: dict[str, dict] = field(default_factory=dict)
-    # `--alerts`: the outbox's counts (runtime/output/alerts.py, Outbox.counts): waiting, delivered,
+    # `--alerts`: the outbox's counts (runtime/output/alerts/outbox.py, Outbox.counts): waiting, delivered,
     # failed, limit, full, dropped, and per target its own; empty without --alerts.
     alerts: dict = field(default_factory=dict)
 

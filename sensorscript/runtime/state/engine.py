@@ -21,8 +21,8 @@ import pandas as pd
 
 from sensorscript.runtime.plan import program as p
 from sensorscript.runtime.state import exactness
-from sensorscript.runtime.state.expressions import evaluate
-from sensorscript.runtime.state.sorting import stable_order
+from sensorscript.runtime.state.kernels.expressions import evaluate
+from sensorscript.runtime.state.kernels.sorting import stable_order
 
 NEG_INF, POS_INF = p.NEG_INF, p.POS_INF
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from sensorscript.runtime.state.cep.tables import ClosureStore, EventStore, Table, size, take
-from sensorscript.runtime.state.expressions import evaluate
+from sensorscript.runtime.state.kernels.expressions import evaluate
 
 _REDUCE = {"sum": np.add, "min": np.minimum, "max": np.maximum}
 

@@ -31,7 +31,7 @@ from sensorscript.runtime.plan import program as p
 from sensorscript.runtime.state.cep.conditions import Frame, holds, rename_elements, value_of
 from sensorscript.runtime.state.cep.operators import (FOLLOWED_BY, BinaryOperator, Composite, Event, registered)
 from sensorscript.runtime.state.cep.runs import advance_runs
-from sensorscript.runtime.state.sorting import stable_order
+from sensorscript.runtime.state.kernels.sorting import stable_order
 from sensorscript.runtime.state.cep.tables import (ClosureStore, EventStore, Table, concat, equal_join, range_join, ranges,
                                                    size, take)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sensorscript.runtime.state.sorting import stable_order
+from sensorscript.runtime.state.kernels.sorting import stable_order
 
 Table = dict  # column name -> numpy array, all of one length
 

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from graphlib import TopologicalSorter
 
 from sensorscript.parser import ast
-from tests.oracles.identity import computations, first_names
-from tests.oracles.patterns import Event, match
-from tests.oracles.records import Reading, Rejected, read_line
+from oracles.identity import computations, first_names
+from oracles.patterns import Event, match
+from oracles.records import Reading, Rejected, read_line
 
 
 @dataclass(frozen=True)
@@ -367,3 +367,18 @@ OPERATORS = {
     "and": lambda a, b: truth(a != 0 and b != 0),
     "or": lambda a, b: truth(a != 0 or b != 0),
 }
+
+
+# ---------------------------------------------------------------------- held against a job's rows
+
+
+def expected_rows(evaluation) -> list[tuple]:
+    return sorted((r.stream, r.ts, r.window_start, r.window_end, r.value) for r in evaluation.rows)
+
+
+def assert_same(actual: list[tuple], expected: list[tuple]) -> None:
+    """Row for row: keys exactly, values to 1e-9 relative."""
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        assert a[:4] == e[:4], (a, e)
+        assert math.isclose(a[4], e[4], rel_tol=1e-9, abs_tol=1e-9), (a, e)
