@@ -75,6 +75,15 @@ def golden(request):
     return check
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (scripts/test.sh runs two workers, `--dist loadgroup`): every test of the
+    suite's one SparkSession runs on one worker, so that a run has one session, and the other tests
+    go a file at a time (a module's fixtures, a cluster or a compiled fleet, are made once)."""
+    for item in items:
+        group = "spark-session" if "spark" in getattr(item, "fixturenames", ()) else item.path.name
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def spark():
     """One local[2] Spark session for the whole test run, fitted like the jobs' own sessions."""
