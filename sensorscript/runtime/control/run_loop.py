@@ -30,9 +30,9 @@ from sensorscript.runtime.state.engine import POS_INF
 from sensorscript.runtime.ingest.packets import END_OF_INPUT
 from sensorscript.runtime.plan.program import SELECTIVITY, Job
 from sensorscript.runtime.control.session import SPARK_LOG, spark_session
-from sensorscript.runtime.ingest.mqtt import Tls
+from sensorscript.runtime.control.run_options import REFRESH_AFTER, RunSettings
 from sensorscript.runtime.output.status import Status
-from sensorscript.runtime.output.alerts import AlertSettings, Alerts
+from sensorscript.runtime.output.alerts import Alerts
 from sensorscript.times import human_time
 from sensorscript.runtime.control.stopping import StopOnSignals, clear_request, read_request
 from sensorscript.runtime.state.watermark import check_late_policy, parse_late_policy, parse_policy
@@ -45,13 +45,6 @@ SPOOL = "spool"  # in the checkpoint: what a socket or broker sent, spooled for 
 MQTT_JOURNAL = "mqtt-journal"  # in the checkpoint: the MQTT spool's journals (runtime/ingest/mqtt_spool.py)
 # A fresh start keeps these: they are input received (a broker was told so) and not yet read, not state.
 KEPT_BY_A_FRESH_START = (SPOOL, MQTT_JOURNAL)
-# A live query is stopped between two batches and started again after this many batches. Spark's
-# RocksDB state store writes each batch's snapshot with the database's MANIFEST, which grows by a
-# record a batch while the database stays open (186 bytes a batch, measured: at a batch a second a
-# snapshot would hold 16 MB more of it every day, times the 100 snapshots kept, for each store);
-# a new query opens every store anew from its last snapshot, and RocksDB writes a new, small
-# MANIFEST. A start costs about a second (docs/BENCHMARKS.md, a year on one disk).
-REFRESH_AFTER = 1_000
 
 
 class _QuietWriterErrors(logging.Filter):
@@ -165,28 +158,19 @@ class RunSummary:
     selectivity: dict = field(default_factory=dict)
 
 
-def run(job: Job, build_query, source: str, out: Path, once: bool = False, sink: str | None = None, spark=None,
-        master: str | None = None, trigger_seconds: float = 1.0, max_files_per_trigger: int | None = None,
-        echo=print, watermark: str | None = None, late: str | None = None,
-        replay_order: str = "time", fresh: bool = False, retain: list[str] | None = None,
-        input_cleanup: str | None = None, refresh_after: int = REFRESH_AFTER, sensor_from_topic: int | None = None,
-        mqtt_tls: Tls = Tls(), alerts: AlertSettings | None = None) -> RunSummary:
+def run(job: Job, build_query, settings: RunSettings, spark=None, echo=print) -> RunSummary:
     """Run the job's query (`build_query`, from job.py) until its input ends or it is stopped.
 
     A run continues from the checkpoint in OUT (state, windows, partial matches, the files read)
     unless the last run ended its input or `fresh` is set: then it starts afresh and writes its
     results anew. `once`: process what is there, then end the input, so that every window is
     emitted, and stop. Otherwise the run goes on until stopped (stopping.py: `sscript stop OUT
-    [--drain]`, Ctrl-C, SIGTERM). `watermark`, `late`: policies for this run instead of the
-    job's (SPEC §6). `replay_order`: the order a folder's files are read in: `time` (Spark's file
-    source: by modification time) or `name` (their modification times are set one second apart in
-    name order first, so that Spark's order is the names'). `retain`: STORE=DURATION horizons for
-    this run and the next ones (runtime/plan/retention.py), kept in the checkpoint. `input_cleanup`:
-    what becomes of a folder's files once read: keep, delete or archive:DIR (by default delete, or
-    keep with `once`: runtime/ingest/source.py, `input_cleanup`). `refresh_after`: a live query is
-    started anew after this many batches (REFRESH_AFTER). `sensor_from_topic`, `mqtt_tls`: an MQTT
-    source's sensor id from a level of the topic, and its TLS files (runtime/ingest/mqtt_spool.py).
-    `alerts`: where the alarms go (runtime/output/alerts.py)."""
+    [--drain]`, Ctrl-C, SIGTERM). The other settings (run_options.py) say what each does."""
+    source, out, once, sink, master = settings.input, settings.out, settings.once, settings.sink, settings.master
+    trigger_seconds, max_files_per_trigger = settings.trigger_seconds, settings.max_files_per_trigger
+    watermark, late, replay_order, fresh = settings.watermark, settings.late, settings.replay_order, settings.fresh
+    retain, input_cleanup, refresh_after = settings.retain, settings.input_cleanup, settings.refresh_after
+    sensor_from_topic, mqtt_tls, alerts = settings.sensor_from_topic, settings.tls, settings.alert_settings
     out = Path(out)
     if replay_order == "name" and not sources.streamed(source):
         files = order_by_name(Path(source))
