@@ -172,6 +172,14 @@ class RunSettings:
         return AlertSettings.of(self.alerts, self.alerts_for, self.alerts_timeout, self.alerts_template,
                                 self.tls) if self.alerts else None
 
+    def policies_for(self, job):
+        """The job with this run's watermark and late policies (checked) instead of the compiled ones."""
+        if self.watermark is not None:
+            job = dataclasses.replace(job, watermark=check_watermark(self.watermark))
+        if self.late is not None:
+            job = dataclasses.replace(job, late=check_late(self.late))
+        return job
+
     def check(self, job=None) -> None:
         """The options taken together, checked before Spark starts (ValueError in the user's words);
         with the job, also the workflows the alarms name."""
