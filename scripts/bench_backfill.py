@@ -34,6 +34,7 @@ from sensorscript.compiler import compile_workflows
 from sensorscript.registry import SensorRegistry
 from sensorscript.runtime.control import backfill as backfills
 from sensorscript.runtime.control.run_loop import run
+from sensorscript.runtime.control.run_options import RunSettings
 from sensorscript.runtime.control.session import spark_session
 from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.plan import versions
@@ -155,7 +156,8 @@ def main() -> None:
     warm = work / "warm"
     warm.mkdir()
     shutil.copy(sorted(live.iterdir())[0], warm / "part.csv")
-    run(module.JOB, module.build_query, str(warm), work / "warm-out", once=True, spark=spark, echo=lambda _: None)
+    run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True),
+        spark, echo=lambda _: None)
     rates: dict[str, float] = {}
     for attempt, beside in enumerate((False, True) * args.pairs):
         process = None
@@ -166,7 +168,8 @@ def main() -> None:
             record = versions.folder(out, updated.version) / versions.BACKFILL
             while process.poll() is None and json.loads(record.read_text()).get("hours_done", 0) == 0:
                 time.sleep(0.05)  # until it reads the archive (its Spark has started)
-        summary = run(module.JOB, module.build_query, str(live), work / f"live-out-{attempt}", once=True, spark=spark,
+        settings = RunSettings(out=work / f"live-out-{attempt}", input=str(live), once=True)
+        summary = run(module.JOB, module.build_query, settings, spark,
                       echo=lambda _: None)
         overlap = ""
         if process is not None:

@@ -45,6 +45,7 @@ from sensorscript.compiler import compile_workflows
 from sensorscript.registry import SensorRegistry
 from sensorscript.runtime.plan.loading import load_job
 from sensorscript.runtime.control.run_loop import run
+from sensorscript.runtime.control.run_options import RunSettings
 from sensorscript.runtime.control.session import spark_session
 from sensorscript.workload import WINDOWS_MS, bridge_sensors, write_readings
 
@@ -155,8 +156,9 @@ def compile_and_run(work: Path, files: list[str], registry: Path, data: Path, pa
     warm.mkdir()
     with open(sorted(p for p in data.iterdir() if not p.name.startswith("."))[0], "rb") as first:
         (warm / "part.csv").write_bytes(b"".join(itertools.islice(first, 200_000)))
-    run(module.JOB, module.build_query, str(warm), work / "warm-out", once=True, spark=spark, echo=lambda _: None)
-    summary = run(module.JOB, module.build_query, str(data), work / "out", once=True, spark=spark,
+    run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True),
+        spark, echo=lambda _: None)
+    summary = run(module.JOB, module.build_query, RunSettings(out=work / "out", input=str(data), once=True), spark,
                   echo=lambda line: print("  ours: " + line))
     spark.stop()
     return summary, compile_seconds, compiled

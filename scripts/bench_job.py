@@ -44,6 +44,7 @@ from sensorscript.runtime.plan.loading import load_job
 from sensorscript.runtime.ingest import source as sources
 from sensorscript.runtime.ingest.packets import assign_partitions
 from sensorscript.runtime.control.run_loop import run
+from sensorscript.runtime.control.run_options import RunSettings
 from sensorscript.runtime.control.session import spark_session
 from sensorscript.workload import write_readings, write_workflows
 
@@ -111,14 +112,15 @@ def bench(args, master: str) -> None:
     warm.mkdir()
     shutil.copy(sorted(data.iterdir())[0], warm / "part.csv")
     scan(warm)
-    run(module.JOB, module.build_query, str(warm), work / "warm-out", once=True, spark=spark, echo=lambda _: None)
+    run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True),
+        spark, echo=lambda _: None)
     # Raw rate: the same source and stage 0, nothing written; the limit: pyarrow alone.
     raw_seconds = scan(data)
     limit_seconds = limit(sorted(data.iterdir()), list(module.JOB.sensors))
 
     with PeakMemory() as memory:
         started = time.time()
-        summary = run(module.JOB, module.build_query, str(data), work / "out", once=True, spark=spark,
+        summary = run(module.JOB, module.build_query, RunSettings(out=work / "out", input=str(data), once=True), spark,
                       echo=lambda line: print("  " + line))
     job_seconds = summary.seconds
     referenced = summary.readings
@@ -141,10 +143,10 @@ def bench(args, master: str) -> None:
     if args.compare_late:
         rates = {}
         for late in ("drop", "correct", "drop", "correct"):  # alternated, twice: the best of two each
-            run(module.JOB, module.build_query, str(warm), work / "warm-out", once=True, spark=spark,
-                echo=lambda _: None, late=late)
-            timed = run(module.JOB, module.build_query, str(data), work / f"out-{late}", once=True, spark=spark,
-                        echo=lambda _: None, late=late)
+            run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True,
+                                                            late=late), spark, echo=lambda _: None)
+            timed = run(module.JOB, module.build_query, RunSettings(out=work / f"out-{late}", input=str(data),
+                                                                    once=True, late=late), spark, echo=lambda _: None)
             rates[late] = max(rates.get(late, 0.0), readings / timed.seconds)
             print(f"job with --late {late + ':':<9} {readings / timed.seconds:>12,.0f} readings/s  "
                   f"({timed.seconds:.1f} s, {timed.late:,} late)")

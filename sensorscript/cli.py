@@ -13,6 +13,8 @@ import click
 
 import sensorscript
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem, render_all
+from sensorscript.runtime.control.run_options import (LATE_HELP, OPTIONS, PATH, RETAIN_HELP, WATERMARK_HELP,
+                                                      RunOption, RunSettings, check_late, check_watermark)
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in sscript, not a mistake in the scripts or arguments
 INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
@@ -148,15 +150,11 @@ def _checked(parse):
 
 
 def _check_watermark(ctx, param, value):
-    from sensorscript.runtime.state.watermark import parse_policy
-
-    return _checked(parse_policy)(ctx, param, value)
+    return _checked(check_watermark)(ctx, param, value)
 
 
 def _check_late(ctx, param, value):
-    from sensorscript.runtime.state.watermark import parse_late_policy
-
-    return _checked(parse_late_policy)(ctx, param, value)
+    return _checked(check_late)(ctx, param, value)
 
 
 def _check_retain(ctx, param, value):
@@ -167,24 +165,6 @@ def _check_retain(ctx, param, value):
         return retention.parse(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-
-
-def _check_input_cleanup(ctx, param, value):
-    from sensorscript.runtime.ingest.source import check_input_cleanup
-
-    return _checked(check_input_cleanup)(ctx, param, value)
-
-
-_WATERMARK_HELP = ("Watermark policy per partition: fixed:DELAY (e.g. fixed:5s), adaptive:MAX_DELAY (waits up to "
-                   "MAX_DELAY while the feed is out of order) or quality:EPS,DELTA (a buffer sized so that window "
-                   "coverage meets the error bound); each may add ,ahead=DURATION (default 10min).")
-_LATE_HELP = ("Late readings: drop (counted only), log (kept in the late store beside the results) or "
-              "correct[:GAMMA] (logged, every reading archived, and the results they touched recomputed and "
-              "written again with a higher version once the pending late readings span GAMMA, default 5s).")
-_RETAIN_HELP = ("How long a store is kept: archive (raw readings for corrections, default 7d of event time: a late "
-                "reading older than that is kept in the late store as too late to correct), late (30d), metrics "
-                "(per batch, 1d of wall time, then per minute), metrics-minutes (90d), results (kept; e.g. "
-                "results=365d expires them). DURATION: 30s, 15min, 12h, 7d or forever. Repeat for each store.")
 
 
 @main.command(name="compile")
@@ -200,10 +180,10 @@ _RETAIN_HELP = ("How long a store is kept: archive (raw readings for corrections
               help="Partial matches a pattern keeps per key and operator (a pattern's `limit N` overrides it); "
                    "what the limit cuts is counted and reported.")
 @click.option("--watermark", default="fixed:0", show_default=True, metavar="POLICY", callback=_check_watermark,
-              help=_WATERMARK_HELP)
+              help=WATERMARK_HELP)
 @click.option("--late", default="log", show_default=True, metavar="drop|log|correct[:GAMMA]", callback=_check_late,
-              help=_LATE_HELP)
-@click.option("--retain", multiple=True, metavar="STORE=DURATION", callback=_check_retain, help=_RETAIN_HELP)
+              help=LATE_HELP)
+@click.option("--retain", multiple=True, metavar="STORE=DURATION", callback=_check_retain, help=RETAIN_HELP)
 @click.option("--timings", is_flag=True, help="Also print how long each phase of the compile took.")
 def compile_command(files, out, sensors, partitions, epsilon, naive, operators, pattern_limit, watermark,
                     late, retain, timings) -> None:
@@ -225,71 +205,44 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
         click.echo(f"timings:\n{compiled.timings}")
 
 
-def check_alerts(alerts, alerts_for, timeout, template, sink) -> None:
-    """--alerts and its options, checked before Spark starts (ValueError in the user's words)."""
-    from sensorscript.runtime.output.alerts import AlertSettings
+def _run_options(command):
+    """`sscript run`'s arguments and options, made from their one declaration (runtime/control/run_options.py)."""
+    for entry in reversed([entry for entry in OPTIONS if entry.on_command_line]):
+        command = _click_option(entry)(command)
+    return command
 
-    if not alerts:
-        if alerts_for or timeout or template:
-            raise ValueError("--alerts-for, --alerts-timeout and --alerts-template go with --alerts URL")
-        return
-    if sink == "console":
-        raise ValueError("--alerts delivers alarms from the results written: use a sqlite, csv or parquet sink")
-    AlertSettings.of(alerts, alerts_for, timeout, template).check()
+
+def _click_option(entry: RunOption):
+    if entry.positional:
+        return click.argument(entry.dest, type=click.Path(file_okay=False))
+    if entry.kind is bool:
+        return click.option(entry.flag, is_flag=True, help=entry.help)
+    return click.option(entry.flag, type=_click_type(entry), default=entry.default, multiple=entry.repeated,
+                        required=entry.required, metavar=entry.metavar, callback=_click_check(entry), help=entry.help,
+                        show_default=entry.default not in (None, ()))
+
+
+def _click_type(entry: RunOption):
+    if entry.choices:
+        return click.Choice(entry.choices)
+    if entry.minimum is not None:
+        return click.IntRange(min=entry.minimum)
+    if entry.to_job == PATH:
+        return click.Path(exists=True, dir_okay=False)
+    return entry.kind
+
+
+def _click_check(entry: RunOption):
+    """The option's own check of a value (of each, when repeated), as a click callback."""
+    if entry.check is None:
+        return None
+    one = _checked(entry.check)
+    return (lambda ctx, param, values: tuple(one(ctx, param, value) for value in values)) if entry.repeated else one
 
 
 @main.command(name="run")
-@click.argument("out", type=click.Path(file_okay=False))
-@click.option("--input", "source", required=True,
-              help="A folder of CSV/JSON-lines files, socket://HOST:PORT, mqtt://[USER@]HOST:PORT/TOPIC (mqtts:// for "
-                   "TLS; the password in the environment variable SSCRIPT_MQTT_PASSWORD) or kafka://BROKERS/TOPIC.")
-@click.option("--once", is_flag=True, help="Process what is there, emit every window, and stop.")
-@click.option("--fresh", is_flag=True, help="Start afresh (the results are written anew) instead of continuing from "
-                                            "the checkpoint of the last run on OUT.")
-@click.option("--sink", help="sqlite:PATH (default OUT/results.db), csv:PATH, parquet:PATH or console.")
-@click.option("--cluster", metavar="MASTER_URL", help="Submit to a Spark cluster, e.g. spark://HOST:7077.")
-@click.option("--max-files-per-trigger", type=click.IntRange(min=1),
-              help="Bound each micro-batch to this many new files (a replay: files are taken in modification-time "
-                   "order).")
-@click.option("--watermark", metavar="POLICY", callback=_check_watermark,
-              help="This run's watermark policy instead of the compiled one. " + _WATERMARK_HELP)
-@click.option("--late", metavar="drop|log|correct[:GAMMA]", callback=_check_late,
-              help="This run's late policy instead of the compiled one. " + _LATE_HELP)
-@click.option("--retain", multiple=True, metavar="STORE=DURATION", callback=_check_retain,
-              help="Instead of the compiled horizon; kept in the checkpoint for later runs. " + _RETAIN_HELP)
-@click.option("--replay-order", type=click.Choice(["time", "name"]), default="time", show_default=True,
-              help="The order a folder's files are read in: time (Spark's file source, by modification time) or "
-                   "name (sets their modification times in name order first).")
-@click.option("--input-cleanup", metavar="keep|delete|archive:DIR", callback=_check_input_cleanup,
-              help="What becomes of a folder's files once the batch that read them is committed: kept, deleted, or "
-                   "moved under DIR (outside the folder). Default: delete without --once (a live feed's drop folder "
-                   "would grow for ever, and Spark lists it at every trigger), keep with --once (a replay of a "
-                   "folder, read again by the next --once run). To replay a folder you keep without --once, give "
-                   "keep.")
-@click.option("--sensor-from-topic", type=int, metavar="LEVEL",
-              help="An MQTT source whose payloads carry only time and value (CSV ts,value or JSON): the sensor id is "
-                   "this level of the message's topic (1: the first, -1: the last).")
-@click.option("--mqtt-ca", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-              help="The CA certificate that signed the MQTT broker's (TLS; with mqtts:// the system's CAs otherwise).")
-@click.option("--mqtt-cert", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-              help="A client certificate for a broker that asks for one (TLS), with --mqtt-key.")
-@click.option("--mqtt-key", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-              help="The client certificate's private key.")
-@click.option("--alerts", multiple=True, metavar="URL",
-              help="Deliver alarms (pattern matches, flags turning on) to a webhook (http(s)://..., a JSON POST), an "
-                   "MQTT topic (mqtt(s)://[USER@]HOST[:PORT]/TOPIC, QoS 1; the password in SSCRIPT_MQTT_PASSWORD) or "
-                   "env:VARIABLE (the URL in that environment variable, out of `ps`); repeat for several. At least "
-                   "once, from a durable outbox in OUT/alerts/.")
-@click.option("--alerts-for", multiple=True, metavar="WORKFLOW,...",
-              help="Deliver the alarms of these workflows only (default: every workflow's).")
-@click.option("--alerts-timeout", metavar="DURATION",
-              help="With --once, how long the run waits for its alarms to be delivered (default 60s); what is left "
-                   "waits in the outbox for the next run.")
-@click.option("--alerts-template", type=click.Path(exists=True, dir_okay=False),
-              help="A Jinja2 template of a webhook's body (the alarm is `alarm`): for Slack, Teams, ntfy (README).")
-def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, watermark, late, retain,
-                replay_order, input_cleanup, sensor_from_topic, mqtt_ca, mqtt_cert, mqtt_key, alerts, alerts_for,
-                alerts_timeout, alerts_template) -> None:
+@_run_options
+def run_command(**given) -> None:
     """Run the job compiled into OUT on local Spark (local[2]) or on a cluster.
 
     A run continues from the checkpoint of the last run on OUT (its windows, partial matches and
@@ -297,26 +250,15 @@ def run_command(out, source, once, fresh, sink, cluster, max_files_per_trigger, 
     is given. Without --once it runs until stopped: sscript stop OUT [--drain], Ctrl-C or SIGTERM
     stop it between two batches."""
     from sensorscript import running
-    from sensorscript.runtime.ingest.source import check_feed
-    from sensorscript.runtime.ingest.source import input_cleanup as check_cleanup
 
-    policies = running.policy_arguments(watermark, late, replay_order, fresh, input_cleanup, retain)
-    policies += running.feed_arguments(sensor_from_topic, mqtt_ca, mqtt_cert, mqtt_key)
-    policies += running.alerts_arguments(alerts, alerts_for, alerts_timeout, alerts_template)
+    settings = RunSettings(**given)
     try:
-        check_cleanup(input_cleanup, source, once)  # before Spark starts
-        check_feed(source, sensor_from_topic)
-        check_alerts(alerts, alerts_for, alerts_timeout, alerts_template, sink)
+        settings.check()  # before Spark starts
     except ValueError as exc:
         _fail(SensorScriptError([Diagnostic("error", str(exc))]))
         return
     try:
-        if cluster:
-            code = running.submit(Path(out), cluster, source, once, sink, echo=click.echo,
-                                  max_files_per_trigger=max_files_per_trigger, extra_job=policies)
-        else:
-            code = running.run_process(Path(out), source, once, sink, echo=click.echo,
-                                       max_files_per_trigger=max_files_per_trigger, extra_job=policies)
+        code = (running.submit if settings.cluster else running.run_process)(settings, echo=click.echo)
     except SensorScriptError as exc:
         _fail(exc)
         return

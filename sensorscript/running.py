@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -15,66 +16,29 @@ from pathlib import Path
 
 import sensorscript
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
+from sensorscript.runtime.control.run_options import RunSettings
 from sensorscript.runtime.control.session import SPARK_LOG
 from sensorscript.runtime.plan.loading import compiled_job, load_job
 
 
 def run_local(out: Path, source: str, once: bool, sink: str | None, spark=None, echo=print, **options):
+    """Run the job in OUT in this process (tests, `sscript report`); `options`: RunSettings' fields."""
     from sensorscript.runtime.control.run_loop import run
     from sensorscript.runtime.control.session import spark_session
 
+    settings = RunSettings(out=Path(out), input=source, once=once, sink=sink, **options)
     module = load_job(out)
     _check_input(source)
     _check_sink(sink, out)
     spark = spark or spark_session(module.JOB, "local[2]", log=Path(out) / SPARK_LOG)
-    return run(module.JOB, module.build_query, source, Path(out), once, sink, spark, echo=echo, **options)
+    return run(module.JOB, module.build_query, settings, spark, echo=echo)
 
 
-def policy_arguments(watermark: str | None, late: str | None, replay_order: str = "time",
-                     fresh: bool = False, input_cleanup: str | None = None,
-                     retain: dict[str, str] | None = None) -> list[str]:
-    """job.py's options for one run: policies and horizons that override the compiled ones, the
-    replay order, whether to start afresh, and what becomes of the input files read."""
-    return [*(["--watermark", watermark] if watermark else []), *(["--late", late] if late else []),
-            *(item for store, duration in (retain or {}).items() for item in ("--retain", f"{store}={duration}")),
-            *(["--replay-order", replay_order] if replay_order != "time" else []), *(["--fresh"] if fresh else []),
-            *(["--input-cleanup", input_cleanup] if input_cleanup else [])]
-
-
-def feed_arguments(sensor_from_topic: int | None = None, mqtt_ca: str | None = None, mqtt_cert: str | None = None,
-                   mqtt_key: str | None = None) -> list[str]:
-    """job.py's options for an MQTT source: the topic level naming the sensor, TLS files (absolute:
-    the job may run in another folder). The broker's password travels in the environment."""
-    files = {"--mqtt-ca": mqtt_ca, "--mqtt-cert": mqtt_cert, "--mqtt-key": mqtt_key}
-    return [*(["--sensor-from-topic", str(sensor_from_topic)] if sensor_from_topic is not None else []),
-            *(item for option, path in files.items() if path for item in (option, str(Path(path).resolve())))]
-
-
-def alerts_arguments(alerts: tuple[str, ...], alerts_for: tuple[str, ...] = (), timeout: str | None = None,
-                     template: str | None = None) -> list[str]:
-    """job.py's options for the alarms delivered (runtime/output/alerts/); a template's path made
-    absolute (the job runs from where it is)."""
-    return [*(item for url in alerts for item in ("--alerts", url)),
-            *(item for names in alerts_for for item in ("--alerts-for", names)),
-            *(["--alerts-timeout", timeout] if timeout else []),
-            *(["--alerts-template", str(Path(template).resolve())] if template else [])]
-
-
-def run_process(out: Path, source: str, once: bool, sink: str | None, echo=print,
-                max_files_per_trigger: int | None = None, extra_job: list[str] | None = None) -> int:
+def run_process(settings: RunSettings, echo=print) -> int:
     """Run OUT/job.py in a child process on local Spark, passing on its output without Spark's noise."""
-    out = Path(out)
-    load_job(out)  # a clear error if there is no job
-    _check_input(source)
-    _check_sink(sink, out)
-    command = [sys.executable, str(out / "job.py"), "--input", source, "--out", str(out)]
-    if once:
-        command.append("--once")
-    if sink:
-        command += ["--sink", sink]
-    if max_files_per_trigger:
-        command += ["--max-files-per-trigger", str(max_files_per_trigger)]
-    return run_quietly(command + list(extra_job or ()), echo, job_out=out)
+    _check_job(settings)
+    return run_quietly([sys.executable, str(settings.out / "job.py"), *settings.job_arguments()], echo,
+                       job_out=settings.out)
 
 
 def run_quietly(command: list[str], echo, environment: dict[str, str] | None = None,
@@ -225,33 +189,23 @@ def package_zip(out: Path) -> Path:
     return target
 
 
-def submit(out: Path, master: str, source: str, once: bool, sink: str | None, extra: list[str] | None = None,
-           echo=print, max_files_per_trigger: int | None = None, extra_job: list[str] | None = None) -> int:
-    """spark-submit OUT/job.py to a Spark cluster; returns spark-submit's exit code."""
+def submit(settings: RunSettings, echo=print, extra: list[str] | None = None) -> int:
+    """spark-submit OUT/job.py to the Spark cluster of `settings.cluster`; returns spark-submit's exit code."""
     import pyspark
 
-    out = Path(out).resolve()
-    load_job(out)  # a clear error if there is no job
-    _check_input(source)
-    _check_sink(sink, out)
-    _check_master(master)
+    settings = dataclasses.replace(settings, out=settings.out.resolve())
+    _check_job(settings)
+    _check_master(settings.cluster)
     spark_home = Path(pyspark.__file__).resolve().parent
     python = sys.executable
-    command = [str(spark_home / "bin" / "spark-submit"), "--master", master,
-               "--py-files", str(package_zip(out)),
+    command = [str(spark_home / "bin" / "spark-submit"), "--master", settings.cluster,
+               "--py-files", str(package_zip(settings.out)),
                "--conf", f"spark.pyspark.python={python}", "--conf", f"spark.pyspark.driver.python={python}",
                "--conf", "spark.ui.enabled=false", *(extra or []),
-               str(out / "job.py"), "--input", source, "--out", str(out)]
-    if once:
-        command.append("--once")
-    if sink:
-        command += ["--sink", sink]
-    if max_files_per_trigger:
-        command += ["--max-files-per-trigger", str(max_files_per_trigger)]
-    command += list(extra_job or ())
+               str(settings.out / "job.py"), *settings.job_arguments()]
     environment = {**os.environ, "PYSPARK_PYTHON": python, "SPARK_HOME": str(spark_home)}
-    echo(f"submitting {out / 'job.py'} to {master}")
-    return run_quietly(command, echo, environment, job_out=out, spark_log=out / SPARK_LOG)
+    echo(f"submitting {settings.out / 'job.py'} to {settings.cluster}")
+    return run_quietly(command, echo, environment, job_out=settings.out, spark_log=settings.out / SPARK_LOG)
 
 
 def correct_now(out: Path):
@@ -308,6 +262,12 @@ def job_status(out: Path) -> dict:
 
 
 # Checks of `sscript run`'s arguments, made before Spark starts: a mistake costs no start-up.
+
+def _check_job(settings: RunSettings) -> None:
+    load_job(settings.out)  # a clear error if there is no job
+    _check_input(settings.input)
+    _check_sink(settings.sink, settings.out)
+
 
 def _check_input(source: str) -> None:
     from sensorscript.runtime.ingest.source import STREAMS_HELP, streamed

@@ -329,7 +329,7 @@ def test_an_unreadable_selectivity_file_is_left_aside_with_a_warning(tmp_path, t
 def test_measured_pass_rates_reorder_conditions_at_the_next_compile(tmp_path):
     """A run adds its measured counts to OUT/selectivity.json; compiling into OUT again uses them."""
     from sensorscript.compiler import compile_workflows
-    from sensorscript.runtime.control.run_loop import record_selectivity
+    from sensorscript.runtime.control.run_summary import record_selectivity
 
     (tmp_path / "w.ss").write_text("P = pattern(a: A -> b: B) where a.value == 1 and a.value != 0 within 10;\n")
     first = compile_workflows([str(tmp_path / "w.ss")], tmp_path / "out")

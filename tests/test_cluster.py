@@ -200,7 +200,7 @@ def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_
     with the product's own settings on the other worker: exit 0, and the results are the reference
     evaluator's, row for row (a lost or repeated batch would show as missing or duplicate rows)."""
     from sensorscript.codegen.program import programs
-    from sensorscript.runtime.control.run_loop import order_by_name
+    from sensorscript.runtime.control.run_input import order_by_name
     from tests.cep_harness import reference_rows, same_rows
     from tests.conftest import EXAMPLES
 

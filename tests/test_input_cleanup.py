@@ -18,7 +18,7 @@ from sensorscript.cli import main
 from sensorscript.compiler import compile_workflows
 from sensorscript.parser import load
 from sensorscript.registry import read_csv
-from sensorscript.runtime.control import run_loop
+from sensorscript.runtime.control import run_input
 from sensorscript.runtime.control.stopping import request_stop
 from sensorscript.runtime.ingest import source
 from sensorscript.running import run_local
@@ -180,9 +180,9 @@ def test_a_job_compiled_before_keeps_its_files_and_says_so():
         return source.read_input(spark, input_path, max_files_per_trigger, cleanup=job.input_cleanup)
 
     said: list[str] = []
-    assert run_loop._input_cleanup(old_build_query, None, "data", False, said.append) == "keep"
+    assert run_input._input_cleanup(old_build_query, None, "data", False, said.append) == "keep"
     assert "compiled before --input-cleanup" in said[0] and "kept" in said[0]
-    assert run_loop._input_cleanup(new_build_query, None, "data", False, said.append) == "delete"
+    assert run_input._input_cleanup(new_build_query, None, "data", False, said.append) == "delete"
 
 
 @pytest.mark.spark

@@ -278,6 +278,7 @@ def test_a_checkpoint_of_another_plan_is_not_continued(tmp_path):
     """A folder compiled again with other workflows: its checkpoint's state belongs to the old plan,
     so a run says so (before Spark starts) instead of feeding it to the new one."""
     from sensorscript.runtime.control.run_loop import run
+    from sensorscript.runtime.control.run_options import RunSettings
 
     out = tmp_path / "out"
     compile_workflows([str(EXAMPLES[0])], out, str(SENSORS), 2)
@@ -286,7 +287,7 @@ def test_a_checkpoint_of_another_plan_is_not_continued(tmp_path):
     (commits / "0").write_text("v1\n")
     (out / "checkpoint" / "plan").write_text("0" * 40 + "\n")
     with pytest.raises(ValueError, match="compiled again since its checkpoint was written.*--fresh"):
-        run(load_job(out).JOB, None, str(tmp_path), out)
+        run(load_job(out).JOB, None, RunSettings(out=out, input=str(tmp_path)))
 
 
 def test_a_socket_feed_is_spooled_and_drained(replay, tmp_path):

@@ -388,7 +388,7 @@ def test_retain_is_checked_in_the_users_words():
 @pytest.mark.spark
 def test_a_live_query_started_anew_every_few_batches_loses_and_doubles_nothing(spark, tmp_path):
     """A live run whose query is stopped between batches and started again every 3 batches (what
-    bounds Spark's RocksDB snapshots: run_loop.REFRESH_AFTER), drained at the end: every reading
+    bounds Spark's RocksDB snapshots: run_options.REFRESH_AFTER), drained at the end: every reading
     counted once, the results equal the reference over the readings that came on time, and each
     state store's newest snapshot holds a MANIFEST written anew (small: it grows by about 186 bytes
     a batch while a store stays open, 10 KB after 55 batches), not one grown over every batch."""

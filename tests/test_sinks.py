@@ -55,7 +55,7 @@ def test_an_archived_batch_done_again_replaces_its_files_and_a_cut_attempt_is_fo
 
 
 def test_a_run_starting_afresh_removes_only_what_the_sink_wrote(tmp_path):
-    from sensorscript.runtime.control.run_loop import _reset_sink
+    from sensorscript.runtime.control.checkpoint import reset_sink
 
     path = tmp_path / "results.csv"
     rows = _rows([1.0])
@@ -63,7 +63,7 @@ def test_a_run_starting_afresh_removes_only_what_the_sink_wrote(tmp_path):
     CsvSink(path).write(0, rows)
     (tmp_path / "quarantine" / "notes.txt").write_text("the user's own file")
     (tmp_path / "late").mkdir()
-    _reset_sink(f"csv:{path}")
+    reset_sink(f"csv:{path}")
     assert not path.exists() and not list(tmp_path.glob("quarantine/batch-*"))
     assert (tmp_path / "quarantine" / "notes.txt").exists() and (tmp_path / "late").exists() is False
 

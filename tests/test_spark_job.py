@@ -111,6 +111,7 @@ def test_the_naive_placements_give_the_same_results(spark, tmp_path):
     from sensorscript.codegen.placements import by_sensor, by_workflow
     from sensorscript.runtime.plan.loading import load_job
     from sensorscript.runtime.control.run_loop import run
+    from sensorscript.runtime.control.run_options import RunSettings
 
     scripts = {"north": "A = avg(S1, 1000, 500);\nU = union(S1, S2);\nB = max(U, 2000, 1000);\nC = A - B;",
                "south": "A = avg(S1, 1000, 500);\nD = min(S3, 1000, 1000);",
@@ -127,8 +128,8 @@ def test_the_naive_placements_give_the_same_results(spark, tmp_path):
     assert placed.replicas == {"S1": (1,), "S2": (1,)}  # read on both sides
     assert [p.partition for p in placed.first_stage] == [0, 1] and not placed.has_second_stage
     naive_out = tmp_path / "by-workflow"
-    summary = run(placed, module.build_query, str(tmp_path / "data"), naive_out, once=True, spark=spark,
-                  echo=lambda *_: None)
+    summary = run(placed, module.build_query, RunSettings(out=naive_out, input=str(tmp_path / "data"), once=True),
+                  spark, echo=lambda *_: None)
     expected = expected_rows(evaluate(workflows, [lines]))
     assert_same(result_rows(out), expected)
     assert_same(result_rows(naive_out), expected)
@@ -140,8 +141,8 @@ def test_the_naive_placements_give_the_same_results(spark, tmp_path):
     placed = by_sensor(module.JOB, compiled.plan)
     assert [n for n, _ in placed.stages_after_first()] == [2, 3, 4]
     by_sensor_out = tmp_path / "by-sensor"
-    summary = run(placed, module.build_query, str(tmp_path / "data"), by_sensor_out, once=True, spark=spark,
-                  echo=lambda *_: None)
+    summary = run(placed, module.build_query, RunSettings(out=by_sensor_out, input=str(tmp_path / "data"), once=True),
+                  spark, echo=lambda *_: None)
     assert_same(result_rows(by_sensor_out), expected)
     assert summary.readings == sum(counts.values())  # each reading once, to its sensor's hash
     assert summary.forwarded > counts["S1"] + counts["S2"]  # the union's raw inputs, then derived tuples

@@ -60,6 +60,7 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
     from sensorscript.report.shuffles import shuffled, streaming_jobs
     from sensorscript.runtime.plan.loading import load_job
     from sensorscript.runtime.control.run_loop import run
+    from sensorscript.runtime.control.run_options import RunSettings
     from sensorscript.runtime.control.session import spark_session
 
     compiled = compile_workflows(files, work / "job", sensors, partitions)
@@ -70,10 +71,12 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
     # A first run, not measured, so that no measured run pays for the JVM compiling Spark's code
     # (the runs below would otherwise be timed cold, warm and warm).
     if warm_up:
-        run(module.JOB, module.build_query, data, work / "warm-up", once=True, spark=spark, echo=lambda *_: None)
+        run(module.JOB, module.build_query, RunSettings(out=work / "warm-up", input=data, once=True),
+            spark, echo=lambda *_: None)
     before = streaming_jobs(spark)
     started = time.monotonic()
-    summary = run(module.JOB, module.build_query, data, work / "job", once=True, spark=spark, echo=lambda *_: None)
+    summary = run(module.JOB, module.build_query, RunSettings(out=work / "job", input=data, once=True),
+                  spark, echo=lambda *_: None)
     ours_seconds = time.monotonic() - started
     ours_jobs = streaming_jobs(spark) - before
     ours = shuffled(spark, ours_jobs)
@@ -137,11 +140,13 @@ def _run_placed(placed, module, data: str, spark, work: Path, folder: str) -> _P
     read its shuffles; compare its results with the compiled job's (in WORK/job)."""
     from sensorscript.report.shuffles import shuffled, streaming_jobs
     from sensorscript.runtime.control.run_loop import run
+    from sensorscript.runtime.control.run_options import RunSettings
     from sensorscript.runtime.output.sinks import same_results, sqlite_results
 
     before = streaming_jobs(spark)
     started = time.monotonic()
-    summary = run(placed, module.build_query, data, work / folder, once=True, spark=spark, echo=lambda *_: None)
+    summary = run(placed, module.build_query, RunSettings(out=work / folder, input=data, once=True),
+                  spark, echo=lambda *_: None)
     seconds = time.monotonic() - started
     return _PlacedRun(summary, shuffled(spark, streaming_jobs(spark) - before), seconds,
                       same_results(sqlite_results(work / "job" / "results.db"),

@@ -302,8 +302,3 @@ def parse_late_policy(spec: str) -> tuple[str, int]:
     if gamma and name != "correct":
         raise ValueError(f"late policy '{spec}': only correct takes a span (correct:GAMMA)")
     return name, duration_ms(gamma, "correction span") if gamma else DEFAULT_GAMMA_MS
-
-
-def check_late_policy(spec: str) -> str:
-    parse_late_policy(spec)
-    return spec

@@ -1,0 +1,304 @@
+"""A run's options, declared once.
+
+Each field of `RunSettings` is one option of a run: its name (`max_files_per_trigger` is
+`--max-files-per-trigger`), its type (the field's annotation: a flag for `bool`, repeatable for a
+tuple), its default, its help and how it reaches the job (`to_job`). From these entries are made
+`sscript run`'s command line (cli.py), the job's own arguments (`job_parser`: job.py's `main`), and
+the arguments `sscript run` gives the job, run with python or through spark-submit
+(`RunSettings.job_arguments`, running.py). The run loop takes the settings as one object. As Spark
+declares each configuration once (`SQLConf.buildConf`: its doc, type and default), an option
+spelled here is spelled nowhere else.
+
+What this module imports at its top stays small: the command line is made from it when `sscript`
+starts. The checks of a value (a policy, a duration) import their modules when called.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+# How an option reaches the job.
+ARGUMENT = "argument"  # `sscript run` takes it and gives it to the job under its name (left out at its default)
+PATH = "path"  # the same, an existing file, given as an absolute path: the job may run in another folder
+SPARK_SUBMIT = "spark-submit"  # `sscript run`'s only: the job is submitted to this master, whose session it takes
+JOB_ONLY = "job only"  # the job's own: `sscript run` has no such option, and the job takes its default
+
+# A live query is stopped between two batches and started again after this many batches. Spark's
+# RocksDB state store writes each batch's snapshot with the database's MANIFEST, which grows by a
+# record a batch while the database stays open (186 bytes a batch, measured: at a batch a second a
+# snapshot would hold 16 MB more of it every day, times the 100 snapshots kept, for each store);
+# a new query opens every store anew from its last snapshot, and RocksDB writes a new, small
+# MANIFEST. A start costs about a second (docs/BENCHMARKS.md, a year on one disk).
+REFRESH_AFTER = 1_000
+
+WATERMARK_HELP = ("Watermark policy per partition: fixed:DELAY (e.g. fixed:5s), adaptive:MAX_DELAY (waits up to "
+                  "MAX_DELAY while the feed is out of order) or quality:EPS,DELTA (a buffer sized so that window "
+                  "coverage meets the error bound); each may add ,ahead=DURATION (default 10min).")
+LATE_HELP = ("Late readings: drop (counted only), log (kept in the late store beside the results) or "
+             "correct[:GAMMA] (logged, every reading archived, and the results they touched recomputed and "
+             "written again with a higher version once the pending late readings span GAMMA, default 5s).")
+RETAIN_HELP = ("How long a store is kept: archive (raw readings for corrections, default 7d of event time: a late "
+               "reading older than that is kept in the late store as too late to correct), late (30d), metrics "
+               "(per batch, 1d of wall time, then per minute), metrics-minutes (90d), results (kept; e.g. "
+               "results=365d expires them). DURATION: 30s, 15min, 12h, 7d or forever. Repeat for each store.")
+
+
+def check_watermark(text: str) -> str:
+    from sensorscript.runtime.state.watermark import parse_policy
+
+    parse_policy(text)
+    return text
+
+
+def check_late(text: str) -> str:
+    from sensorscript.runtime.state.watermark import parse_late_policy
+
+    parse_late_policy(text)
+    return text
+
+
+def check_retain(text: str) -> str:
+    from sensorscript.runtime.plan import retention
+
+    retention.parse([text])
+    return text
+
+
+def check_input_cleanup(text: str) -> str:
+    from sensorscript.runtime.ingest.source import check_input_cleanup
+
+    return check_input_cleanup(text)
+
+
+def option(default, help: str, *, to_job: str = ARGUMENT, metavar: str | None = None, choices: tuple[str, ...] = (),
+           minimum: int | None = None, check: Callable[[str], str] | None = None, required: bool = False,
+           positional: bool = False):
+    """A field of `RunSettings` that is an option of the run (`RunOption` says what each part means)."""
+    entry = dict(help=help, to_job=to_job, metavar=metavar, choices=choices, minimum=minimum, check=check,
+                 required=required, positional=positional)
+    return field(default=default, metadata={"option": entry})
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """One run's settings: every option of `sscript run` and of the job, one field each."""
+
+    out: Path | None = option(None, "The folder of the compiled job: its checkpoint, status and default results "
+                                    "(the job's default: its own folder).", positional=True)
+    input: str | None = option(None, "A folder of CSV/JSON-lines files, socket://HOST:PORT, "
+                                     "mqtt://[USER@]HOST:PORT/TOPIC (mqtts:// for TLS; the password in the environment "
+                                     "variable SSCRIPT_MQTT_PASSWORD) or kafka://BROKERS/TOPIC.", required=True)
+    once: bool = option(False, "Process what is there, emit every window, and stop.")
+    fresh: bool = option(False, "Start afresh (the results are written anew) instead of continuing from the "
+                                "checkpoint of the last run on OUT.")
+    sink: str | None = option(None, "sqlite:PATH (default OUT/results.db), csv:PATH, parquet:PATH or console.")
+    cluster: str | None = option(None, "Submit to a Spark cluster, e.g. spark://HOST:7077.", to_job=SPARK_SUBMIT,
+                                 metavar="MASTER_URL")
+    master: str | None = option(None, "The Spark master (default: local[2], or the one spark-submit gives).",
+                                to_job=JOB_ONLY, metavar="MASTER_URL")
+    trigger_seconds: float = option(1.0, "The micro-batch interval when streaming, in seconds.", to_job=JOB_ONLY,
+                                    metavar="SECONDS")
+    max_files_per_trigger: int | None = option(None, "Bound each micro-batch to this many new files (a replay: files "
+                                                     "are taken in modification-time order).", minimum=1, metavar="N")
+    watermark: str | None = option(None, "This run's watermark policy instead of the compiled one. " + WATERMARK_HELP,
+                                   metavar="POLICY", check=check_watermark)
+    late: str | None = option(None, "This run's late policy instead of the compiled one. " + LATE_HELP,
+                              metavar="drop|log|correct[:GAMMA]", check=check_late)
+    retain: tuple[str, ...] = option((), "Instead of the compiled horizon; kept in the checkpoint for later runs. "
+                                         + RETAIN_HELP, metavar="STORE=DURATION", check=check_retain)
+    replay_order: str = option("time", "The order a folder's files are read in: time (Spark's file source, by "
+                                       "modification time) or name (sets their modification times in name order "
+                                       "first).", choices=("time", "name"))
+    input_cleanup: str | None = option(
+        None, "What becomes of a folder's files once the batch that read them is committed: kept, deleted, or moved "
+              "under DIR (outside the folder). Default: delete without --once (a live feed's drop folder would grow "
+              "for ever, and Spark lists it at every trigger), keep with --once (a replay of a folder, read again by "
+              "the next --once run). To replay a folder you keep without --once, give keep.",
+        metavar="keep|delete|archive:DIR", check=check_input_cleanup)
+    refresh_after: int = option(REFRESH_AFTER, f"Start the query anew between two batches after this many (default "
+                                               f"{REFRESH_AFTER:,}: bounds the state store's snapshots).",
+                                to_job=JOB_ONLY, minimum=1, metavar="BATCHES")
+    sensor_from_topic: int | None = option(None, "An MQTT source whose payloads carry only time and value (CSV "
+                                                 "ts,value or JSON): the sensor id is this level of the message's "
+                                                 "topic (1: the first, -1: the last).", metavar="LEVEL")
+    mqtt_ca: str | None = option(None, "The CA certificate that signed the MQTT broker's (TLS; with mqtts:// the "
+                                       "system's CAs otherwise).", to_job=PATH, metavar="FILE")
+    mqtt_cert: str | None = option(None, "A client certificate for a broker that asks for one (TLS), with --mqtt-key.",
+                                   to_job=PATH, metavar="FILE")
+    mqtt_key: str | None = option(None, "The client certificate's private key.", to_job=PATH, metavar="FILE")
+    alerts: tuple[str, ...] = option(
+        (), "Deliver alarms (pattern matches, flags turning on) to a webhook (http(s)://..., a JSON POST), an MQTT "
+            "topic (mqtt(s)://[USER@]HOST[:PORT]/TOPIC, QoS 1; the password in SSCRIPT_MQTT_PASSWORD) or env:VARIABLE "
+            "(the URL in that environment variable, out of `ps`); repeat for several. At least once, from a durable "
+            "outbox in OUT/alerts/.", metavar="URL")
+    alerts_for: tuple[str, ...] = option((), "Deliver the alarms of these workflows only (default: every workflow's).",
+                                         metavar="WORKFLOW,...")
+    alerts_timeout: str | None = option(None, "With --once, how long the run waits for its alarms to be delivered "
+                                              "(default 60s); what is left waits in the outbox for the next run.",
+                                        metavar="DURATION")
+    alerts_template: str | None = option(None, "A Jinja2 template of a webhook's body (the alarm is `alarm`): for "
+                                               "Slack, Teams, ntfy (README).", to_job=PATH, metavar="FILE")
+
+    def __post_init__(self):
+        # As the command lines give them: a folder's name, repeated values in a list.
+        if self.out is not None:
+            object.__setattr__(self, "out", Path(self.out))
+        for entry in OPTIONS:
+            if entry.repeated:
+                object.__setattr__(self, entry.dest, tuple(getattr(self, entry.dest) or ()))
+
+    @property
+    def sink_spec(self) -> str:
+        """Where the results go: the sink given, or OUT/results.db."""
+        return self.sink or f"sqlite:{self.out / 'results.db'}"
+
+    @property
+    def tls(self):
+        """The MQTT TLS files (runtime/ingest/mqtt.py), for the source and the alarms alike."""
+        from sensorscript.runtime.ingest.mqtt import Tls
+
+        return Tls(self.mqtt_ca, self.mqtt_cert, self.mqtt_key)
+
+    @property
+    def alert_settings(self):
+        """Where the alarms go (runtime/output/alerts.py), or None without --alerts."""
+        from sensorscript.runtime.output.alerts import AlertSettings
+
+        return AlertSettings.of(self.alerts, self.alerts_for, self.alerts_timeout, self.alerts_template,
+                                self.tls) if self.alerts else None
+
+    def policies_for(self, job):
+        """The job with this run's watermark and late policies (checked) instead of the compiled ones."""
+        if self.watermark is not None:
+            job = dataclasses.replace(job, watermark=check_watermark(self.watermark))
+        if self.late is not None:
+            job = dataclasses.replace(job, late=check_late(self.late))
+        return job
+
+    def check(self, job=None) -> None:
+        """The options taken together, checked before Spark starts (ValueError in the user's words);
+        with the job, also the workflows the alarms name."""
+        from sensorscript.runtime.ingest.source import check_feed, input_cleanup
+
+        input_cleanup(self.input_cleanup, self.input, self.once)
+        check_feed(self.input, self.sensor_from_topic)
+        if not self.alerts:
+            if self.alerts_for or self.alerts_timeout or self.alerts_template:
+                raise ValueError("--alerts-for, --alerts-timeout and --alerts-template go with --alerts URL")
+            return
+        if self.sink == "console":
+            raise ValueError("--alerts delivers alarms from the results written: use a sqlite, csv or parquet sink")
+        self.alert_settings.check(job)
+
+    def job_arguments(self) -> list[str]:
+        """The job's command line for these settings (after `job.py`), locally or through spark-submit."""
+        arguments = []
+        for entry in OPTIONS:
+            value = getattr(self, entry.dest)
+            if entry.to_job not in (ARGUMENT, PATH) or value == entry.default:
+                continue
+            for one in value if entry.repeated else (value,):
+                if entry.kind is bool:
+                    arguments.append(entry.flag)
+                else:
+                    arguments += [entry.flag, str(Path(one).resolve()) if entry.to_job == PATH else str(one)]
+        return arguments
+
+
+@dataclass(frozen=True)
+class RunOption:
+    """One field of `RunSettings` as an option."""
+
+    dest: str  # the field
+    kind: type  # bool (a flag), int, float, str or Path
+    repeated: bool  # given once per value (a tuple)
+    default: object
+    help: str
+    to_job: str  # ARGUMENT, PATH, SPARK_SUBMIT or JOB_ONLY
+    metavar: str | None  # how the help names its value
+    choices: tuple[str, ...]
+    minimum: int | None
+    check: Callable[[str], str] | None  # a value's check (ValueError in the user's words), made when given
+    required: bool
+    positional: bool  # on `sscript run`'s command line an argument (OUT), the job's an option (--out)
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.dest.replace("_", "-")
+
+    @property
+    def on_command_line(self) -> bool:
+        """Whether `sscript run` takes it."""
+        return self.to_job != JOB_ONLY
+
+    @property
+    def for_job(self) -> bool:
+        """Whether the job takes it."""
+        return self.to_job != SPARK_SUBMIT
+
+    def value(self, text: str):
+        """A value given as text, converted and checked (ValueError in the user's words)."""
+        try:
+            value = self.kind(text)
+        except ValueError:
+            raise ValueError(f"{self.flag} {text}: not a {'whole ' if self.kind is int else ''}number") from None
+        if self.minimum is not None and value < self.minimum:
+            raise ValueError(f"{self.flag} {text}: at least {self.minimum}")
+        if self.choices and value not in self.choices:
+            raise ValueError(f"{self.flag} {text}: one of {', '.join(self.choices)}")
+        if self.to_job == PATH and not Path(value).is_file():
+            raise ValueError(f"{self.flag} {text}: no such file")
+        return self.check(value) if self.check else value
+
+
+def _options() -> tuple[RunOption, ...]:
+    hints = typing.get_type_hints(RunSettings)
+    found = []
+    for each in dataclasses.fields(RunSettings):
+        kind = hints[each.name]
+        repeated = typing.get_origin(kind) is tuple
+        kinds = typing.get_args(kind) if repeated or typing.get_origin(kind) is not None else (kind,)
+        kind = next(k for k in kinds if k is not type(None) and k is not Ellipsis)
+        found.append(RunOption(each.name, kind, repeated, each.default, **each.metadata["option"]))
+    return tuple(found)
+
+
+OPTIONS = _options()
+
+
+def job_parser(description: str, out: Path) -> argparse.ArgumentParser:
+    """The job's own arguments (`python job.py --help`); `out`: its folder, the default of --out."""
+    parser = argparse.ArgumentParser(prog="job.py", description=description)
+    for entry in OPTIONS:
+        if not entry.for_job:
+            continue
+        named = dict(help=entry.help, metavar=entry.metavar, default=str(out) if entry.positional else entry.default,
+                     required=entry.required, choices=entry.choices or None)
+        if entry.kind is bool:
+            parser.add_argument(entry.flag, action="store_true", help=entry.help)
+            continue
+        if entry.repeated:
+            named.update(action="append", default=None)
+        parser.add_argument(entry.flag, type=_argparse_type(entry), **named)
+    return parser
+
+
+def _argparse_type(entry: RunOption):
+    def convert(text: str):
+        try:
+            return entry.value(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = entry.flag  # argparse names a value it cannot convert by its type's name
+    return convert
+
+
+def job_settings(argv: list[str] | None, description: str, out: Path) -> RunSettings:
+    """The settings a job was started with (`python job.py ARGUMENTS` or spark-submit's)."""
+    return RunSettings(**vars(job_parser(description, out).parse_args(argv)))
