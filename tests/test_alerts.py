@@ -245,3 +245,32 @@ def test_the_documented_templates_render_json(name):
     template = templates.load_template(str(ROOT / "docs" / "alerts" / f"{name}.j2"))
     body = json.loads(templates.render(template, payload.example()))
     assert "pier_alarms.JUMP" in json.dumps(body)
+
+
+HOSTILE_ID = 'S"1\\", "text": "x'
+
+
+@pytest.mark.parametrize("text", ['{"text": "{{ alarm.summary }} by {{ alarm.events | map(attribute=\'sensor\') | join(\', \') }}"}',
+                                  '{"text": "{{ alarm.events[0].sensor }}", "value": {{ alarm.value }}, '
+                                  '"retracted": {{ alarm.retracted }}, "end": {{ alarm.end_ms }}, "plan": {{ alarm.plan_version }}}',
+                                  '{"who": {{ alarm.events[0].sensor | tojson }}, "stream": "{{ alarm.stream }}"}'])
+def test_a_template_without_tojson_writes_json_of_hostile_ids(tmp_path, text):
+    """What a template prints is written as JSON string content (`|tojson` stays as it was): a sensor
+    id or stream name with quotes and backslashes stays inside its string (#39, finding 8)."""
+    events = json.dumps([{"var": "a", "ts": 1767226320000, "value": 0.61, "sensor": HOSTILE_ID}])
+    alarm = payload.alarm_object({"stream": 'w"\\.J\n', "ts": 1767226320000, "version": 1, "value": 0.5,
+                                  "start_ts": 1, "end_ts": 2, "events": events}, "match")
+    (tmp_path / "t.j2").write_text(text)
+    body = json.loads(templates.render(templates.load_template(str(tmp_path / "t.j2")), alarm))
+    assert HOSTILE_ID in body.get("text", "") + body.get("who", "")
+    assert set(body) <= {"text", "value", "retracted", "end", "plan", "who", "stream"}
+    assert body.get("stream", alarm["stream"]) == alarm["stream"]
+
+
+@pytest.mark.parametrize("text", ["{{ alarm.__class__.__mro__[1].__subclasses__() }}",
+                                  "{{ ''.__class__.__base__.__subclasses__() }}",
+                                  "{{ cycler.__init__.__globals__.os }}"])
+def test_an_alert_template_runs_in_the_sandbox(tmp_path, text):
+    (tmp_path / "t.j2").write_text(text)
+    with pytest.raises(ValueError, match="--alerts-template"):
+        templates.render(templates.load_template(str(tmp_path / "t.j2")), payload.example())
