@@ -13,6 +13,7 @@ import click
 
 import sensorscript
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem, render_all
+from sensorscript.redaction import redacted_text
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in sscript, not a mistake in the scripts or arguments
 INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
@@ -73,11 +74,16 @@ class _Commands(click.Group):
 
 
 def _save_crash(exc: Exception) -> str:
-    """Write the traceback where a bug report can pick it up; say where (or why not)."""
-    path = Path(tempfile.gettempdir()) / f"sscript-crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+    """Write the traceback where a bug report can pick it up; say where (or why not). The file is the
+    user's alone (a folder of its own under a random name, 0700, the file 0600), and the command line
+    in it shows addresses without their secrets."""
     try:
-        path.write_text(f"sscript {sensorscript.__version__}, Python {sys.version.split()[0]}\n"
-                        f"command: {' '.join(sys.argv)}\n\n" + "".join(traceback.format_exception(exc)))
+        folder = Path(tempfile.mkdtemp(prefix=f"sscript-crash-{time.strftime('%Y%m%d-%H%M%S')}-"))
+        path = folder / "crash.txt"
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+            file.write(f"sscript {sensorscript.__version__}, Python {sys.version.split()[0]}\n"
+                       f"command: {redacted_text(' '.join(sys.argv))}\n\n"
+                       + redacted_text("".join(traceback.format_exception(exc))))
     except OSError as problem:
         return f"the details could not be saved ({problem.strerror or problem})"
     return f"details in {path}"
