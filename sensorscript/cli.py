@@ -520,8 +520,11 @@ def status(out, tz) -> None:
 @click.option("--no-auth", is_flag=True,
               help="Serve on an address other than loopback without a login: anyone who reaches the port sees every "
                    "result, alarm and the job's health.")
+@click.option("--server-name", "server_names", multiple=True, metavar="NAME",
+              help="A name the page is reached by (a reverse proxy's, this machine's in DNS; repeatable): it answers "
+                   "only to loopback names, --host and these (a request naming another gets 421: DNS rebinding).")
 @_tz
-def dashboard(out, port, host, auth_file, no_auth, tz) -> None:
+def dashboard(out, port, host, auth_file, no_auth, server_names, tz) -> None:
     """Serve a live page of the job in OUT: its results per workflow, alarms, health and plan,
     refreshed every few seconds, while the job runs or after it ended, and /metrics for Prometheus
     (Ctrl-C stops it)."""
@@ -530,7 +533,7 @@ def dashboard(out, port, host, auth_file, no_auth, tz) -> None:
 
     try:
         check_out(Path(out))
-        page = Dashboard(Path(out), tz, port, host, credentials(auth_file), no_auth)
+        page = Dashboard(Path(out), tz, port, host, credentials(auth_file), no_auth, tuple(server_names))
     except SensorScriptError as exc:
         _fail(exc)
         return
