@@ -93,6 +93,9 @@ def _save_crash(exc: Exception) -> str:
 @click.version_option(package_name="sensorscript")
 def main() -> None:
     """SensorScript: compile sensor-monitoring scripts into one PySpark Structured Streaming job."""
+    from sensorscript.runtime.plan.loading import keep_private
+
+    keep_private()  # OUT and all in it: the owner's alone (results, alarms, status, the job)
 
 
 _operators = click.option("--operators", "operators", multiple=True, type=click.Path(dir_okay=False, exists=True),
