@@ -13,6 +13,7 @@ import click
 
 import sensorscript
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem, render_all
+from sensorscript.redaction import redacted_text
 from sensorscript.runtime.control.run_options import (LATE_HELP, OPTIONS, PATH, RETAIN_HELP, WATERMARK_HELP,
                                                       RunOption, RunSettings, check_late, check_watermark)
 
@@ -75,11 +76,16 @@ class _Commands(click.Group):
 
 
 def _save_crash(exc: Exception) -> str:
-    """Write the traceback where a bug report can pick it up; say where (or why not)."""
-    path = Path(tempfile.gettempdir()) / f"sscript-crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+    """Write the traceback where a bug report can pick it up; say where (or why not). The file is the
+    user's alone (a folder of its own under a random name, 0700, the file 0600), and the command line
+    in it shows addresses without their secrets."""
     try:
-        path.write_text(f"sscript {sensorscript.__version__}, Python {sys.version.split()[0]}\n"
-                        f"command: {' '.join(sys.argv)}\n\n" + "".join(traceback.format_exception(exc)))
+        folder = Path(tempfile.mkdtemp(prefix=f"sscript-crash-{time.strftime('%Y%m%d-%H%M%S')}-"))
+        path = folder / "crash.txt"
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+            file.write(f"sscript {sensorscript.__version__}, Python {sys.version.split()[0]}\n"
+                       f"command: {redacted_text(' '.join(sys.argv))}\n\n"
+                       + redacted_text("".join(traceback.format_exception(exc))))
     except OSError as problem:
         return f"the details could not be saved ({problem.strerror or problem})"
     return f"details in {path}"
@@ -89,6 +95,9 @@ def _save_crash(exc: Exception) -> str:
 @click.version_option(package_name="sensorscript")
 def main() -> None:
     """SensorScript: compile sensor-monitoring scripts into one PySpark Structured Streaming job."""
+    from sensorscript.runtime.plan.loading import keep_private
+
+    keep_private()  # OUT and all in it: the owner's alone (results, alarms, status, the job)
 
 
 _operators = click.option("--operators", "operators", multiple=True, type=click.Path(dir_okay=False, exists=True),
@@ -456,8 +465,11 @@ def status(out, tz) -> None:
 @click.option("--no-auth", is_flag=True,
               help="Serve on an address other than loopback without a login: anyone who reaches the port sees every "
                    "result, alarm and the job's health.")
+@click.option("--server-name", "server_names", multiple=True, metavar="NAME",
+              help="A name the page is reached by (a reverse proxy's, this machine's in DNS; repeatable): it answers "
+                   "only to loopback names, --host and these (a request naming another gets 421: DNS rebinding).")
 @_tz
-def dashboard(out, port, host, auth_file, no_auth, tz) -> None:
+def dashboard(out, port, host, auth_file, no_auth, server_names, tz) -> None:
     """Serve a live page of the job in OUT: its results per workflow, alarms, health and plan,
     refreshed every few seconds, while the job runs or after it ended, and /metrics for Prometheus
     (Ctrl-C stops it)."""
@@ -466,7 +478,7 @@ def dashboard(out, port, host, auth_file, no_auth, tz) -> None:
 
     try:
         check_out(Path(out))
-        page = Dashboard(Path(out), tz, port, host, credentials(auth_file), no_auth)
+        page = Dashboard(Path(out), tz, port, host, credentials(auth_file), no_auth, tuple(server_names))
     except SensorScriptError as exc:
         _fail(exc)
         return

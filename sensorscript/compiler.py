@@ -127,7 +127,7 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
         plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators, selectivity, pattern_limit,
                                        timings=timings)
         try:
-            out.mkdir(parents=True, exist_ok=True)
+            out.mkdir(mode=0o700, parents=True, exist_ok=True)
             copied = write_plan_files(out, plan, operators,
                                       lambda copied: render_job(plan, loaded.sources, str(out), watermark, copied, late,
                                                                          retention=retention),

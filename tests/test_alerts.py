@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -245,3 +246,77 @@ def test_the_documented_templates_render_json(name):
     template = templates.load_template(str(ROOT / "docs" / "alerts" / f"{name}.j2"))
     body = json.loads(templates.render(template, payload.example()))
     assert "pier_alarms.JUMP" in json.dumps(body)
+
+
+HOSTILE_ID = 'S"1\\", "text": "x'
+
+
+@pytest.mark.parametrize("text", ['{"text": "{{ alarm.summary }} by {{ alarm.events | map(attribute=\'sensor\') | join(\', \') }}"}',
+                                  '{"text": "{{ alarm.events[0].sensor }}", "value": {{ alarm.value }}, '
+                                  '"retracted": {{ alarm.retracted }}, "end": {{ alarm.end_ms }}, "plan": {{ alarm.plan_version }}}',
+                                  '{"who": {{ alarm.events[0].sensor | tojson }}, "stream": "{{ alarm.stream }}"}'])
+def test_a_template_without_tojson_writes_json_of_hostile_ids(tmp_path, text):
+    """What a template prints is written as JSON string content (`|tojson` stays as it was): a sensor
+    id or stream name with quotes and backslashes stays inside its string (#39, finding 8)."""
+    events = json.dumps([{"var": "a", "ts": 1767226320000, "value": 0.61, "sensor": HOSTILE_ID}])
+    alarm = payload.alarm_object({"stream": 'w"\\.J\n', "ts": 1767226320000, "version": 1, "value": 0.5,
+                                  "start_ts": 1, "end_ts": 2, "events": events}, "match")
+    (tmp_path / "t.j2").write_text(text)
+    body = json.loads(templates.render(templates.load_template(str(tmp_path / "t.j2")), alarm))
+    assert HOSTILE_ID in body.get("text", "") + body.get("who", "")
+    assert set(body) <= {"text", "value", "retracted", "end", "plan", "who", "stream"}
+    assert body.get("stream", alarm["stream"]) == alarm["stream"]
+
+
+@pytest.mark.parametrize("text", ["{{ alarm.__class__.__mro__[1].__subclasses__() }}",
+                                  "{{ ''.__class__.__base__.__subclasses__() }}",
+                                  "{{ cycler.__init__.__globals__.os }}"])
+def test_an_alert_template_runs_in_the_sandbox(tmp_path, text):
+    (tmp_path / "t.j2").write_text(text)
+    with pytest.raises(ValueError, match="--alerts-template"):
+        templates.render(templates.load_template(str(tmp_path / "t.j2")), payload.example())
+
+
+SECRET_URLS = ["http://u53r:p4ss@host/hook", "https://host/hook?token=T0P", "https://host/x?a=1&api_key=K3Y",
+               "http://u53r@host/hook"]
+
+
+@pytest.mark.parametrize("url", SECRET_URLS)
+def test_a_credential_in_an_alert_url_is_refused_in_one_sentence(url):
+    """As the MQTT input refuses a password in its address (#39, finding 2)."""
+    with pytest.raises(ValueError) as refused:
+        Target.parse(url, {})
+    said = str(refused.value)
+    assert "env:VARIABLE" in said and "file:PATH" in said and len(said.splitlines()) == 1
+    assert not any(secret in said for secret in ("u53r", "p4ss", "T0P", "K3Y"))
+
+
+def test_secrets_come_from_the_environment_or_a_file_and_show_redacted(tmp_path):
+    (tmp_path / "hook").write_text("https://u:pw@hooks.example/services/T/B?token=T0P\n")
+    from_file = Target.parse(f"file:{tmp_path / 'hook'}", {})
+    assert from_file.url == "https://u:pw@hooks.example/services/T/B?token=T0P" and from_file.key == f"file:{tmp_path / 'hook'}"
+    from_env = Target.parse("env:HOOK", {"HOOK": "https://hooks.example/x?token=T0P"})
+    assert from_env.key == "env:HOOK"
+    assert Target.parse("https://hooks.example/x?topic=a", {}).key == "https://hooks.example/x"
+    with pytest.raises(ValueError) as refused:  # an env: address that does not parse: its value unsaid
+        Target.parse("env:HOOK", {"HOOK": "mqtt://u:T0P@broker/a/#"})
+    assert "T0P" not in str(refused.value) and "u:" not in str(refused.value)
+
+
+def test_the_outbox_shows_targets_and_errors_redacted_also_those_of_earlier_versions(tmp_path):
+    outbox = Outbox(tmp_path)
+    old = "https://hooks.example/x?token=T0P"  # how earlier versions keyed a target: as given
+    outbox.enqueue("last_batch", 0, [{"id": "a"}, {"id": "b"}], {}, [old, "https://hooks.example/x?token=OTHER"])
+    outbox.failed(old, "HTTPError: 403 for https://u:pw@hooks.example/x?token=T0P")
+    outbox.close()
+    outbox = Outbox(tmp_path)
+    assert [ident for _, ident, _ in outbox.waiting_for("https://hooks.example/x")] == ["a", "b"]
+    outbox.failed("https://hooks.example/x", "timed out reaching https://hooks.example/x?token=T0P")
+    for seq, _, _ in outbox.waiting_for("https://hooks.example/x"):
+        outbox.acknowledged("https://hooks.example/x", seq)
+    counts = outbox.counts()
+    assert counts["waiting"] == 0 and list(counts["targets"]) == ["https://hooks.example/x"]
+    assert counts["targets"]["https://hooks.example/x"]["last_error"] == "timed out reaching https://hooks.example/x"
+    outbox.close()
+    dump = "\n".join(sqlite3.connect(tmp_path / "alerts" / "outbox.db").iterdump())
+    assert "T0P" not in dump and "OTHER" not in dump and "pw" not in dump

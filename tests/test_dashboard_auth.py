@@ -56,17 +56,21 @@ def basic(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
-def ask(url: str, authorization: str | None = None, body: dict | None = None) -> tuple[int, dict, bytes]:
-    """(status, headers, body) of a GET, or of a JSON POST when `body` is given."""
+def ask(url: str, authorization: str | None = None, body: dict | None = None,
+        host: str | None = None) -> tuple[int, dict, bytes]:
+    """(status, headers, body) of a GET, or of a JSON POST when `body` is given; `host`: the Host
+    header sent (else the URL's)."""
     request = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"} if body is not None else {})
     if authorization:
         request.add_header("Authorization", authorization)
+    if host:
+        request.add_header("Host", host)
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, dict(response.headers), response.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, {"WWW-Authenticate": exc.headers.get_all("WWW-Authenticate")}, exc.read()
+        return exc.code, {"WWW-Authenticate": exc.headers.get_all("WWW-Authenticate"), **dict(exc.headers)}, exc.read()
 
 
 def a_callback(url: str, authorization: str | None) -> dict:
@@ -116,7 +120,10 @@ def test_a_browser_with_the_login_sees_the_page_and_one_without_does_not(out):
 
     with serving(out, credentials=credentials(environ=LOGINS)) as page:
         with chromium(login=("wall", LOGINS[PASSWORD])) as (browser, errors):
-            assert browser.goto(page.url).status == 200
+            answer = browser.goto(page.url)
+            assert answer.status == 200
+            # The page works under its Content-Security-Policy: a script it blocked would be an error.
+            assert "script-src 'self' 'sha256-" in answer.headers["content-security-policy"]
             browser.locator("#plan-summary").wait_for(timeout=60_000)  # a callback's answer
             browser.locator("#health-summary").get_by_text("the job has not run yet").wait_for(timeout=60_000)
             assert errors == []
@@ -280,3 +287,32 @@ def test_shutdown_frees_the_port(out):
     time.sleep(0.1)
     again = Dashboard(out, UTC, port=port)  # the same port: free again
     again.close()
+
+
+def test_only_the_names_it_serves_and_never_in_a_frame(out):
+    """DNS rebinding (#39, finding 6): a page of another site that makes its name point at 127.0.0.1
+    reaches the dashboard with its own name as Host: 421, on loopback without a login too. Every
+    answer forbids framing and sniffing and allows only the page's own scripts."""
+    with serving(out) as page:
+        port = page.url.rsplit(":", 1)[1].strip("/")
+        for path in ("", "_dash-layout", "metrics"):
+            for foreign in ("attacker.example", f"attacker.example:{port}", "127.0.0.1.attacker.example", ""):
+                status, headers, body = ask(page.url + path, host=foreign or " ")
+                assert status == 421 and b"--server-name" in body, (path, foreign)
+                assert headers["X-Frame-Options"] == "DENY"
+            for own in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}"):
+                status, headers, _ = ask(page.url + path, host=own)
+                assert status == 200, (path, own)
+                assert headers["X-Frame-Options"] == "DENY" and headers["X-Content-Type-Options"] == "nosniff"
+                policy = headers["Content-Security-Policy"]
+                assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
+                assert "'unsafe-inline'" not in policy.split("script-src", 1)[1].split(";")[0]
+    with serving(out, server_names=("dash.example.org",)) as page:
+        assert ask(page.url, host="dash.example.org")[0] == 200
+        assert ask(page.url, host="Dash.Example.org:443")[0] == 200
+        assert ask(page.url, host="other.example.org")[0] == 421
+    with serving(out, credentials=credentials(environ={PASSWORD: "pw"})) as page:  # before the login is asked
+        status, headers, _ = ask(page.url, host="attacker.example")
+        assert status == 421 and headers["X-Frame-Options"] == "DENY"
+        status, headers, _ = ask(page.url)
+        assert status == 401 and headers["X-Frame-Options"] == "DENY"

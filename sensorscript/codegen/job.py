@@ -30,8 +30,41 @@ def template_environment(autoescape: bool = False) -> jinja2.Environment:
     package = Path(__file__).resolve().parent.parent / "templates"
     checkout = Path(__file__).resolve().parent.parent.parent / "templates"
     folder = package if (package / TEMPLATE).exists() else checkout
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), trim_blocks=True, autoescape=autoescape,
-                              lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), trim_blocks=True,
+                                     autoescape=autoescape, lstrip_blocks=True, keep_trailing_newline=True,
+                                     undefined=jinja2.StrictUndefined)
+    environment.filters.update(comment=comment_text, docstring=docstring_text)
+    return environment
+
+
+# Names reach the job's text in three ways only: as literals (`_literal`), in `#` comments
+# (`comment_text`) and in its docstring (`docstring_text`). A file name, a sensor id or a script's
+# string may hold quotes, backslashes and line breaks: none may end its literal, comment or docstring.
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(character: str) -> str:
+    """A character as Python writes it in a string literal."""
+    code = ord(character)
+    if character in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[character]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def comment_text(text) -> str:
+    """`text` for a `#` comment: what Python or an editor takes for a line break (\\r, \\x0b, \\x85,
+    \\u2028...) and other characters that do not print (bidirectional controls) as their escapes."""
+    text = str(text)
+    return text if text.isprintable() else "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def docstring_text(text) -> str:
+    """`text` in the job's docstring, which reads back as `text`: quotes and backslashes escaped too."""
+    text = str(text)
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return text
+    return "".join(c if c.isprintable() and c not in '"\\' else "\\" + c if c in '"\\' else _escape(c)
+                   for c in text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,10 +79,18 @@ def _call(name: str, *positional, **keywords) -> _Call:
     return _Call(name, tuple(("", value) for value in positional) + tuple(keywords.items()))
 
 
+def string_literal(text: str) -> str:
+    """`text` as a Python string in double quotes, ASCII only. JSON's escapes are Python's, but for a
+    character beyond U+FFFF JSON writes two surrogates, which Python reads as two characters."""
+    if text.isascii() or all(ord(c) < 0x10000 for c in text):
+        return _string(text)
+    return '"' + "".join(_string(c)[1:-1] if ord(c) < 0x10000 else _escape(c) for c in text) + '"'
+
+
 def _literal(value) -> str:
     """Python source on one line, with double quotes as in the rest of the file."""
     if isinstance(value, str):
-        return _string(value)
+        return string_literal(value)
     if isinstance(value, tuple):
         inner = ", ".join(_literal(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"

@@ -23,12 +23,11 @@ count to guess (the line counts of `sscript report` say so).
 
 from __future__ import annotations
 
-import json
 import keyword
 from dataclasses import dataclass
 from pathlib import Path
 
-from sensorscript.codegen.job import template_environment
+from sensorscript.codegen.job import comment_text, string_literal, template_environment
 from sensorscript.graph.nodes import ScriptLines
 from sensorscript.errors import Diagnostic, SensorScriptError
 from sensorscript.parser import ast
@@ -48,7 +47,7 @@ class _Stream:
 
 
 def _q(text: str) -> str:
-    return json.dumps(text)
+    return string_literal(text)
 
 
 def _expression(node) -> str:
@@ -161,7 +160,7 @@ def workflow_block(workflow: ast.Workflow, lines: ScriptLines) -> dict:
     def comment(statement: ast.Statement) -> str:
         line = statement.span.line if statement.span else 0
         text = lines.statement(statement.span.file, line) if statement.span else ""
-        return f"# line {line}: {text or statement.name}"
+        return f"# line {line}: {comment_text(text or statement.name)}"
 
     def read(ref: ast.Ref) -> str:
         if ref.name in streams:
@@ -236,7 +235,7 @@ def _extra(items: list[str]) -> list[str]:
 
 
 def _identifier(name: str) -> str:
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return "".join(c if c.isascii() and c.isalnum() or c == "_" else "_" for c in name)
 
 
 def render_naive(workflows: list[ast.Workflow], sources: dict[str, str], delay_ms: int = 0,

@@ -22,7 +22,8 @@ import time
 from datetime import tzinfo
 from pathlib import Path
 
-from sensorscript.dashboard.access import Credentials, RequireLogin, required
+from sensorscript.dashboard.access import (Credentials, RequireLogin, ServedNames, content_security_policy,
+                                           required, served_names)
 from sensorscript.errors import Diagnostic, SensorScriptError
 
 
@@ -30,10 +31,11 @@ class Dashboard:
     """The page's HTTP server (waitress), bound (so a port in use is known before anything is served).
 
     `credentials`: the logins it asks for (access.py); on an address other than loopback it refuses
-    to start without one unless `no_auth`. It also serves /metrics for Prometheus (metrics.py)."""
+    to start without one unless `no_auth`. It answers only requests naming it: loopback names, `host`
+    and `server_names` (--server-name). It also serves /metrics for Prometheus (metrics.py)."""
 
     def __init__(self, out: Path, tz: tzinfo, port: int = 8050, host: str = "127.0.0.1",
-                 credentials: Credentials | None = None, no_auth: bool = False):
+                 credentials: Credentials | None = None, no_auth: bool = False, server_names: tuple[str, ...] = ()):
         from waitress import create_server
 
         from sensorscript.dashboard.app import create_app
@@ -46,6 +48,7 @@ class Dashboard:
             raise
         self.app = create_app(Path(out), tz)
         wsgi = self.app.server if self.credentials is None else RequireLogin(self.app.server, self.credentials)
+        wsgi = ServedNames(wsgi, served_names(host, server_names), content_security_policy(self.app.csp_hashes()))
         # A page sends a request per section at each refresh (6), so a few pages need more threads than
         # waitress' 4; a request past them waits in its queue.
         self.server = create_server(wsgi, sockets=[listening], threads=THREADS, ident="SensorScript")

@@ -12,6 +12,10 @@ them to every user of the machine:
 On an address other than loopback the dashboard serves nobody without one, unless told --no-auth;
 on loopback none is needed, but one configured is asked for there too (a reverse proxy on the same
 machine is how the dashboard is reached with TLS).
+
+Whatever the login, it answers only requests that name it (`ServedNames`): a page of another site
+whose name was made to point at 127.0.0.1 (DNS rebinding) sends that name as Host and gets 421. And
+every answer forbids framing, sniffing and scripts other than the page's own.
 """
 
 from __future__ import annotations
@@ -179,3 +183,54 @@ class RequireLogin:
 
 def _error(message: str) -> SensorScriptError:
     return SensorScriptError([Diagnostic("error", message)])
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+_WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def served_names(host: str, server_names=()) -> frozenset[str]:
+    """The Host names the dashboard on `host` answers to: loopback names, `host` itself, the names
+    given with --server-name, and on every interface (0.0.0.0) this machine's names too."""
+    names = {*LOOPBACK_NAMES, host, *server_names}
+    if host in _WILDCARDS:
+        names |= {socket.gethostname(), socket.getfqdn()}
+    return frozenset(n.strip().strip("[]").lower() for n in names if n.strip())
+
+
+def content_security_policy(script_hashes) -> str:
+    """The page's own scripts (and Dash's one inline script, by its hash); Plotly sets inline styles
+    and draws images from data: and blob: URLs."""
+    return "; ".join([
+        "default-src 'self'", f"script-src 'self' {' '.join(script_hashes)}".rstrip(),
+        "style-src 'self' 'unsafe-inline'", "img-src 'self' data: blob:", "font-src 'self' data:",
+        "connect-src 'self'", "object-src 'none'", "base-uri 'self'", "form-action 'self'",
+        "frame-ancestors 'none'"])
+
+
+class ServedNames:
+    """WSGI middleware, outermost: 421 for a request whose Host is not one of `names`, and on every
+    answer X-Frame-Options, X-Content-Type-Options and the Content-Security-Policy `policy`."""
+
+    def __init__(self, app, names: frozenset[str], policy: str):
+        self.app, self.names = app, names
+        self.headers = [("X-Frame-Options", "DENY"), ("X-Content-Type-Options", "nosniff"),
+                        ("Content-Security-Policy", policy), ("Referrer-Policy", "no-referrer")]
+
+    def _name(self, host: str) -> str:
+        host = host.strip().lower()
+        if host.startswith("["):  # [::1]:8050
+            return host[1:].split("]", 1)[0]
+        return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+    def __call__(self, environ, start_response):
+        def with_headers(status, headers, exc_info=None):
+            return start_response(status, [*headers, *self.headers], exc_info)
+
+        if self._name(environ.get("HTTP_HOST", "")) in self.names:
+            return self.app(environ, with_headers)
+        body = (b"421: this dashboard does not serve that name; to reach it under another name, start it with "
+                b"--server-name NAME\n")
+        with_headers("421 Misdirected Request", [("Content-Type", "text/plain; charset=utf-8"),
+                                                 ("Content-Length", str(len(body))), ("Cache-Control", "no-store")])
+        return [body]

@@ -133,8 +133,9 @@ class RunSettings:
     mqtt_key: str | None = option(None, "The client certificate's private key.", to_job=PATH, metavar="FILE")
     alerts: tuple[str, ...] = option(
         (), "Deliver alarms (pattern matches, flags turning on) to a webhook (http(s)://..., a JSON POST), an MQTT "
-            "topic (mqtt(s)://[USER@]HOST[:PORT]/TOPIC, QoS 1; the password in SSCRIPT_MQTT_PASSWORD) or env:VARIABLE "
-            "(the URL in that environment variable, out of `ps`); repeat for several. At least once, from a durable "
+            "topic (mqtt(s)://[USER@]HOST[:PORT]/TOPIC, QoS 1; the password in SSCRIPT_MQTT_PASSWORD), env:VARIABLE or "
+            "file:PATH (the URL in that environment variable or file, out of `ps`: a URL with a credential is refused "
+            "here); repeat for several. At least once, from a durable "
             "outbox in OUT/alerts/.", metavar="URL")
     alerts_for: tuple[str, ...] = option((), "Deliver the alarms of these workflows only (default: every workflow's).",
                                          metavar="WORKFLOW,...")

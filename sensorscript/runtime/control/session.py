@@ -17,6 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
+from sensorscript.runtime.plan.loading import keep_private
 from sensorscript.runtime.plan.program import Job
 
 
@@ -47,6 +48,7 @@ def spark_session(job: Job, master: str | None, ui: bool = False, app_name: str 
     is dropped), unless SSCRIPT_SPARK_LOG asks for it on the terminal."""
     from pyspark.sql import SparkSession
 
+    keep_private()  # before the JVM starts: its checkpoint and state files are the owner's alone too
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     options = {
         "spark.app.name": app_name or f"sensorscript:{job.name}",
@@ -63,6 +65,8 @@ def spark_session(job: Job, master: str | None, ui: bool = False, app_name: str 
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        # Hadoop's file systems apply a umask of their own (022) to the checkpoint's files: the owner's alone.
+        "spark.hadoop.fs.permissions.umask-mode": "077",
         **({"spark.master": master} if master else {}),
     }
     start_jvm(options, log)

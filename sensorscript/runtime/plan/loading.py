@@ -2,11 +2,18 @@
 
 A job.py holds its plan as data (`JOB`) and `build_query`; the CLI, corrections, the report and the
 dashboard all load it the same way.
+
+Loading a job runs its code, so a job in a folder others may write to (or one others may change:
+job.py, the operator files) is refused: whoever could write there would run code as the job. What
+SensorScript writes into OUT is its owner's alone (`OWNER_ONLY`, the umask the CLI and the job set,
+which Spark's JVM inherits for its checkpoint).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import stat
 from pathlib import Path
 
 from sensorscript.errors import Diagnostic, SensorScriptError
@@ -22,9 +29,30 @@ def compiled_job(out: Path, name: str = "job.py") -> Path:
     return path
 
 
+OWNER_ONLY = 0o077  # the umask: folders 0700, files 0600
+
+
+def keep_private() -> None:
+    """Everything this process (and a JVM or Python worker it starts) creates is its owner's alone."""
+    os.umask(OWNER_ONLY)
+
+
+def check_private(out: Path, job: Path) -> None:
+    """OUT, its job.py and its operator files may be changed by their owner only, or a clear error."""
+    operators = Path(out) / "operators"
+    for path in (Path(out), job, *([operators, *operators.iterdir()] if operators.is_dir() else [])):
+        mode = path.stat().st_mode
+        if mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise SensorScriptError([Diagnostic("error", f"{path}: others may write to it (mode {stat.filemode(mode)}), "
+                                                         f"so they could change the code the job runs; make it yours "
+                                                         f"alone (chmod go-w {path}) and run again")])
+
+
 def load_job(out: Path, name: str = "job.py"):
-    """Import OUT/job.py as a module (it holds JOB and build_query), or OUT/naive_job.py (`run`)."""
+    """Import OUT/job.py as a module (it holds JOB and build_query), or OUT/naive_job.py (`run`);
+    refused when others may change it (check_private)."""
     path = compiled_job(out, name)
+    check_private(out, path)
     spec = importlib.util.spec_from_file_location(f"sensorscript_job_{abs(hash(str(path.resolve())))}", path)
     module = importlib.util.module_from_spec(spec)
     try:

@@ -8,6 +8,9 @@ each target's delivery thread through a connection of its own.
   acknowledges it. Acknowledged alarms keep only their id and times (their bodies go), the newest
   KEPT_DELIVERED of them, so that the disk stays bounded and a run that starts afresh on the same
   input (after `--once`) does not send them again.
+- Targets are keyed by `Target.key`, which holds no secret, and their errors are stored redacted.
+  Earlier versions keyed a target by its URL as given (a token in its query too): opening such an
+  outbox moves what waits for it to its key now, so nothing is lost and the secret goes.
 - At most `limit` alarms wait (settings.LIMIT by default): beyond, new alarms are not taken but
   counted (`dropped`), and status says the outbox is full.
 """
@@ -19,6 +22,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from sensorscript.redaction import redacted, redacted_text
 from sensorscript.runtime.output.alerts.settings import LIMIT
 
 FOLDER, OUTBOX = "alerts", "outbox.db"  # OUT/alerts/outbox.db
@@ -50,6 +54,29 @@ class Outbox:
             CREATE TABLE IF NOT EXISTS targets (target TEXT PRIMARY KEY, delivered INTEGER NOT NULL DEFAULT 0,
                 failed INTEGER NOT NULL DEFAULT 0, last_error TEXT, last_error_at REAL, last_success REAL);
         """)
+        self._redact_earlier_keys()
+
+    def _redact_earlier_keys(self) -> None:
+        """An outbox of an earlier version: targets keyed by their URL as given become their key now."""
+        known = [t for (t,) in self.db.execute("SELECT target FROM targets UNION SELECT DISTINCT target FROM pending")]
+        earlier = {t: redacted(t) for t in known if redacted(t) != t}
+        if not earlier:
+            return
+        with self._transaction():
+            for old, new in earlier.items():
+                self.db.execute("INSERT OR IGNORE INTO pending (target, seq) SELECT ?, seq FROM pending WHERE target = ?",
+                                (new, old))
+                self.db.execute("DELETE FROM pending WHERE target = ?", (old,))
+                self.db.execute("UPDATE OR IGNORE targets SET target = ? WHERE target = ?", (new, old))
+                self.db.execute("DELETE FROM targets WHERE target = ?", (old,))
+            # Two URLs differing in their query alone are one target now: an alarm waits for it once.
+            self.db.execute("UPDATE alarms SET waiting = (SELECT COUNT(*) FROM pending p WHERE p.seq = alarms.seq) "
+                            "WHERE waiting > 0")
+            self.db.execute("UPDATE alarms SET body = NULL, delivered = ? WHERE waiting <= 0 AND body IS NOT NULL",
+                            (time.time(),))
+            for target, error in self.db.execute("SELECT target, last_error FROM targets").fetchall():
+                if error:
+                    self.db.execute("UPDATE targets SET last_error = ? WHERE target = ?", (redacted_text(error), target))
 
     def close(self) -> None:
         self.db.close()
@@ -151,7 +178,7 @@ class Outbox:
         with self._transaction():
             self._target(target)
             self.db.execute("UPDATE targets SET failed = failed + 1, last_error = ?, last_error_at = ? WHERE target = ?",
-                            (error, time.time(), target))
+                            (redacted_text(error), time.time(), target))
 
     def _target(self, target: str) -> None:
         self.db.execute("INSERT OR IGNORE INTO targets (target) VALUES (?)", (target,))
