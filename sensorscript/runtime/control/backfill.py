@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sensorscript import atomic
 from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.output import expiry
 from sensorscript.runtime.output.sinks import PLAN_COLUMN, BatchRows, open_sink, read_results
@@ -82,9 +83,7 @@ class Backfill:
     def save(self, out: Path) -> None:
         self.updated = time.time()
         path = versions.folder(out, self.version) / versions.BACKFILL
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(asdict(self), indent=1, sort_keys=True) + "\n")
-        os.replace(temporary, path)  # a reader never sees half a file
+        atomic.write_json(path, asdict(self), indent=1, sort_keys=True)  # a reader never sees half a file
 
     @property
     def alive(self) -> bool:

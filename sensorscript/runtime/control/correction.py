@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sensorscript import atomic
 from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.output import expiry
 from sensorscript.runtime.output import rows as output
@@ -92,7 +93,7 @@ class Pending:
 
     def _save(self, state: dict) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.state_path.write_text(json.dumps(state, indent=1) + "\n")
+        atomic.write_json(self.state_path, state, indent=1)  # a kill mid-write leaves the old state, not half
 
     def add(self, batch_id: int, code: np.ndarray, ts: np.ndarray, value: np.ndarray) -> None:
         if not len(ts):

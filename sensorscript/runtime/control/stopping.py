@@ -17,11 +17,11 @@ Three kinds of stop, each stronger than the one before; a request never weakens 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import threading
 import time
 from pathlib import Path
+from sensorscript import atomic
 
 REQUEST = "stop-request.json"  # under OUT
 MODES = ("boundary", "drain", "now")  # weakest first
@@ -34,10 +34,7 @@ def request_stop(out: Path, mode: str) -> str:
     earlier = read_request(out)
     if earlier is not None and MODES.index(earlier) >= MODES.index(mode):
         return earlier
-    path = Path(out) / REQUEST
-    temporary = path.with_suffix(f".tmp{os.getpid()}")
-    temporary.write_text(json.dumps({"mode": mode, "requested": time.time()}) + "\n")
-    os.replace(temporary, path)  # the run loop never reads half a request
+    atomic.write_json(Path(out) / REQUEST, {"mode": mode, "requested": time.time()})  # never read half
     return mode
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sensorscript import atomic
 from sensorscript.runtime.output.sinks import METRIC_COLUMNS, MINUTE_COLUMNS, MINUTES, SIDE_TABLES
 
 MINUTES_FOLDER = "metrics-minutes"  # beside a file sink
@@ -40,9 +41,7 @@ def _expiring(out: Path, store: str, before: int) -> None:
     path = Path(out) / EXPIRED
     found = json.loads(path.read_text()) if path.exists() else {}
     found[store] = max(int(before), int(found.get(store, NEG_INF)))
-    temporary = path.with_name(f".{EXPIRED}.tmp")
-    temporary.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
-    os.replace(temporary, path)
+    atomic.write_json(path, found, indent=1, sort_keys=True)
 
 
 def check(spec: str, results_horizon: int | None) -> None:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import tzinfo
 from pathlib import Path
 
+from sensorscript import atomic
 from sensorscript.times import UTC, human_time
 
 STATUS = "status.json"
@@ -163,11 +164,8 @@ class Status:
         return emitted_until(self.partitions, job)
 
     def _save(self) -> None:
-        path = Path(self.path)
-        temporary = path.with_suffix(".json.tmp")
-        with _SAVING:  # the batch path and the alarms' delivery thread both save
-            temporary.write_text(json.dumps(asdict(self), indent=1, sort_keys=True) + "\n")
-            os.replace(temporary, path)  # a reader never sees half a file
+        with _SAVING:  # the batch path and the alarms' delivery thread both save, in turn
+            atomic.write_json(self.path, asdict(self), indent=1, sort_keys=True)  # a reader never sees half
 
 
 # What a partition's row in the status shows, in order, with how to print each.

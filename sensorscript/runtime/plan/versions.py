@@ -17,11 +17,11 @@ partition is carried into it when its first batch arrives (`Engine.migrate`).
 from __future__ import annotations
 
 import json
-import os
 import runpy
 import shutil
 import time
 from pathlib import Path
+from sensorscript import atomic
 
 VERSIONS = "versions"
 REQUEST = "update-request.json"
@@ -88,9 +88,7 @@ def record_applied(out: Path, number: int, after_batch: int | None, switch_at: i
 
 
 def _write_json(path: Path, value: dict) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(value) + "\n")
-    os.replace(temporary, path)  # a reader never sees half a file
+    atomic.write_json(path, value)  # a reader never sees half a file
 
 
 def started(out: Path, archived: dict[str, int]) -> dict[str, int]:
