@@ -111,7 +111,8 @@ def full_status(out, **more) -> dict:
               "late_policy": "drop", "sink_spec": f"sqlite:{out / 'results.db'}", "sink": "SQLite", "started": 100.0,
               "updated": 160.5, "batches": 7, "last_batch": 6, "plan_version": 2, "state": "stopped",
               "totals": {key: float(10 * n + 1) for n, key in enumerate(TOTALS)},
-              "partitions": {str(p): {key: 1000.0 * (p + 1) + n for n, key in enumerate(PARTITION_GAUGES)} for p in (0, 1)},
+              "partitions": {str(p): {key: 1000.0 * (p + 1) + n for n, key in enumerate(PARTITION_GAUGES)}
+                             for p in (0, 1)},
               "stores": {"archive": {"bytes": 4096, "files": 2}, "sink": {"bytes": 8192}}, **more}
     (out / "status.json").write_text(json.dumps(status))
     return status

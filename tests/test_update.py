@@ -563,8 +563,9 @@ def updates(draw):
     with an output computed anew under its name, some added), readings of S0..S4 in time order cut
     into micro-batches, the batch after which the job switches, the partitions and the mode. Mode
     dual is drawn three times in four, and then at least one output is computed anew (on one
-    partition two times in three), so that about half the examples hand a stream over (the test's `event`s count them: pytest
-    --hypothesis-show-statistics); the workflows hold patterns as well as windows."""
+    partition two times in three), so that about half the examples hand a stream over (the test's
+    `event`s count them: pytest --hypothesis-show-statistics); the workflows hold patterns as well
+    as windows."""
     old = {f"w{i}": text for i, text in enumerate(draw(st.lists(workflow_with_patterns(), min_size=1, max_size=3)))}
     mode = "clear" if draw(st.integers(0, 3)) == 0 else "dual"
     fates = {name: draw(st.sampled_from(("keep", "redraw", "change", "drop"))) for name in old}
