@@ -644,6 +644,16 @@ def test_a_backfill_of_an_added_pattern_over_a_window_writes_only_its_rows(tmp_p
                                     batches_of(random_readings(1), 4), 2, 1, "clear", None), open_case=True)
 
 
+@pytest.mark.xfail(strict=True, reason="found by the third run of 2,000 examples (its 1,222nd), not mended: in "
+                   "mode dual a stream handed over to a window over a combine that never emits (every value a "
+                   "division by zero) keeps the old computation's rows after the switch plus the fill, as the new "
+                   "one's exact-from time never becomes known (Handover.cut waits for it)")
+def test_a_handover_to_a_computation_that_never_emits_ends_the_old_rows(tmp_path_factory):
+    check_update(tmp_path_factory, ({"w2": "X4 = union(S0, S1);\n"},
+                                    {"w2": "X1 = (S0 + (max(S1, 0.0) / (S0 and 0.0)));\nX4 = min(X1, 2000, 3s);\n"},
+                                    batches_of(random_readings(0), 4), 0, 1, "dual", None))
+
+
 def check_update(tmp_path_factory, example, note=lambda _: None, open_case: bool = False) -> None:
     """The random update test's check of one example; `note`: hypothesis' `event`, in that test;
     `open_case`: check the backfill of a trailing closure under strategy next too (the xfail test
