@@ -646,7 +646,7 @@ def test_a_backfill_of_an_added_pattern_over_a_window_writes_only_its_rows(tmp_p
 
 @pytest.mark.xfail(strict=True, reason="found by the third run of 2,000 examples (its 1,222nd), not mended: in "
                    "mode dual a stream handed over to a window over a combine that never emits (every value a "
-                   "division by zero) keeps the old computation's rows after the switch plus the fill, as the new "
+                   "division by zero) keeps the old computation's rows after the switch plus the fill, probably as the new "
                    "one's exact-from time never becomes known (Handover.cut waits for it)")
 def test_a_handover_to_a_computation_that_never_emits_ends_the_old_rows(tmp_path_factory):
     check_update(tmp_path_factory, ({"w2": "X4 = union(S0, S1);\n"},
