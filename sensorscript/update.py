@@ -209,15 +209,34 @@ def _slices(firsts, seconds) -> dict[tuple[int, str], tuple[int, tuple[int, ...]
 
 def _restart_keys(changes: Changes, firsts, seconds) -> list[str]:
     """The keys of `Version.restarted` this update sets: restarted windows (a node id) and the
-    slices of the streams they read (`slices:` + stream id), which are cut anew."""
+    slices of the streams they read (`slices:` + stream id), which are cut anew; and what reads them,
+    at any depth, on to a later stage: a stage reading a stream an earlier stage forwards it (its
+    entry bears the stream's node id) cannot see that the stream restarted upstream, and must take
+    it as first forwarded there (whole from its first tuple) and start what reads it anew."""
     keys = []
-    windows = {n.id: n for p in (*firsts, *seconds) if p is not None for n in p.nodes if isinstance(n, rt.Window)}
+    programs_ = [p for p in (*firsts, *seconds) if p is not None]
+    windows = {n.id: n for p in programs_ for n in p.nodes if isinstance(n, rt.Window)}
     for node_id, why in changes.restarted.items():
         if why.startswith("moves"):
             continue  # a node on another partition starts there anyway
         keys.append(node_id)
         if node_id in windows:
             keys.append(f"slices:{windows[node_id].input}")
+    restarted = {key for key in keys if not key.startswith("slices:")}
+    readers: dict[str, set[str]] = {}
+    for program in programs_:
+        for node in program.nodes:
+            if not isinstance(node, rt.Sensor):
+                for input_id in (node.input,) if isinstance(node, rt.Window) else node.inputs:
+                    readers.setdefault(input_id, set()).add(node.id)
+    later = {n.id for p in programs_ if p.stage > 1 for n in p.nodes if isinstance(n, rt.Sensor)}
+    downstream, todo = set(), list(restarted)
+    while todo:
+        for reader in readers.get(todo.pop(), ()):
+            if reader not in downstream:
+                downstream.add(reader)
+                todo.append(reader)
+    keys += sorted(downstream & later)  # a forwarded stream's entry in a later stage (what reads it follows)
     return sorted(set(keys))
 
 

@@ -20,6 +20,24 @@ def result_rows(out: Path) -> list[tuple]:
     return sqlite_results(out / "results.db")
 
 
+def reference_alarms(rows, flags: tuple[str, ...] | None = None) -> list[tuple[str, int, int, int]]:
+    """The alarms README names, made from the reference's rows (oracles/streams.ResultRow): every
+    pattern match, and every time a flag turns on (a row of 1 after a row that is not 1, or none);
+    a flag is one of `flags`, or else any stream of rows outside windows and patterns whose values
+    are all 0 and 1. As (stream, ts, start_ts or -1, end_ts or -1), sorted."""
+    found = [(r.stream, r.ts, -1 if r.start_ts is None else r.start_ts, -1 if r.end_ts is None else r.end_ts)
+             for r in rows if r.events is not None]
+    plain: dict[str, list[tuple[int, float]]] = {}
+    for r in sorted(rows, key=lambda r: (r.stream, r.ts)):
+        if r.events is None and r.window_start is None:
+            plain.setdefault(r.stream, []).append((r.ts, r.value))
+    for stream, values in plain.items():
+        if stream in flags if flags is not None else all(v in (0.0, 1.0) for _, v in values):
+            found += [(stream, ts, -1, -1) for (ts, v), before in zip(values, [0.0] + [v for _, v in values])
+                      if v == 1.0 and before != 1.0]
+    return sorted(found)
+
+
 def write_scripts(folder: Path, scripts: dict[str, str]) -> list[str]:
     """Each script as FOLDER/NAME.ss; returns the paths."""
     files = []

@@ -1,7 +1,7 @@
 """A webhook receiver for the alarm tests and the alarm benchmark: an HTTP server on a free port of
 127.0.0.1, in a thread, that keeps every alarm it is sent with the time it came, deduplicates by
 `id` as a receiver should, and can be told to fail: answer 500, answer too late (a timeout), or
-be down (its port closed) for a while."""
+be down (its port closed) for a while, or hold every request after the first few unanswered."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ class Receiver:
         self.fail_status = 500
         self.slow_next = 0  # answer the next this many only after `slow_s` (the sender times out first)
         self.slow_s = 12.0
+        self.hold_after: int | None = None  # once this many are received, hold each request unanswered
+        self.held = 0  # requests held so far; `release` answers them with 503
+        self.release = threading.Event()
         self.server: ThreadingHTTPServer | None = None
 
     @property
@@ -35,6 +38,16 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with receiver.lock:
+                    hold = receiver.hold_after is not None and len(receiver.received) >= receiver.hold_after
+                    receiver.held += hold
+                if hold:
+                    receiver.release.wait()
+                    with receiver.lock:
+                        receiver.refused += 1
+                    self.send_response(503)
+                    self.end_headers()
+                    return
                 with receiver.lock:
                     fail, slow = receiver.fail_next > 0, receiver.fail_next <= 0 and receiver.slow_next > 0
                     receiver.fail_next -= fail

@@ -46,6 +46,13 @@ def frame(rows: list[dict]) -> pd.DataFrame:
                                        "end_ts", "events", "plan_version"])
 
 
+def wait_until(condition, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not {what} within {timeout} s"
+        time.sleep(0.05)
+
+
 def take(outbox: Outbox, batch: int, rows: list[dict], targets=("hook",)) -> int:
     """What the run loop does with a batch's rows (Alerts.batch)."""
     results = frame(rows)
@@ -92,9 +99,11 @@ def test_a_receiver_that_fails_gets_every_alarm(tmp_path, monkeypatch):
     deliverer = Deliverer(tmp_path, [Target.parse(receiver.url)], on_counts=told.append).start()
     try:
         assert receiver.wait_for(20, timeout=30)
+        wait_until(lambda: outbox.counts()["waiting"] == 0, "the first 20 acknowledged")
         receiver.stop()  # down
+        failed = outbox.counts()["failed"]
         take(outbox, 1, [flag(t, float(t % 20 == 0)) for t in range(410, 610, 10)], targets=[receiver.url])
-        time.sleep(1.5)
+        wait_until(lambda: outbox.counts()["failed"] > failed, "an attempt while the receiver is down")
         assert outbox.counts()["waiting"] == 10
         receiver.start()  # back on the same port
         assert receiver.wait_for(30, timeout=30)
@@ -116,12 +125,14 @@ def test_a_receiver_that_refuses_is_retried_at_the_longest_interval(tmp_path):
     receiver.fail_next, receiver.fail_status = 100, 404
     outbox = Outbox(tmp_path)
     take(outbox, 0, [match(10, 1.0)], targets=[receiver.url])
+    started = time.monotonic()
     deliverer = Deliverer(tmp_path, [Target.parse(receiver.url)]).start()
     try:
-        deadline = time.monotonic() + 10
-        while not outbox.counts()["failed"] and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert deliverer.backoff[receiver.url].next_try - time.monotonic() > retry.BACKOFF_LAST_S * 0.7
+        wait_until(lambda: outbox.counts()["failed"], "the refusal")
+        seen = time.monotonic()
+        # Put off BACKOFF_LAST_S (jitter 0.8-1.2) from the refusal, which came between `started` and `seen`.
+        assert started + 0.8 * retry.BACKOFF_LAST_S <= deliverer.backoff[receiver.url].next_try \
+            <= seen + 1.2 * retry.BACKOFF_LAST_S
     finally:
         deliverer.stop()
         receiver.stop()
@@ -151,22 +162,24 @@ DELIVER = textwrap.dedent("""
 
 
 def test_a_killed_deliverer_resends_only_what_was_not_acknowledged(tmp_path):
-    """A delivery process killed with SIGKILL mid-way: the next one sends every alarm the receiver
-    did not acknowledge, and none it did (at most the one in flight at the kill comes twice)."""
+    """A delivery process killed with SIGKILL mid-way (the receiver holds the 51st alarm unanswered:
+    the kill lands while it is in flight): the next one sends every alarm the receiver did not
+    acknowledge, and none it did."""
     receiver = Receiver().start()
-    receiver.slow_s = 0.0
+    receiver.hold_after = 50
     outbox = Outbox(tmp_path)
     take(outbox, 0, [match(t, 1.0) for t in range(1, 401)], targets=[receiver.url])
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen([sys.executable, "-c", DELIVER, str(tmp_path), receiver.url], env=environment)
     try:
-        assert receiver.wait_for(50, timeout=60)
+        wait_until(lambda: receiver.held, "the 51st alarm in flight")
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
+        receiver.hold_after = None
+        receiver.release.set()
         before = receiver.ids()
         acknowledged = {ident for ident, _, delivered in outbox.latencies() if delivered is not None}
-        assert 50 <= len(acknowledged) < 400
-        assert acknowledged <= set(before) and len(set(before) - acknowledged) <= 1  # in flight at the kill
+        assert len(before) == 50 and acknowledged <= set(before) and len(set(before) - acknowledged) <= 1
         process = subprocess.Popen([sys.executable, "-c", DELIVER, str(tmp_path), receiver.url], env=environment)
         assert receiver.wait_for(400, timeout=60)
     finally:

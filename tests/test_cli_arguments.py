@@ -215,11 +215,31 @@ def test_a_dashboard_on_a_port_in_use_is_one_sentence(place):
                                     f"program); choose another with --port N"), result.output
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-def test_a_read_only_folder_is_one_sentence(place):
-    (place / "locked").mkdir(mode=0o500)
-    result = invoke(["compile", str(place / "ok.ss"), "-o", str(place / "locked" / "out")])
-    assert result.exit_code == 1 and "cannot write the compiled job there: permission denied" in result.output
+def _without_dac_override() -> None:
+    """In the child, before it runs the command: drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from
+    the bounding set (prctl PR_CAPBSET_DROP), so that root, once the command is executed, no longer
+    writes where the permission bits say no."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            os.write(2, f"prctl(PR_CAPBSET_DROP, {capability}) failed: errno {ctypes.get_errno()}\n".encode())
+            os._exit(99)
+
+
+def test_a_read_only_folder_is_one_sentence(tmp_path):
+    """`sscript compile` into a folder it may not write (mode 0555). Root may write anywhere: as root
+    (as CI runs) the command runs without the capability that lets it (root drops it first)."""
+    (tmp_path / "ok.ss").write_text("A = avg(S, 1s, 1s);\n")
+    (tmp_path / "locked").mkdir(mode=0o555)
+    result = subprocess.run([sys.executable, "-m", "sensorscript.cli", "compile", str(tmp_path / "ok.ss"), "-o",
+                             str(tmp_path / "locked" / "out")], capture_output=True, text=True, timeout=120,
+                            preexec_fn=_without_dac_override if os.geteuid() == 0 else None)
+    said = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in said, said
+    assert "cannot write the compiled job there: permission denied" in said, said
+    assert not (tmp_path / "locked" / "out").exists()
 
 
 def test_a_bad_sink_is_refused_before_a_bounded_run_clears_it(place):

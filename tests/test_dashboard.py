@@ -10,6 +10,7 @@ import socket
 import sqlite3
 import threading
 import time
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -24,6 +25,7 @@ from sensorscript.dashboard.browser import chromium
 from sensorscript.dashboard.figures import output_streams
 from sensorscript.runtime.output.alarms import FLAG as FLAG_KIND, MATCH as MATCH_KIND, alarms
 from sensorscript.dashboard.reading import JobOutput
+from sensorscript.parser import load
 from sensorscript.registry import read_csv
 from sensorscript.runtime.control.correction import newest
 from sensorscript.runtime.output.sinks import BatchRows, SQLiteSink, read_results
@@ -31,6 +33,8 @@ from sensorscript.running import run_local
 from sensorscript.times import UTC, human_time
 from sensorscript.workload import write_readings, write_workflows
 from tests.conftest import EXAMPLES, ROOT
+from tests.differential import reference_alarms
+from oracles.streams import evaluate
 
 SENSORS = ROOT / "workflows" / "sensors.csv"
 needs_browser = pytest.mark.usefixtures("browser_here")  # fails in CI without chromium, skips elsewhere
@@ -177,7 +181,7 @@ def test_the_demo_in_a_browser(spark, tmp_path, serve, demo_data):
         assert later[0] > first[0]
         caption(page, "bridge.out_AZ").get_by_text(f"the last {later[1]:.6g} at {human_time(later[0])}").wait_for(
             timeout=WAIT_MS)
-        expected = expected_alarms(out)
+        expected = expected_alarms(out, EXAMPLES, demo_data)
         page.locator("#alarm-list").get_by_text(f"{len(expected):,} alarms").wait_for(timeout=WAIT_MS)
         listed = page.locator("tr.alarm").all_inner_texts()
         assert len(listed) == len(expected) > 50  # newest first, as the database has them
@@ -208,8 +212,10 @@ def last_result(out, stream: str) -> tuple[int, float]:
         db.close()
 
 
-def expected_alarms(out) -> list[tuple[int, str]]:
-    """Every pattern match in the sink, and every time a 0/1 flag turned on, newest first."""
+def expected_alarms(out, scripts, files) -> list[tuple[int, str]]:
+    """Every pattern match in the sink, and every time a 0/1 flag turned on, newest first; checked
+    against the alarms the workflows `scripts` make of the readings in `files`, read in one batch (a
+    run --once without --max-files-per-trigger), by the reference."""
     db = sqlite3.connect(out / "results.db")
     try:
         matches = db.execute("SELECT ts, stream FROM results WHERE events IS NOT NULL").fetchall()
@@ -224,7 +230,11 @@ def expected_alarms(out) -> list[tuple[int, str]]:
             turned_on += [(ts, stream) for (ts, v), before in zip(rows, [0.0] + [v for _, v in rows])
                           if v == 1 and before != 1]
     assert turned_on  # deck_vibration.ALERT
-    return sorted(matches + turned_on, key=lambda a: (-a[0], a[1]))
+    found = sorted(matches + turned_on, key=lambda a: (-a[0], a[1]))
+    lines = [line for path in sorted(files) for line in Path(path).read_text().splitlines()]
+    reference = evaluate(load([str(path) for path in scripts]).workflows, [lines])
+    assert sorted(found) == sorted((ts, stream) for stream, ts, _, _ in reference_alarms(reference.rows))
+    return found
 
 
 def test_alarms_are_matches_and_flags_turning_on():
@@ -277,7 +287,10 @@ def test_a_thousand_workflows_in_a_browser(spark, tmp_path, serve):
     run_local(out, str(tmp_path / "data"), True, None, spark=spark, echo=lambda *_: None)
     status = json.loads((out / "status.json").read_text())
     streams = output_streams(json.loads((out / "plan.json").read_text()))
-    expected = expected_alarms(out)
+    # The reference over the workflows that can raise alarms (flagNNNN and the examples; the generated
+    # bridge workflows wfNNNN have no comparison and no pattern): 4 s, where all 1,093 take minutes.
+    alarming = [path for path in scripts if not Path(path).name.startswith("wf")]
+    expected = expected_alarms(out, alarming, sorted((tmp_path / "data").iterdir()))
     newest = list(dict.fromkeys(stream.rsplit(".", 1)[0] for _, stream in expected))[:3]
     assert len(streams) == 1093 and len(expected) > 10 and len(newest) == 3
     pick = "wf0042"

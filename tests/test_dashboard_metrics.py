@@ -16,7 +16,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.dashboard import reading
-from sensorscript.dashboard.metrics import PARTITION_GAUGES, TOTALS
 from sensorscript.registry import read_csv
 from sensorscript.running import run_local
 from sensorscript.runtime.output.status import GAUGES
@@ -26,6 +25,24 @@ from tests.test_dashboard_auth import ask, serving
 
 SENSORS = ROOT / "workflows" / "sensors.csv"
 GRAFANA = ROOT / "docs" / "grafana" / "sensorscript.json"
+
+# What the user reads (README.md, "Monitoring"), written out here: status.json's totals -> the
+# counter /metrics exports them as, and each partition's gauge -> (the metric, the factor from
+# status.json's unit, milliseconds or a plain number, to the metric's, seconds or a plain number).
+TOTALS = {"readings": "sscript_readings_total", "results": "sscript_results_total",
+          "late": "sscript_late_readings_total", "quarantined": "sscript_quarantined_lines_total",
+          "ahead": "sscript_held_ahead_readings_total", "unread": "sscript_unread_readings_total",
+          "skipped": "sscript_skipped_lines_total", "too_late": "sscript_too_late_readings_total"}
+PARTITION_GAUGES = {"watermark": ("sscript_watermark_timestamp_seconds", 1e-3),
+                    "max_ts": ("sscript_newest_reading_timestamp_seconds", 1e-3),
+                    "lag_ms": ("sscript_watermark_lag_seconds", 1e-3),
+                    "k_ms": ("sscript_watermark_buffer_seconds", 1e-3),
+                    "disorder": ("sscript_arrival_order_ratio", 1.0),
+                    "alpha": ("sscript_watermark_alpha_ratio", 1.0),
+                    "coverage": ("sscript_window_coverage_ratio", 1.0),
+                    "latency_mean_ms": ("sscript_result_latency_seconds", 1e-3),
+                    "state_bytes": ("sscript_state_bytes", 1.0),
+                    "batch_ms": ("sscript_partition_batch_seconds", 1e-3)}
 
 
 def scrape(url: str) -> dict[tuple[str, frozenset], float]:
@@ -67,8 +84,8 @@ def test_the_metrics_of_a_job_run_on_spark(ran):
         db.close()
     assert totals["readings"] > 0 and totals["quarantined"] == 3
     assert samples[("sscript_results_total", frozenset([job]))] == totals["results"] == rows > 0
-    for key, (name, _) in TOTALS.items():
-        assert samples[(f"sscript_{name}_total", frozenset([job]))] == totals.get(key, 0), key
+    for key, name in TOTALS.items():
+        assert samples[(name, frozenset([job]))] == totals.get(key, 0), key
     assert samples[("sscript_batches_total", frozenset([job]))] == status["batches"] > 0
     assert samples[("sscript_plan_version", frozenset([job]))] == 1
     assert samples[("sscript_last_batch_timestamp_seconds", frozenset([job]))] == status["updated"]
@@ -82,10 +99,9 @@ def test_the_metrics_of_a_job_run_on_spark(ran):
         # Every partition reports these (the last batch ended the input: no watermark, it is at +infinity).
         assert {"state_bytes", "batch_ms", "max_ts"} <= set(gauges)
         assert samples[("sscript_partition_batch_seconds", labels)] > 0
-        for key, value in gauges.items():
-            if key in PARTITION_GAUGES:
-                name, _, factor = PARTITION_GAUGES[key]
-                assert samples[(f"sscript_{name}", labels)] == pytest.approx(value * factor), key
+        for key, value in gauges.items():  # every gauge status.json has is one the user is told of
+            name, factor = PARTITION_GAUGES[key]
+            assert samples[(name, labels)] == pytest.approx(value * factor), key
     assert not any(name.startswith("sscript_alerts") for name, _ in samples)  # no alarms delivered: none
 
 
@@ -95,7 +111,8 @@ def full_status(out, **more) -> dict:
               "late_policy": "drop", "sink_spec": f"sqlite:{out / 'results.db'}", "sink": "SQLite", "started": 100.0,
               "updated": 160.5, "batches": 7, "last_batch": 6, "plan_version": 2, "state": "stopped",
               "totals": {key: float(10 * n + 1) for n, key in enumerate(TOTALS)},
-              "partitions": {str(p): {key: 1000.0 * (p + 1) + n for n, key in enumerate(GAUGES)} for p in (0, 1)},
+              "partitions": {str(p): {key: 1000.0 * (p + 1) + n for n, key in enumerate(PARTITION_GAUGES)}
+                             for p in (0, 1)},
               "stores": {"archive": {"bytes": 4096, "files": 2}, "sink": {"bytes": 8192}}, **more}
     (out / "status.json").write_text(json.dumps(status))
     return status
@@ -115,7 +132,11 @@ def out(tmp_path, monkeypatch):
 
 
 def test_every_gauge_of_the_status_is_exported():
+    """Every gauge status.json may hold (status.GAUGES) is one README's table names."""
     assert set(PARTITION_GAUGES) == set(GAUGES)
+    readme = (ROOT / "README.md").read_text()
+    for name in [*TOTALS.values(), *(name for name, _ in PARTITION_GAUGES.values())]:
+        assert f"`{name}`" in readme, name
 
 
 def test_the_metrics_follow_status_json(out):
@@ -126,16 +147,16 @@ def test_the_metrics_follow_status_json(out):
         status = full_status(out)
         samples = scrape(page.url)
         job = ("job", "bridge")
-        for n, (key, (name, _)) in enumerate(TOTALS.items()):
-            assert samples[(f"sscript_{name}_total", frozenset([job]))] == 10 * n + 1
+        for key, name in TOTALS.items():
+            assert samples[(name, frozenset([job]))] == status["totals"][key]
         assert samples[("sscript_plan_version", frozenset([job]))] == 2
         assert samples[("sscript_run_state", frozenset([job, ("state", "stopped")]))] == 1
         for p in ("0", "1"):
-            for key, (name, _, factor) in PARTITION_GAUGES.items():
+            for key, (name, factor) in PARTITION_GAUGES.items():
                 expected = status["partitions"][p][key] * factor
-                assert samples[(f"sscript_{name}", frozenset([job, ("partition", p)]))] == pytest.approx(expected)
+                assert samples[(name, frozenset([job, ("partition", p)]))] == pytest.approx(expected)
         assert samples[("sscript_watermark_lag_seconds", frozenset([job, ("partition", "1")]))] == pytest.approx(
-            (2000 + list(GAUGES).index("lag_ms")) / 1000)
+            status["partitions"]["1"]["lag_ms"] / 1000)
         assert samples[("sscript_store_bytes", frozenset([job, ("store", "archive")]))] == 4096
         assert not any(name.startswith("sscript_alerts") for name, _ in samples)
 

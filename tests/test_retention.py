@@ -151,9 +151,12 @@ def test_twelve_hours_keep_each_store_for_its_horizon(spark, tmp_path):
         return per_batch + per_minute, minutes
 
     assert counted()[0] == len(lines)
-    # Every row older than now: all of them per minute, none lost or doubled.
+    # Every row older than now: all of them per minute, none lost or doubled: one per-minute row for
+    # each minute and partition the per-batch rows fall in, beside those made before.
+    minutes = db.execute("SELECT COUNT(*) FROM (SELECT DISTINCT CAST(time / 60 AS INTEGER), partition FROM metrics "
+                         "WHERE name = 'readings')").fetchone()[0] + counted()[1]
     expiry.downsample_metrics(f"sqlite:{out / 'results.db'}", time.time() + 61)
-    assert counted() == (len(lines), counted()[1]) and counted()[1] > 0
+    assert counted() == (len(lines), minutes) and minutes > 0
     assert db.execute("SELECT COUNT(*) FROM metrics").fetchone()[0] == 0
 
 
@@ -266,28 +269,52 @@ def read_all_unlocked(folder: Path) -> list[tuple]:
     return result[0]
 
 
+# A merge that SIGKILLs itself at the KILL_AT-th step of its work (a row group written, a merged
+# file closed, renamed into place, a superseded file deleted), after writing where to MARKER.
 _MERGE = """
-import sys
+import os, signal, sys
+from pathlib import Path
+import pyarrow.parquet as pq
 from sensorscript.runtime.ingest import archive
 archive.AGAIN_AFTER = 1
-archive.compact(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+folder, before, upto, kill_at, marker = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+steps = []
+
+def step(name, work):
+    def counted(*args, **kwargs):
+        steps.append(name)
+        if len(steps) == kill_at:
+            Path(marker).write_text(" ".join(steps))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return work(*args, **kwargs)
+    return counted
+
+pq.ParquetWriter.write_table = step("write", pq.ParquetWriter.write_table)
+pq.ParquetWriter.close = step("close", pq.ParquetWriter.close)
+os.replace = step("rename", os.replace)
+Path.unlink = step("delete", Path.unlink)
+archive.compact(folder, before, upto)
 """
 
 
 def test_a_kill_at_any_moment_of_a_merge_loses_and_doubles_nothing(tmp_path):
-    """A merge in a process of its own, SIGKILLed after a random while, many times over (and once
-    between the merged file's rename and the sweep): the archive reads as written after each kill,
-    and the next merge completes what the killed one left."""
+    """A merge in a process of its own, SIGKILLed at a random step of its work, many times over (and
+    once between the merged file's rename and the sweep): the archive reads as written after each
+    kill, and the next merge completes what the killed one left. Each kill lands inside a merge:
+    the merge itself says where, just before it dies."""
     folder = tmp_path / "archive"
     written = write_hours(folder, batches=30)
     rng = np.random.default_rng(7)
+    landed = set()
     for round_ in range(12):
-        process = subprocess.Popen([sys.executable, "-c", _MERGE, str(folder), str(T0 + 3 * H), str(2 + round_ * 2)],
-                                   env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
-        time.sleep(float(rng.uniform(0.05, 0.6)))
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        assert read_all(folder) == written, f"after the kill of round {round_}"
+        marker = tmp_path / f"killed-{round_}"
+        process = subprocess.run([sys.executable, "-c", _MERGE, str(folder), str(T0 + 3 * H), str(2 + round_ * 2),
+                                  str(rng.integers(1, 8)), str(marker)],
+                                 env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+        assert process.returncode == -signal.SIGKILL and marker.exists(), f"round {round_}: no kill inside the merge"
+        landed.add(marker.read_text().split()[-1])
+        assert read_all(folder) == written, f"after the kill of round {round_} ({marker.read_text()})"
+    assert landed >= {"write", "close", "rename"}, landed  # while writing a merged file, and after
     # Killed between rename and sweep: superseded files stay, and are never read.
     archive.AGAIN_AFTER, again = 1, archive.AGAIN_AFTER
     try:
@@ -412,11 +439,13 @@ def test_a_live_query_started_anew_every_few_batches_loses_and_doubles_nothing(s
     restarts = [line for line in said if line.startswith("after 3 batches the query starts anew")]
     assert len(restarts) >= 5
     assert done[0].readings == len(lines)
+    # The reference reads the files a batch each (max_files_per_trigger=1), in their order, with the
+    # plan's partitions and the compiled watermark (fixed:0): its late readings are the late table's.
+    batches = [path.read_text().splitlines() for path in sorted((tmp_path / "data").glob("part-*.csv"))]
+    expected = evaluate(load([str(tmp_path / "w.ss")]).workflows, batches, 0, job.plan.partitions.sensor_partition)
     db = sqlite3.connect(job.out / "results.db")
-    logged = {(s, t, v) for s, t, v in db.execute("SELECT sensor_id, ts, value FROM late")}
-    on_time = [line for line in lines if tuple_of(line) not in logged]
-    assert_same(sqlite_results(job.out / "results.db"),
-                expected_rows(evaluate(load([str(tmp_path / "w.ss")]).workflows, [on_time])))
+    assert db.execute("SELECT COUNT(*) FROM late").fetchone()[0] == expected.late > 0
+    assert_same(sqlite_results(job.out / "results.db"), expected_rows(expected))
     import zipfile
 
     stores = [p for p in (job.out / "checkpoint" / "state" / "state").glob("*/*") if p.name.isdigit()]

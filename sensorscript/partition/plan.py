@@ -154,9 +154,24 @@ def plan_patterns(graph: Graph, workflows: list[ast.Workflow], rates: dict[str, 
         planned = plan_pattern(node.id, node.key, variables, rates, codes, keys, selectivity.get(node.id),
                                options, limit)
         names = {name: _variables(statements[tuple(name.rsplit(".", 1))]) for name in outputs.get(node.id, [])}
-        planned.pattern = dataclasses.replace(planned.pattern, names=names)
+        planned.pattern = dataclasses.replace(planned.pattern, names=names,
+                                              order=_derived_order(graph, node, origin.workflow))
         plans[node.id] = planned
     return plans
+
+
+def _derived_order(graph: Graph, node: Node, workflow: str) -> tuple[tuple[int, int], ...]:
+    """The derived streams a pattern reads events of, as (code, place) in the order of their names in
+    `workflow` (the first statement of it that computes each, as the events' sensor names them)."""
+    named = {}
+    for input_id in node.inputs:
+        for source in graph.sources(input_id):
+            derived = graph.node(source)
+            if derived.kind == SENSOR:
+                continue
+            origins = [o for o in derived.origins if o.workflow == workflow] or list(derived.origins)
+            named[derived_code(source)] = min(origins, key=lambda o: o.line).stream
+    return tuple((code, place) for place, (_, code) in enumerate(sorted((name, code) for code, name in named.items())))
 
 
 def _variables(statement: ast.Statement) -> tuple[str, ...]:

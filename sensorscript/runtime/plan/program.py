@@ -174,7 +174,10 @@ class Pattern:
     derived streams) of its partition directly, not the unions its elements name. `tree` is a
     `Leaf` or `Join` tree (a `Chain` under strategy next) naming the conditions each operator
     tests, in the order tested; `whole` what waits for the whole match. `names` gives each output
-    stream the variable names its workflow wrote.
+    stream the variable names its workflow wrote. `order` places the derived streams whose events
+    it reads by their names in its workflow, (code, place) pairs: events at one time are in the
+    order of their sensors, a derived event's sensor being its stream's name (raw sensors' codes
+    follow their ids already).
     """
 
     id: str
@@ -190,6 +193,7 @@ class Pattern:
     yield_: tuple | None = None
     limit: int = 10_000
     names: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    order: tuple[tuple[int, int], ...] = ()
 
     @property
     def inputs(self) -> tuple[str, ...]:

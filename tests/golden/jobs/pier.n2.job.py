@@ -221,6 +221,7 @@ PARTITION_0_STAGE_2 = p.Program(
             yield_=("-", ("call", "last", ("attr", "c", "value")), ("attr", "a", "value")),
             limit=10000,
             names={"pier_alarms.SURGE": ("a", "calm", "c")},
+            order=((1243841464, 0),),
         ),
         # pier_report.ss:12  SURGES_PER_HOUR = count(SURGE, 1h, 1h);
         p.Window("window:2b73e6ec73", "count", "pattern:241bfa8973", 3600000, 3600000),
@@ -264,6 +265,7 @@ PARTITION_0_STAGE_2 = p.Program(
             yield_=None,
             limit=10000,
             names={"pier_alarms.FLOOD": ("w", "t")},
+            order=((1301708195, 0),),
         ),
     ),
     slices=(

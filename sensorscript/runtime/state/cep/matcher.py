@@ -125,6 +125,10 @@ class Matcher:
         self.links = {i: operators[e.link or FOLLOWED_BY] for i, e in enumerate(pattern.elements) if i}
         self.monotone = all(getattr(op, "monotone", False) for op in self.links.values()) and not self.unary
         self.strict = pattern.strategy == "strict"
+        # Derived streams' codes, sorted, and the place of each by name (Pattern.order).
+        by_code = sorted(pattern.order)
+        self.derived_codes = np.array([code for code, _ in by_code], _I64)
+        self.derived_places = np.array([place for _, place in by_code], _I64)
         self.trailing = [i for i in range(self.positives[-1] + 1, len(pattern.elements))]
         # Negated element -> (positive element before it, positive element after it or None).
         self.gaps = {}
@@ -203,11 +207,20 @@ class Matcher:
             held = ~final
             state.pending = {name: column[held] for name, column in pending.items()}
             ts, value, src, k = (pending[name][final] for name in ("ts", "value", "src", "k"))
-        order = _total_order(ts, value, src, k)
+        order = _total_order(ts, value, self._by_name(src), k)
         ts, value, src, k = ts[order], value[order], src[order], k[order]
         grp = src if self.pattern.by_sensor else np.zeros(len(ts), _I64)
         seq = self._sequence(state, grp)
         return state.store.append(ts, value, src, grp, seq, k)
+
+    def _by_name(self, src: np.ndarray) -> np.ndarray:
+        """Sensor codes to order events by: a derived stream's code becomes its place by name (above
+        every raw sensor's code, as the codes of derived streams are)."""
+        if not len(self.derived_codes) or not len(src):
+            return src
+        at = np.minimum(np.searchsorted(self.derived_codes, src), len(self.derived_codes) - 1)
+        known = self.derived_codes[at] == src
+        return np.where(known, p.DERIVED_CODES + self.derived_places[at], src)
 
     def _sequence(self, state: PatternState, grp: np.ndarray) -> np.ndarray:
         """Each event's place in its key's input: the keys' counts carry on from batch to batch."""
