@@ -131,10 +131,15 @@ def create_app(out: Path, tz: tzinfo, refresh_ms: int = REFRESH_MS) -> Dash:
 
     @app.callback(Output("workflows", "options", allow_duplicate=True),
                   Input("workflows", "search_value"), Input("alarms-shown", "data"), State("workflows", "value"),
-                  prevent_initial_call=True)
-    def listed(typed, _, chosen):
-        """The list to pick from, as a name is typed or new alarms come."""
-        return _options(output.plan(), output.alarms().by_workflow, typed or "", chosen or [])
+                  State("url", "search"), prevent_initial_call=True)
+    def listed(typed, _, chosen, search):
+        """The list to pick from, as a name is typed or new alarms come. It holds what the address names
+        too, and before the page has a value what `pick` is setting: an answer of this callback may land
+        after pick's, and a list without the value would make the picker drop it."""
+        alarmed = output.alarms().by_workflow
+        if chosen is None:
+            chosen = _named(search) or shown_by_default(output.plan(), alarmed)
+        return _options(output.plan(), alarmed, typed or "", [*chosen, *_named(search)])
 
     @app.callback(Output("result-plots", "children"), Output("results-shown", "data"),
                   Input("tick", "n_intervals"), Input("workflows", "value"), State("results-shown", "data"))
