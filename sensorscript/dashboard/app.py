@@ -284,8 +284,9 @@ def _options(plan: PlanSummary, alarmed: dict[str, tuple[int, int]], typed: str,
     what is typed. OPTIONS_LISTED at most besides the chosen: typing finds the others."""
     typed = typed.strip().lower()
     kept = [w for w in dict.fromkeys(chosen) if w in plan.workflows]
-    found = [w for w in dict.fromkeys((*alarmed, *plan.workflows)) if w in plan.workflows and typed in w.lower()]
-    found = [w for w in found if w not in set(kept)]
+    taken = set(kept)
+    found = [w for w in dict.fromkeys((*alarmed, *plan.workflows))
+             if w not in taken and w in plan.workflows and typed in w.lower()]
     options = [{"label": _label(w, alarmed), "value": w} for w in kept + found[:OPTIONS_LISTED]]
     if len(found) > OPTIONS_LISTED:
         options.append({"label": f"... and {len(found) - OPTIONS_LISTED:,} more: type to find them", "value": "",
