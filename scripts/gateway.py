@@ -9,7 +9,8 @@ one message per sensor on TOPIC/SENSOR holding its readings of that tenth as lin
 the job reads them with `--sensor-from-topic -1`), with QoS 1. `--speed N` plays N seconds of
 readings per second (0: as fast as the broker takes them). Lines that are not readings (the bad
 lines generate_data.py adds) are published as they are, on TOPIC/unparsed, for the job's
-quarantine. The broker's password, if it needs one, comes from SSCRIPT_MQTT_PASSWORD, as the job's.
+quarantine. The broker's password, if it needs one, comes from SSCRIPT_MQTT_PASSWORD, as the job's, and
+crosses the network unencrypted (mqtt:// to another host) only with --plain-password.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def main() -> None:
     parser.add_argument("--speed", type=float, default=60.0, help="seconds of readings per second (0: at once)")
     parser.add_argument("--qos", type=int, choices=(0, 1), default=1)
     parser.add_argument("--ca", help="the broker's CA certificate (TLS)")
+    parser.add_argument("--plain-password", action="store_true",
+                        help="send the password over plain mqtt:// to a broker on another host (refused otherwise)")
     args = parser.parse_args()
     try:
         address = mqtt.Address.parse(f"{args.broker.rstrip('/')}/{args.topic}", "--broker")
@@ -59,7 +62,11 @@ def main() -> None:
     found, bad = readings(args.folder)
     if not found:
         raise SystemExit(f"gateway: no readings in {args.folder} (scripts/generate_data.py writes some)")
-    client = mqtt.client(address, f"gateway-{os.getpid()}", mqtt.Tls(ca=args.ca))
+    try:
+        client = mqtt.client(address, f"gateway-{os.getpid()}", mqtt.Tls(ca=args.ca),
+                             login=mqtt.Login(plain=args.plain_password, option="--plain-password"))
+    except ValueError as exc:
+        raise SystemExit(f"gateway: {exc}") from None
     client.max_inflight_messages_set(1000)
     try:
         client.connect(address.host, address.port)

@@ -31,6 +31,8 @@ def subscribe(broker: Broker, topic: str, client_id: str) -> tuple[object, list[
 
     received: list[dict] = []
     client = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False)
+    if broker.user:
+        client.username_pw_set(broker.user, broker.password)
     client.on_connect = lambda connected, *_: connected.subscribe(topic, qos=1)
     client.on_message = lambda _, userdata, message: received.append(json.loads(message.payload))
     client.connect("127.0.0.1", broker.port)

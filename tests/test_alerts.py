@@ -23,7 +23,8 @@ from sensorscript.runtime.output.alerts import AlertSettings, Deliverer, Outbox,
 from sensorscript.runtime.output.alerts import payload, retry, templates, webhook
 from sensorscript.runtime.output.sinks import BatchRows, open_sink, read_results
 from sensorscript.runtime.output.status import describe_alerts
-from tests.brokers import subscribe
+from sensorscript.runtime.ingest import mqtt
+from tests.brokers import Broker, need_broker, subscribe
 from tests.receivers import Receiver
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -219,6 +220,49 @@ def test_alarms_published_over_mqtt_through_a_broker_restart(tmp_path, broker):
         subscriber.disconnect()
     assert [a["id"] for a in got][-1] == f"w.F/{T + 100}/1" and len({a["id"] for a in got}) == 6
     assert outbox.counts()["waiting"] == 0
+
+
+def test_an_alarm_broker_takes_a_password_of_its_own(tmp_path, monkeypatch):
+    """--alerts mqtt://USER@... takes its password from SSCRIPT_ALERTS_MQTT_PASSWORD, not from the
+    source's SSCRIPT_MQTT_PASSWORD (#39, finding 4: one password was sent to every broker)."""
+    need_broker()
+    secured = Broker(tmp_path / "secured", user="alarms", password="al3rt").start()
+    monkeypatch.setenv(mqtt.PASSWORD_VARIABLE, "the-source-password")
+    monkeypatch.setenv(mqtt.ALERTS_PASSWORD_VARIABLE, "al3rt")
+    subscriber, got = subscribe(secured, "plant/alarms", "test-alarms")
+    target = f"mqtt://alarms@127.0.0.1:{secured.port}/plant/alarms"
+    outbox = Outbox(tmp_path)
+    take(outbox, 0, [match(10, 1.0)], targets=[target])
+    settings = AlertSettings.of([target])
+    deliverer = Deliverer(tmp_path, settings.check(), login=settings.login).start()
+    try:
+        deadline = time.monotonic() + 20
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        deliverer.stop()
+        subscriber.loop_stop()
+        subscriber.disconnect()
+        secured.stop()
+    assert [(a["stream"], a["ts_ms"] - T, a["version"]) for a in got] == [("w.M", 10, 1)]
+
+
+@pytest.mark.parametrize("host", ["10.20.30.40", "broker.plant.example", "[fd00::7]"])
+def test_a_password_over_plain_mqtt_to_another_host_is_refused(host):
+    """An alarms' broker off this host over mqtt:// would read its password off the wire: refused in
+    one sentence that names the way out, unless the run says --mqtt-plain-password (#39, finding 4)."""
+    environ = {mqtt.ALERTS_PASSWORD_VARIABLE: "al3rt"}
+    target = f"mqtt://alarms@{host}/plant/alarms"
+    with pytest.raises(ValueError) as refused:
+        AlertSettings.of([target]).check(environ=environ)
+    said = str(refused.value)
+    assert len(said.splitlines()) == 1 and "al3rt" not in said
+    assert "mqtts://" in said and "--mqtt-plain-password" in said and mqtt.ALERTS_PASSWORD_VARIABLE in said
+    AlertSettings.of([target], plain_password=True).check(environ=environ)
+    AlertSettings.of([target.replace("mqtt://", "mqtts://")]).check(environ=environ)  # TLS
+    AlertSettings.of([target]).check(environ={})  # no password to send
+    for here in ("127.0.0.1", "localhost", "[::1]", "127.8.9.10"):
+        AlertSettings.of([f"mqtt://alarms@{here}/plant/alarms"]).check(environ=environ)
 
 
 def test_a_correction_sends_the_alarms_it_changes(tmp_path):

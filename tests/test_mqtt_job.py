@@ -76,9 +76,13 @@ def test_a_job_killed_and_a_broker_restarted_mid_feed_lose_and_double_nothing(br
     assert not list((out / "checkpoint" / "spool").glob("*.csv"))  # every spooled file committed and deleted
 
 
-def test_mqtt_inputs_are_checked_before_spark_starts(tmp_path):
+def test_mqtt_inputs_are_checked_before_spark_starts(tmp_path, monkeypatch):
     compile_workflows([str(EXAMPLES[0])], tmp_path / "out", str(SENSORS), 1)
+    monkeypatch.setenv("SSCRIPT_MQTT_PASSWORD", "s3cret")  # to be sent in plain to another host: refused
+    monkeypatch.setenv("SSCRIPT_ALERTS_MQTT_PASSWORD", "al3rt")
     for arguments, words in [(("--input", "mqtt://gw:secret@127.0.0.1:1883/bridge/#"), "SSCRIPT_MQTT_PASSWORD"),
+                             (("--input", "mqtt://gw@10.20.30.40:1883/bridge/#"), "--mqtt-plain-password"),
+                             (("--input", str(tmp_path), "--alerts", "mqtt://al@10.20.30.40/a"), "--mqtt-plain-password"),
                              (("--input", str(tmp_path), "--sensor-from-topic", "2"), "no mqtt:// address"),
                              (("--input", "mqtt://127.0.0.1:1883/bridge/#", "--once"), "runs until stopped"),
                              (("--input", "mqtt://127.0.0.1:1883/bridge/#", "--sensor-from-topic", "0"),
@@ -87,3 +91,4 @@ def test_mqtt_inputs_are_checked_before_spark_starts(tmp_path):
         assert found.returncode != 0
         assert words in found.stdout + found.stderr, found.stdout + found.stderr
         assert "Traceback" not in found.stdout + found.stderr
+        assert "s3cret" not in found.stdout + found.stderr and "al3rt" not in found.stdout + found.stderr

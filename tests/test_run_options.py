@@ -63,10 +63,10 @@ def folder_run(place: Path) -> tuple[list[str], dict]:
 def broker_run(place: Path) -> tuple[list[str], dict]:
     """An MQTT source with TLS whose topic names the sensor."""
     given = [str(place / "out"), "--input", "mqtts://127.0.0.1:8883/plant/+/reading", "--sensor-from-topic", "-2",
-             "--mqtt-ca", "ca.pem", "--mqtt-cert", "cert.pem", "--mqtt-key", "key.pem"]
+             "--mqtt-ca", "ca.pem", "--mqtt-cert", "cert.pem", "--mqtt-key", "key.pem", "--mqtt-plain-password"]
     expected = dict(input="mqtts://127.0.0.1:8883/plant/+/reading", sensor_from_topic=-2,
                     mqtt_ca=str((place / "ca.pem").resolve()), mqtt_cert=str((place / "cert.pem").resolve()),
-                    mqtt_key=str((place / "key.pem").resolve()))
+                    mqtt_key=str((place / "key.pem").resolve()), mqtt_plain_password=True)
     return given, expected
 
 
@@ -125,7 +125,7 @@ def test_the_command_line_and_the_job_say_the_same_of_each_option(tmp_path):
     helps = {action.option_strings[0]: action.help for action in job_parser("a job", tmp_path)._actions
              if action.option_strings and action.option_strings[0] != "-h"}
     shared = [param for param in run_command.params if isinstance(param, click.Option) and param.opts[0] in helps]
-    assert len(shared) == 18  # all but --cluster (spark-submit's --master) and OUT (the job's --out)
+    assert len(shared) == 19  # all but --cluster (spark-submit's --master) and OUT (the job's --out)
     for param in shared:
         assert param.help == helps[param.opts[0]], param.opts[0]
 

@@ -57,7 +57,8 @@ class RunInput:
         if sources.spooled(settings.input):
             checkpoint = settings.out / CHECKPOINT
             self.feed = sources.open_feed(settings.input, checkpoint / SPOOL, checkpoint / MQTT_JOURNAL, settings.out,
-                                          settings.sensor_from_topic, settings.tls, echo)
+                                          settings.sensor_from_topic, settings.tls, echo,
+                                          settings.mqtt_login)
 
     def reads(self, source: str) -> str:
         """What the query reads."""

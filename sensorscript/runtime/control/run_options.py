@@ -131,9 +131,12 @@ class RunSettings:
     mqtt_cert: str | None = option(None, "A client certificate for a broker that asks for one (TLS), with --mqtt-key.",
                                    to_job=PATH, metavar="FILE")
     mqtt_key: str | None = option(None, "The client certificate's private key.", to_job=PATH, metavar="FILE")
+    mqtt_plain_password: bool = option(False, "Send an MQTT password (the source's, the alarms') over plain mqtt:// "
+                                              "to a broker on another host, where anyone on the way reads it "
+                                              "(refused otherwise: use mqtts://).")
     alerts: tuple[str, ...] = option(
         (), "Deliver alarms (pattern matches, flags turning on) to a webhook (http(s)://..., a JSON POST), an MQTT "
-            "topic (mqtt(s)://[USER@]HOST[:PORT]/TOPIC, QoS 1; the password in SSCRIPT_MQTT_PASSWORD), env:VARIABLE or "
+            "topic (mqtt(s)://[USER@]HOST[:PORT]/TOPIC, QoS 1; the password in SSCRIPT_ALERTS_MQTT_PASSWORD), env:VARIABLE or "
             "file:PATH (the URL in that environment variable or file, out of `ps`: a URL with a credential is refused "
             "here); repeat for several. At least once, from a durable "
             "outbox in OUT/alerts/.", metavar="URL")
@@ -166,12 +169,19 @@ class RunSettings:
         return Tls(self.mqtt_ca, self.mqtt_cert, self.mqtt_key)
 
     @property
+    def mqtt_login(self):
+        """The MQTT source's password (runtime/ingest/mqtt.py)."""
+        from sensorscript.runtime.ingest.mqtt import Login
+
+        return Login(plain=self.mqtt_plain_password)
+
+    @property
     def alert_settings(self):
         """Where the alarms go (runtime/output/alerts.py), or None without --alerts."""
         from sensorscript.runtime.output.alerts import AlertSettings
 
         return AlertSettings.of(self.alerts, self.alerts_for, self.alerts_timeout, self.alerts_template,
-                                self.tls) if self.alerts else None
+                                self.tls, self.mqtt_plain_password) if self.alerts else None
 
     def policies_for(self, job):
         """The job with this run's watermark and late policies (checked) instead of the compiled ones."""
@@ -187,7 +197,7 @@ class RunSettings:
         from sensorscript.runtime.ingest.source import check_feed, input_cleanup
 
         input_cleanup(self.input_cleanup, self.input, self.once)
-        check_feed(self.input, self.sensor_from_topic)
+        check_feed(self.input, self.sensor_from_topic, self.mqtt_login)
         if not self.alerts:
             if self.alerts_for or self.alerts_timeout or self.alerts_template:
                 raise ValueError("--alerts-for, --alerts-timeout and --alerts-template go with --alerts URL")

@@ -2,19 +2,23 @@
 (runtime/ingest/mqtt_spool.py) and the alarms published over MQTT (runtime/output/alerts/mqtt_topic.py) share.
 
 An address is `mqtt://[USER@]HOST[:PORT]/TOPIC` (port 1883) or `mqtts://...` (TLS, port 8883). The
-password is never part of it, nor of any argument a `ps` shows: it comes from the environment
-(PASSWORD_VARIABLE). TLS takes a CA file (and, for brokers that want one, a client certificate and
+password is never part of it, nor of any argument a `ps` shows: it comes from the environment, a
+variable per use (`Login`: the source's PASSWORD_VARIABLE, the alarms' ALERTS_PASSWORD_VARIABLE), and
+is sent over plain mqtt:// only to a broker on this host unless the user says so (`Login.plain`). TLS takes a CA file (and, for brokers that want one, a client certificate and
 its key) from `Tls`; `mqtts://` without a CA file trusts the system's certificates.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import ssl
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-PASSWORD_VARIABLE = "SSCRIPT_MQTT_PASSWORD"  # the broker password, for USER@ in an mqtt:// address
+PASSWORD_VARIABLE = "SSCRIPT_MQTT_PASSWORD"  # the source broker's password, for USER@ in an mqtt:// address
+ALERTS_PASSWORD_VARIABLE = "SSCRIPT_ALERTS_MQTT_PASSWORD"  # the password of an alarms' broker (--alerts mqtt://)
+PLAIN_OPTION = "--mqtt-plain-password"  # the run's option that lets a password cross the network unencrypted
 SCHEMES = {"mqtt": 1883, "mqtts": 8883}
 
 
@@ -64,10 +68,39 @@ class Address:
         return f"{'mqtts' if self.tls else 'mqtt'}://{user}{self.host}:{self.port}/{self.topic}"
 
 
+def on_this_host(host: str) -> bool:
+    """Whether `host` names this machine: a password sent there in plain crosses no network."""
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Login:
+    """Where a use of MQTT takes its password from (`variable`), and whether it may send it over plain
+    mqtt:// to a broker on another host (`plain`: the user's say, PLAIN_OPTION; anyone on the way reads
+    it otherwise)."""
+
+    variable: str = PASSWORD_VARIABLE
+    plain: bool = False
+    option: str = PLAIN_OPTION  # how the user says `plain` (a script may have its own flag)
+
+    def password(self, address: Address, environ=os.environ) -> str | None:
+        """The password for `address`, or ValueError in the user's words where sending it is refused."""
+        password = environ.get(self.variable) if address.user else None
+        if password and not address.tls and not self.plain and not on_this_host(address.host):
+            raise ValueError(f"mqtt://{address.host}:{address.port}: the password in {self.variable} would cross the "
+                             f"network unencrypted; use mqtts:// (TLS), or give {self.option} to send it anyway")
+        return password
+
+
 def client(address: Address, client_id: str, tls: Tls = Tls(), persistent: bool = False,
-           manual_ack: bool = False):
+           manual_ack: bool = False, login: Login = Login()):
     """A paho-mqtt client for `address` (not connected yet): MQTT 3.1.1, the user with the password
-    of PASSWORD_VARIABLE, TLS when the address is mqtts:// or `tls` names files. `persistent`: the
+    from `login` (ValueError where it is refused), TLS when the address is mqtts:// or `tls` names files. `persistent`: the
     broker keeps the session (subscriptions, and QoS 1 messages while the client is away) under
     `client_id`. `manual_ack`: a QoS 1 message is acknowledged when the caller says so, not when
     the message callback returns."""
@@ -76,8 +109,8 @@ def client(address: Address, client_id: str, tls: Tls = Tls(), persistent: bool 
 
     made = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=not persistent,
                        protocol=paho.MQTTv311, manual_ack=manual_ack)
+    password = login.password(address)
     if address.user:
-        password = os.environ.get(PASSWORD_VARIABLE)
         made.username_pw_set(address.user, password)
     if address.tls or tls:
         for name, path in (("--mqtt-ca", tls.ca), ("--mqtt-cert", tls.cert), ("--mqtt-key", tls.key)):
@@ -89,10 +122,10 @@ def client(address: Address, client_id: str, tls: Tls = Tls(), persistent: bool 
     return made
 
 
-def refused(reason_code) -> str:
+def refused(reason_code, login: Login = Login()) -> str:
     """A broker's refusal of a connection in the user's words."""
     text = str(reason_code)
     if "authori" in text.lower() or "password" in text.lower():
         return (f"the broker refused the connection ({text}): check the user in the address and the password in "
-                f"{PASSWORD_VARIABLE}")
+                f"{login.variable}")
     return f"the broker refused the connection ({text})"

@@ -64,12 +64,12 @@ class MqttSpool:
     folder of the files' journals (outside `folder`, whose files the source reads and deletes)."""
 
     def __init__(self, url: str, folder: Path, journal: Path, client: str, sensor_level: int | None = None,
-                 tls: mqtt.Tls = mqtt.Tls(), roll: float = 0.25, echo=print):
+                 tls: mqtt.Tls = mqtt.Tls(), roll: float = 0.25, echo=print, login: mqtt.Login = mqtt.Login()):
         self.address = mqtt.Address.parse(url, "an MQTT source")
         self.folder, self.journal = Path(folder), Path(journal)
         self.client_id = client
         self.sensor_level = check_level(sensor_level)
-        self.tls = tls
+        self.tls, self.login = tls, login
         self.roll = roll
         self.echo = echo
         self.messages = self.lines = self.duplicates = 0
@@ -98,7 +98,7 @@ class MqttSpool:
         self.journal.mkdir(parents=True, exist_ok=True)
         self._recover()
         client = self._client = mqtt.client(self.address, self.client_id, self.tls, persistent=True,
-                                            manual_ack=True)
+                                            manual_ack=True, login=self.login)
         client.on_connect = self._on_connect
         client.on_subscribe = self._on_subscribe
         client.on_disconnect = self._on_disconnect
@@ -124,7 +124,7 @@ class MqttSpool:
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         if reason_code.is_failure:
-            self.error = mqtt.refused(reason_code)
+            self.error = mqtt.refused(reason_code, self.login)
             self._connected.set()
             client.disconnect()
             return

@@ -138,22 +138,23 @@ def streamed(source: str) -> bool:
     return source.startswith((*SPOOLED, "kafka://", spool.PREFIX))
 
 
-def check_feed(source: str, sensor_level: int | None = None) -> None:
+def check_feed(source: str, sensor_level: int | None = None, login: mqtt.Login = mqtt.Login()) -> None:
     """A feed's address and options, checked before Spark starts (ValueError in the user's words)."""
     if source.startswith(BROKERS):
-        mqtt.Address.parse(source, "an MQTT source")
+        login.password(mqtt.Address.parse(source, "an MQTT source"))
         mqtt_spool.check_level(sensor_level)
     elif sensor_level is not None:
         raise ValueError("--sensor-from-topic takes the sensor id from an MQTT topic: the input is no mqtt:// address")
 
 
 def open_feed(source: str, folder: Path, journal: Path, out: Path, sensor_level: int | None = None,
-              tls: mqtt.Tls = mqtt.Tls(), echo=print):
+              tls: mqtt.Tls = mqtt.Tls(), echo=print, login: mqtt.Login = mqtt.Login()):
     """The spool of a socket or an MQTT topic into `folder` (its `input` is what the query reads);
     not started. `journal`: where the MQTT spool keeps its journals (runtime/ingest/mqtt_spool.py)."""
     if source.startswith("socket://"):
         return spool.SocketSpool(source, folder, echo=echo)
-    return mqtt_spool.MqttSpool(source, folder, journal, mqtt_spool.client_id(out), sensor_level, tls, echo=echo)
+    return mqtt_spool.MqttSpool(source, folder, journal, mqtt_spool.client_id(out), sensor_level, tls, echo=echo,
+                                 login=login)
 
 
 def clean_committed(state: Path, folder: str, cleanup: str, everything: bool = False) -> int:

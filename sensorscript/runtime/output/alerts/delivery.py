@@ -30,8 +30,9 @@ class Deliverer:
     and trims what was acknowledged. Each thread has its own connection to the outbox."""
 
     def __init__(self, out: Path, targets: list[Target], template=None, tls: mqtt.Tls = mqtt.Tls(),
-                 limit: int = LIMIT, on_counts=None):
+                 limit: int = LIMIT, on_counts=None, login: mqtt.Login = mqtt.Login(mqtt.ALERTS_PASSWORD_VARIABLE)):
         self.out, self.targets, self.template, self.tls, self.limit = Path(out), targets, template, tls, limit
+        self.login = login  # an MQTT target's password
         self.on_counts = on_counts  # told the outbox's counts when they change (status.json)
         self.woken = {t.key: threading.Event() for t in targets}
         self.stopping = threading.Event()
@@ -67,7 +68,7 @@ class Deliverer:
     def _sender(self, target: Target) -> Notifier:
         if target.kind == "mqtt":
             ident = hashlib.sha1(f"{self.out.resolve()}|{target.key}".encode()).hexdigest()[:12]
-            return Topic(target, self.tls, f"sscript-alerts-{ident}")
+            return Topic(target, self.tls, f"sscript-alerts-{ident}", self.login)
         return Webhook(target, self.template)
 
     def _deliver_to(self, target: Target) -> None:

@@ -14,12 +14,13 @@ from sensorscript.runtime.output.alerts.settings import Target
 class Topic:
     """The notifier of an mqtt(s):// target: connected in the background, reconnecting by itself."""
 
-    def __init__(self, target: Target, tls: mqtt.Tls, client_id: str):
+    def __init__(self, target: Target, tls: mqtt.Tls, client_id: str, login: mqtt.Login):
         self.target = target
         self.address = mqtt.Address.parse(target.url)
         self.connected = threading.Event()
         self.refusal = ""
-        self.client = mqtt.client(self.address, client_id, tls)
+        self.login = login
+        self.client = mqtt.client(self.address, client_id, tls, login=login)
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = lambda *_: self.connected.clear()
         self.client.connect_async(self.address.host, self.address.port, keepalive=30)
@@ -27,7 +28,7 @@ class Topic:
 
     def _on_connect(self, client, userdata, flags, reason_code, properties=None):
         if reason_code.is_failure:
-            self.refusal = mqtt.refused(reason_code)
+            self.refusal = mqtt.refused(reason_code, self.login)
         else:
             self.refusal = ""
             self.connected.set()

@@ -43,7 +43,7 @@ class Alerts:
             alerts.outbox.start_afresh()
         template = load_template(settings.template) if settings.template else None
         alerts.deliverer = Deliverer(out, alerts.targets, template, settings.tls, settings.limit,
-                                     on_counts=status.alerted).start()
+                                     on_counts=status.alerted, login=settings.login).start()
         counts = alerts.outbox.counts()
         status.alerted(counts)
         which = ", ".join(settings.workflows) if settings.workflows else "every workflow"

@@ -116,17 +116,23 @@ class AlertSettings:
     template: str | None = None
     tls: mqtt.Tls = mqtt.Tls()
     limit: int = LIMIT
+    plain_password: bool = False  # the run's --mqtt-plain-password: a broker's password may cross in plain
+
+    @property
+    def login(self) -> mqtt.Login:
+        """The alarms' brokers' password: a variable of their own, not the source's."""
+        return mqtt.Login(mqtt.ALERTS_PASSWORD_VARIABLE, self.plain_password)
 
     @staticmethod
     def of(targets, workflows=(), timeout: str | None = None, template: str | None = None,
-           tls: mqtt.Tls = mqtt.Tls()) -> "AlertSettings":
+           tls: mqtt.Tls = mqtt.Tls(), plain_password: bool = False) -> "AlertSettings":
         """From the command line: --alerts (repeated), --alerts-for (comma-separated, repeated),
         --alerts-timeout (a duration: 60s, 5min), --alerts-template."""
         from sensorscript.times import duration_ms
 
         names = tuple(sorted({w.strip() for given in workflows or () for w in given.split(",") if w.strip()}))
         seconds = duration_ms(timeout, "--alerts-timeout") / 1000 if timeout else TIMEOUT_S
-        return AlertSettings(tuple(targets), names, seconds, template, tls)
+        return AlertSettings(tuple(targets), names, seconds, template, tls, plain_password=plain_password)
 
     def check(self, job: Job | None = None, environ=os.environ) -> list[Target]:
         """The targets, or ValueError in the user's words: before the run starts."""
@@ -134,6 +140,13 @@ class AlertSettings:
         keys = [t.key for t in targets]
         if len(set(keys)) < len(keys):
             raise ValueError("--alerts: a target is given twice")
+        for target in targets:
+            if target.kind == "mqtt":
+                try:
+                    self.login.password(mqtt.Address.parse(target.url), environ)
+                except ValueError as exc:
+                    said = str(exc).split(": ", 1)[1]
+                    raise ValueError(f"--alerts {target.key}: {said}") from None
         if job is not None:
             unknown = sorted(set(self.workflows) - set(job.workflows))
             if unknown:
