@@ -4,6 +4,7 @@ a job in a folder others may write to is refused before any of its code runs."""
 
 from __future__ import annotations
 
+import os
 import stat
 import subprocess
 import sys
@@ -58,6 +59,19 @@ def test_a_job_others_may_change_is_refused_in_one_sentence(tmp_path, opened):
     line, *summary = result.output.strip().splitlines()
     assert line.startswith(f"error: {out / opened if opened else out}: others may write to it (mode ")
     assert summary == ["1 error"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives a file to another user: root's alone (CI runs as root)")
+@pytest.mark.parametrize("given", ["", "job.py"])
+def test_a_job_another_user_owns_is_refused(tmp_path, given):
+    """#39, finding 9: a job.py (or OUT) that another user owns is their code, even where they left
+    it unwritable by others: refused before it loads. (Root may give a file away; this test runs as
+    root, as CI does, and a user's own run is the case it stands for.)"""
+    out = tmp_path / "out"
+    compile_workflows([str(EXAMPLES[0])], out, str(SENSORS))
+    os.chown(out / given, 65534, 65534)  # nobody
+    with pytest.raises(SensorScriptError, match=r"belongs to the user (nobody|id 65534), not to you"):
+        load_job(out)
 
 
 @pytest.mark.spark

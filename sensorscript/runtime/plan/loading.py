@@ -3,8 +3,8 @@
 A job.py holds its plan as data (`JOB`) and `build_query`; the CLI, corrections, the report and the
 dashboard all load it the same way.
 
-Loading a job runs its code, so a job in a folder others may write to (or one others may change:
-job.py, the operator files) is refused: whoever could write there would run code as the job. What
+Loading a job runs its code, so a job in a folder others may write to or own (or one others may
+change or own: job.py, the operator files) is refused: whoever could write there would run code as the job. What
 SensorScript writes into OUT is its owner's alone (`OWNER_ONLY`, the umask the CLI and the job set,
 which Spark's JVM inherits for its checkpoint).
 """
@@ -38,14 +38,29 @@ def keep_private() -> None:
 
 
 def check_private(out: Path, job: Path) -> None:
-    """OUT, its job.py and its operator files may be changed by their owner only, or a clear error."""
+    """OUT, its job.py and its operator files belong to whoever runs the job (or to root) and may be
+    changed by their owner only, or a clear error."""
     operators = Path(out) / "operators"
     for path in (Path(out), job, *([operators, *operators.iterdir()] if operators.is_dir() else [])):
-        mode = path.stat().st_mode
+        found = path.stat()
+        if found.st_uid not in (os.geteuid(), 0):
+            raise SensorScriptError([Diagnostic("error", f"{path}: belongs to {_user(found.st_uid)}, not to you, who "
+                                                         f"would run its code; compile the job into a folder of your "
+                                                         f"own")])
+        mode = found.st_mode
         if mode & (stat.S_IWGRP | stat.S_IWOTH):
             raise SensorScriptError([Diagnostic("error", f"{path}: others may write to it (mode {stat.filemode(mode)}), "
                                                          f"so they could change the code the job runs; make it yours "
                                                          f"alone (chmod go-w {path}) and run again")])
+
+
+def _user(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"the user {pwd.getpwuid(uid).pw_name}"
+    except KeyError:
+        return f"the user id {uid}"
 
 
 def load_job(out: Path, name: str = "job.py"):
