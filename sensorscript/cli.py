@@ -468,8 +468,11 @@ def status(out, tz) -> None:
 @click.option("--server-name", "server_names", multiple=True, metavar="NAME",
               help="A name the page is reached by (a reverse proxy's, this machine's in DNS; repeatable): it answers "
                    "only to loopback names, --host and these (a request naming another gets 421: DNS rebinding).")
+@click.option("--cert", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Serve over HTTPS with this certificate (PEM; its chain after it), with --key.")
+@click.option("--key", type=click.Path(dir_okay=False), metavar="FILE", help="The certificate's private key (PEM).")
 @_tz
-def dashboard(out, port, host, auth_file, no_auth, server_names, tz) -> None:
+def dashboard(out, port, host, auth_file, no_auth, server_names, cert, key, tz) -> None:
     """Serve a live page of the job in OUT: its results per workflow, alarms, health and plan,
     refreshed every few seconds, while the job runs or after it ended, and /metrics for Prometheus
     (Ctrl-C stops it)."""
@@ -477,14 +480,21 @@ def dashboard(out, port, host, auth_file, no_auth, server_names, tz) -> None:
     from sensorscript.dashboard.access import credentials, loopback
 
     try:
+        if bool(cert) != bool(key):
+            raise SensorScriptError([Diagnostic("error", "--cert FILE and --key FILE go together (HTTPS)")])
         check_out(Path(out))
-        page = Dashboard(Path(out), tz, port, host, credentials(auth_file), no_auth, tuple(server_names))
+        page = Dashboard(Path(out), tz, port, host, credentials(auth_file), no_auth, tuple(server_names),
+                         tls=(cert, key) if cert else None, echo=lambda line: click.echo(line, err=True))
     except SensorScriptError as exc:
         _fail(exc)
         return
     if no_auth and not loopback(host):
         click.echo(f"no login: anyone who reaches port {port} on {host} sees every result, alarm and the job's "
                    f"health", err=True)
+    elif not cert and not loopback(host):
+        click.echo(f"warning: plain HTTP on {host}: the login and every page cross the network readable by anyone on "
+                   f"the way; give --cert FILE --key FILE (HTTPS), or serve on 127.0.0.1 behind a TLS proxy",
+                   err=True)
     login = f", login from {' and '.join(page.credentials.sources)}" if page.credentials else ""
     click.echo(f"the dashboard of {out}: {page.url}  (metrics for Prometheus at {page.url}metrics{login}; Ctrl-C "
                f"stops it)")

@@ -1,7 +1,8 @@
 """Nobody in where they don't belong (issue #28, item 4): off loopback the dashboard asks every
 request for a login (basic auth or a bearer token), the page, its Dash callbacks and /metrics
-alike, and refuses to start without one unless told --no-auth. Served by waitress over HTTP on
-this machine, as `sscript dashboard` serves it."""
+alike, and refuses to start without one unless told --no-auth; failed logins slowed and logged;
+HTTPS with --cert/--key (issue #39). Served by cheroot on this machine, as `sscript dashboard`
+serves it; a fuzzer sends it what hypothesis draws."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def ask(url: str, authorization: str | None = None, body: dict | None = None,
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, dict(response.headers), response.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, {"WWW-Authenticate": exc.headers.get_all("WWW-Authenticate"), **dict(exc.headers)}, exc.read()
+        return exc.code, {**dict(exc.headers), "WWW-Authenticate": exc.headers.get_all("WWW-Authenticate")}, exc.read()
 
 
 def a_callback(url: str, authorization: str | None) -> dict:
@@ -101,6 +102,7 @@ def test_every_request_asks_for_a_login(out):
                 assert status == 401, (path, wrong)
                 assert headers["WWW-Authenticate"] == ['Basic realm="SensorScript dashboard", charset="UTF-8"',
                                                        'Bearer realm="SensorScript dashboard"']
+                assert ask(url, good)[0] == 200  # and the failures are forgotten: none of these is slowed
             for right in (good, token, good.replace("Basic", "basic")):
                 assert ask(url, right)[0] == 200, (path, right)
         callback = a_callback(page.url, good)
@@ -248,6 +250,15 @@ def test_the_command_with_no_auth_or_a_login(out, tmp_path):
         assert "t0k" not in line
         assert ask(f"http://127.0.0.1:{port}/metrics")[0] == 401
         assert ask(f"http://127.0.0.1:{port}/metrics", "Bearer t0k")[0] == 200
+        assert ask(f"http://127.0.0.1:{port}/metrics", "Bearer t0k-wrong")[0] == 401
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+        errors = process.stderr.read().splitlines()
+    # Off loopback over plain HTTP: a warning, in one line (#39, finding 5); the failed login logged, not its token.
+    assert errors[0] == (f"warning: plain HTTP on 0.0.0.0: the login and every page cross the network readable by "
+                         f"anyone on the way; give --cert FILE --key FILE (HTTPS), or serve on 127.0.0.1 behind a TLS "
+                         f"proxy"), errors
+    assert errors[1:] == ["dashboard: a failed login from 127.0.0.1 (1 in a row)", "", "stopped"], errors
 
 
 def network_address() -> str | None:
@@ -316,3 +327,130 @@ def test_only_the_names_it_serves_and_never_in_a_frame(out):
         assert status == 421 and headers["X-Frame-Options"] == "DENY"
         status, headers, _ = ask(page.url)
         assert status == 401 and headers["X-Frame-Options"] == "DENY"
+
+
+def certificates(folder) -> tuple[Path, Path, Path]:
+    """A CA, and a certificate for 127.0.0.1 it signed with its key (openssl, as the MQTT tests make them)."""
+    from tests.brokers import Broker
+
+    return Broker.certificates(folder)
+
+
+def test_https_with_a_certificate_and_its_key(out, tmp_path):
+    """--cert/--key: the dashboard speaks TLS itself (cheroot), trusted by the CA that signed its
+    certificate; the login crosses only inside TLS; plain HTTP on its port gets no page (#39, 5)."""
+    import http.client
+    import ssl
+
+    ca, cert, key = certificates(tmp_path / "certificates")
+    with serving(out, credentials=credentials(environ=LOGINS), tls=(str(cert), str(key))) as page:
+        assert page.url.startswith("https://127.0.0.1:")
+        trusting = ssl.create_default_context(cafile=str(ca))
+        port = int(page.url.rsplit(":", 1)[1].strip("/"))
+
+        def over_tls(authorization=None, context=trusting):
+            connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=60)
+            connection.request("GET", "/", headers={"Authorization": authorization} if authorization else {})
+            answer = connection.getresponse()
+            result = answer.status, answer.read()
+            connection.close()
+            return result
+
+        assert over_tls()[0] == 401
+        status, body = over_tls(f"Bearer {LOGINS[TOKEN]}")
+        assert status == 200 and b"_dash-component-suites" in body  # the page
+        assert ask_tls(page.url, trusting, basic("wall", LOGINS[PASSWORD]))[0] == 200
+        with pytest.raises(ssl.SSLCertVerificationError):  # a client that does not trust its CA
+            over_tls(context=ssl.create_default_context())
+        plain = http.client.HTTPConnection("127.0.0.1", port, timeout=60)  # plain HTTP on the TLS port
+        try:
+            plain.request("GET", "/", headers={"Authorization": basic("wall", LOGINS[PASSWORD])})
+            answer = plain.getresponse()
+            assert answer.status == 400 and b"SensorScript job" not in answer.read()
+        except (ConnectionError, http.client.HTTPException):
+            pass  # or the connection is closed at once
+        finally:
+            plain.close()
+
+
+def ask_tls(url: str, context, authorization: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers={"Authorization": authorization})
+    with urllib.request.urlopen(request, timeout=60, context=context) as response:
+        return response.status, response.read()
+
+
+def test_a_certificate_that_does_not_load_is_said_in_one_sentence(out, tmp_path):
+    ca, cert, key = certificates(tmp_path / "certificates")
+    (tmp_path / "not.pem").write_text("not a certificate\n")
+    for given, said in [((str(tmp_path / "not.pem"), str(key)), "not a certificate and its private key in PEM"),
+                        ((str(cert), str(ca)), "not a certificate and its private key in PEM"),  # a key not its own
+                        ((str(tmp_path / "none.pem"), str(key)), "--cert .*none.pem: no such file")]:
+        with pytest.raises(SensorScriptError, match=said) as refused:
+            Dashboard(out, UTC, port=0, tls=given)
+        assert len(str(refused.value).splitlines()) == 1
+    env = {**clean_environment(), "PYTHONPATH": str(ROOT)}
+    alone = subprocess.run([sys.executable, "-m", "sensorscript.cli", "dashboard", str(out), "--cert", str(cert)],
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert alone.returncode == 1 and "--cert FILE and --key FILE go together" in alone.stderr
+
+
+def test_the_command_over_https_does_not_warn(out, tmp_path):
+    import ssl
+
+    ca, cert, key = certificates(tmp_path / "certificates")
+    env = {**clean_environment(), "PYTHONPATH": str(ROOT), TOKEN: "t0k"}
+    port = free_port()
+    with command(str(out), "--host", "0.0.0.0", "--port", str(port), "--cert", str(cert), "--key", str(key),
+                 env=env) as (process, line):
+        assert line.startswith(f"the dashboard of {out}: https://0.0.0.0:{port}/"), line + process.stderr.read()
+        trusting = ssl.create_default_context(cafile=str(ca))
+        assert ask_tls(f"https://127.0.0.1:{port}/metrics", trusting, "Bearer t0k")[0] == 200
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+        assert "warning" not in process.stderr.read()
+
+
+def test_failed_logins_are_slowed_and_logged(out):
+    """Past five failed logins from one client its next attempt waits (429, Retry-After), doubling
+    with each failure; each failure is logged with the client and its count, never what was sent; a
+    login that succeeds forgets them (#39, finding 5)."""
+    logged = []
+    good = basic("wall", LOGINS[PASSWORD])
+    with serving(out, credentials=credentials(environ=LOGINS), echo=logged.append) as page:
+        for attempt in range(1, 6):
+            assert ask(page.url + "metrics", basic("wall", f"guess-{attempt}"))[0] == 401
+        status, headers, body = ask(page.url + "metrics", good)  # even the right one, before the wait is over
+        assert status == 429 and headers["Retry-After"] == "2" and b"too many failed logins from 127.0.0.1" in body
+        assert ask(page.url + "metrics")[0] == 401  # without a credential: the challenge, nothing counted
+        time.sleep(2.2)
+        assert ask(page.url + "metrics", basic("wall", "guess-6"))[0] == 401
+        status, headers, _ = ask(page.url + "metrics", good)
+        assert status == 429 and headers["Retry-After"] in ("3", "4")  # doubled: 4 s after the sixth
+        time.sleep(4.2)
+        assert ask(page.url + "metrics", good)[0] == 200  # and the failures are forgotten
+        assert ask(page.url + "metrics", "Bearer nope")[0] == 401
+    assert logged == [f"dashboard: a failed login from 127.0.0.1 ({n} in a row)" for n in range(1, 5)] + [
+        "dashboard: a failed login from 127.0.0.1 (5 in a row; its next attempt waits 2 s)",
+        "dashboard: a failed login from 127.0.0.1 (6 in a row; its next attempt waits 4 s)",
+        "dashboard: a failed login from 127.0.0.1 (1 in a row)"]
+    assert not any("guess" in line or LOGINS[PASSWORD] in line or "nope" in line for line in logged)
+
+
+def test_the_wait_doubles_to_five_minutes_and_ends_after_ten_quiet_minutes():
+    from sensorscript.dashboard.access import Guesses
+
+    now = [1000.0]
+    guesses = Guesses(clock=lambda: now[0])
+    waits = []
+    for _ in range(14):
+        now[0] += guesses.wait("10.0.0.9")  # the client waits as told, then fails again
+        guesses.failed("10.0.0.9")
+        waits.append(guesses.wait("10.0.0.9"))
+    assert waits == [0, 0, 0, 0, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]
+    assert guesses.wait("10.0.0.10") == 0  # per client
+    now[0] += Guesses.QUIET_S + 1  # ten minutes without a failure: forgotten
+    assert guesses.wait("10.0.0.9") == 0 and guesses.failed("10.0.0.9") == 1
+    many = Guesses(clock=lambda: now[0])
+    for n in range(Guesses.CLIENTS + 5):
+        many.failed(f"client-{n}")
+    assert len(many._failures) == Guesses.CLIENTS and "client-0" not in many._failures

@@ -17,10 +17,12 @@ from __future__ import annotations
 import errno
 import logging
 import socket
+import sys
 import threading
-import time
 from datetime import tzinfo
 from pathlib import Path
+
+from cheroot import wsgi
 
 from sensorscript.dashboard.access import (Credentials, RequireLogin, ServedNames, content_security_policy,
                                            required, served_names)
@@ -28,18 +30,21 @@ from sensorscript.errors import Diagnostic, SensorScriptError
 
 
 class Dashboard:
-    """The page's HTTP server (waitress), bound (so a port in use is known before anything is served).
+    """The page's HTTP(S) server (cheroot, CherryPy's WSGI server), bound first (so a port in use is
+    known before anything is served).
 
     `credentials`: the logins it asks for (access.py); on an address other than loopback it refuses
-    to start without one unless `no_auth`. It answers only requests naming it: loopback names, `host`
-    and `server_names` (--server-name). It also serves /metrics for Prometheus (metrics.py)."""
+    to start without one unless `no_auth`; failed logins are counted per client, slowed and told to
+    `echo`. `tls`: (certificate, key) files, and the page is served over HTTPS. It answers only
+    requests naming it: loopback names, `host` and `server_names` (--server-name). It also serves
+    /metrics for Prometheus (metrics.py)."""
 
     def __init__(self, out: Path, tz: tzinfo, port: int = 8050, host: str = "127.0.0.1",
-                 credentials: Credentials | None = None, no_auth: bool = False, server_names: tuple[str, ...] = ()):
-        from waitress import create_server
-
+                 credentials: Credentials | None = None, no_auth: bool = False, server_names: tuple[str, ...] = (),
+                 tls: tuple[str, str] | None = None, echo=None):
         from sensorscript.dashboard.app import create_app
 
+        adapter = _tls(*tls) if tls else None  # a certificate that does not load: said before anything is bound
         listening = _listen(host, port)  # first: an unknown host or a port in use is what to fix first
         try:
             self.credentials = required(host, listening.getsockname()[1], credentials, no_auth)
@@ -47,74 +52,83 @@ class Dashboard:
             listening.close()
             raise
         self.app = create_app(Path(out), tz)
-        wsgi = self.app.server if self.credentials is None else RequireLogin(self.app.server, self.credentials)
-        wsgi = ServedNames(wsgi, served_names(host, server_names), content_security_policy(self.app.csp_hashes()))
-        # A page sends a request per section at each refresh (6), so a few pages need more threads than
-        # waitress' 4; a request past them waits in its queue.
-        self.server = create_server(wsgi, sockets=[listening], threads=THREADS, ident="SensorScript")
-        # Waitress says "Task queue depth is N" whenever its threads are all busy: a moment's wait for
-        # a section of a page, not news for the terminal the dashboard runs in.
-        logging.getLogger("waitress.queue").setLevel(logging.ERROR)
-        self.url = f"http://{_bracketed(host)}:{listening.getsockname()[1]}/"
-        self._serving, self._stop, self._done = threading.Event(), threading.Event(), threading.Event()
-        self._closing, self._closed = threading.Lock(), False
+        served = self.app.server if self.credentials is None else \
+            RequireLogin(self.app.server, self.credentials, echo=echo or _to_stderr)
+        served = ServedNames(served, served_names(host, server_names), content_security_policy(self.app.csp_hashes()))
+        self.server = _Server(listening, served, adapter)
+        self.url = f"{'https' if tls else 'http'}://{_bracketed(host)}:{listening.getsockname()[1]}/"
+        self._lock = threading.Lock()  # serving starts, or it stops: one at a time
+        self._stopped = False
 
     def serve_forever(self) -> None:
         """Serve until shutdown() from another thread, or Ctrl-C."""
-        from waitress import wasyncore
-
-        self._serving.set()
+        with self._lock:
+            if self._stopped:
+                return
+            self.server.prepare()  # its threads started, the socket listened on
         try:
-            # Waitress' loop, a poll at a time, so that it stops at a flag and everything is closed here,
-            # in its own thread, once nothing polls (closing from another thread races with its select).
-            while not self._stop.is_set() and self.server._map:
-                wasyncore.loop(timeout=POLL_S, map=self.server._map, use_poll=self.server.adj.asyncore_use_poll,
-                               count=1)
+            self.server.serve()
         except KeyboardInterrupt:
             pass
         finally:
-            self._drain()
-            self.close()
-            self._done.set()
-
-    def _drain(self) -> None:
-        """In the server's thread, as it stops: no new connection; the requests under way answered
-        (their threads need the loop to send, and pull its trigger when done), for DRAIN_S at most;
-        then no thread left to pull the trigger once it is closed."""
-        from waitress import wasyncore
-
-        wasyncore.dispatcher.close(self.server)  # its listening socket only (server.close() closes the trigger too)
-        workers = self.server.task_dispatcher
-        deadline = time.monotonic() + DRAIN_S
-        while (workers.active_count or workers.queue) and self.server._map and time.monotonic() < deadline:
-            wasyncore.loop(timeout=0.05, map=self.server._map, use_poll=self.server.adj.asyncore_use_poll, count=1)
-        workers.shutdown(timeout=DRAIN_S)
+            self.shutdown()
 
     def shutdown(self) -> None:
-        """Stop serving, from another thread; returns once the server has stopped."""
-        self._stop.set()
-        if not self._serving.is_set():
-            self.close()
-            return
-        with self._closing:
-            if not self._closed:
-                self.server.pull_trigger()  # wakes its loop at once (else within POLL_S)
-        self._done.wait(10)
+        """Stop serving (from any thread): no new connection, the requests under way answered (DRAIN_S
+        at most), the port free when it returns."""
+        with self._lock:
+            self._stopped = True
+            if self.server.ready:
+                self.server.stop()
+            self.server.listening.close()
 
-    def close(self) -> None:
-        """Free the port (of a server that never served: serve_forever() closes when it stops)."""
-        from waitress import wasyncore
-
-        with self._closing:  # once; and no trigger pulled after (its file descriptor may be another's by then)
-            if not self._closed:
-                self._closed = True
-                wasyncore.close_all(self.server._map, ignore_all=True)
-                self.server.task_dispatcher.shutdown(timeout=DRAIN_S)
+    close = shutdown  # a server that never served: its port freed
 
 
-POLL_S = 1.0  # how long a stop may wait for the loop when its trigger cannot wake it
 DRAIN_S = 5.0  # how long a stop waits for the requests under way
-THREADS = 8
+THREADS = 8  # a page sends a request per section at each refresh (6): a few pages need more than 4
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class _Server(wsgi.Server):
+    """cheroot's server on a socket bound already (`listening`), in TLS when `adapter` is given."""
+
+    def __init__(self, listening: socket.socket, app, adapter):
+        super().__init__(listening.getsockname()[:2], app, numthreads=THREADS, shutdown_timeout=DRAIN_S,
+                         request_queue_size=1024)
+        self.listening, self.ssl_adapter, self.software = listening, adapter, "SensorScript"
+
+    def bind(self, family, type, proto=0):  # where prepare() binds: the socket is bound already
+        self.socket = self.ssl_adapter.bind(self.listening) if self.ssl_adapter else self.listening
+        return self.socket
+
+    def error_log(self, msg="", level=logging.INFO, traceback=False):
+        # A client gone mid-request, a failed TLS handshake: not news for the terminal. The server's own
+        # errors are said in a line, with no traceback.
+        if level >= logging.ERROR:
+            print(f"dashboard: {msg}", file=sys.stderr, flush=True)
+
+
+def _tls(certificate: str, key: str):
+    """cheroot's TLS adapter (Python's ssl) for the files given, or one clear sentence."""
+    import ssl
+
+    from cheroot.ssl.builtin import BuiltinSSLAdapter
+
+    for flag, path in (("--cert", certificate), ("--key", key)):
+        if not Path(path).is_file():
+            raise SensorScriptError([Diagnostic("error", f"{flag} {path}: no such file")])
+    try:
+        adapter = BuiltinSSLAdapter(certificate, key)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise SensorScriptError([Diagnostic("error", f"--cert {certificate} --key {key}: not a certificate and its "
+                                                     f"private key in PEM ({getattr(exc, 'reason', None) or exc})")]) \
+            from None
+    adapter.context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return adapter
 
 
 def _bracketed(host: str) -> str:
@@ -122,7 +136,7 @@ def _bracketed(host: str) -> str:
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    """The listening socket waitress serves; a port in use, or an address not of this machine, in one
+    """The listening socket the server serves; a port in use, or an address not of this machine, in one
     sentence before anything is served."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]

@@ -10,8 +10,9 @@ them to every user of the machine:
                                  `# comments` skipped; refused when others than its owner may read it
 
 On an address other than loopback the dashboard serves nobody without one, unless told --no-auth;
-on loopback none is needed, but one configured is asked for there too (a reverse proxy on the same
-machine is how the dashboard is reached with TLS).
+on loopback none is needed, but one configured is asked for there too. Failed logins are counted
+per client, logged and slowed (`Guesses`). Off loopback the login should cross the network in TLS
+(`sscript dashboard --cert FILE --key FILE`; the command warns without).
 
 Whatever the login, it answers only requests that name it (`ServedNames`): a page of another site
 whose name was made to point at 127.0.0.1 (DNS rebinding) sends that name as Host and gets 421. And
@@ -25,10 +26,13 @@ import binascii
 import hashlib
 import hmac
 import ipaddress
+import math
 import os
 import re
 import socket
 import stat
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,21 +168,93 @@ def required(host: str, port: int, found: Credentials | None, no_auth: bool) -> 
     return found
 
 
+class Guesses:
+    """Failed logins per client (its address), in a row: past FREE of them, the client's next attempt
+    is not even checked before a wait that doubles with each further failure (2 s, 4 s, ... at most
+    MAX_WAIT_S), as sshd and fail2ban slow guessing. A login that succeeds, or QUIET_S without a
+    failure, forgets a client's failures. At most CLIENTS clients are remembered (the longest quiet
+    forgotten first)."""
+
+    FREE = 5
+    QUIET_S = 600.0
+    MAX_WAIT_S = 300.0
+    CLIENTS = 10_000
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self._failures: dict[str, tuple[int, float]] = {}  # client -> (failures in a row, time of the last)
+        self._lock = threading.Lock()
+
+    def _count(self, client: str, now: float) -> tuple[int, float]:
+        count, last = self._failures.get(client, (0, now))
+        if count and now - last > self.QUIET_S:
+            del self._failures[client]
+            return 0, now
+        return count, last
+
+    def wait(self, client: str) -> float:
+        """Seconds before the client's next attempt is checked (0: now)."""
+        with self._lock:
+            now = self.clock()
+            count, last = self._count(client, now)
+            if count < self.FREE:
+                return 0.0
+            return max(0.0, last + min(2.0 ** (count - self.FREE + 1), self.MAX_WAIT_S) - now)
+
+    def failed(self, client: str) -> int:
+        """A failed login of `client`: its failures in a row, this one counted."""
+        with self._lock:
+            now = self.clock()
+            count = self._count(client, now)[0] + 1
+            self._failures.pop(client, None)
+            self._failures[client] = (count, now)  # the newest last: the first in the dict is the longest quiet
+            while len(self._failures) > self.CLIENTS:
+                del self._failures[next(iter(self._failures))]
+            return count
+
+    def succeeded(self, client: str) -> None:
+        with self._lock:
+            self._failures.pop(client, None)
+
+
 class RequireLogin:
     """WSGI middleware: every request (the page, its scripts, its callbacks, /metrics) carries one of
-    the credentials, or gets 401 and the challenges that make a browser ask for a login."""
+    the credentials, or gets 401 and the challenges that make a browser ask for a login. A request
+    that carries a wrong credential is a failed login: counted per client, told to `echo` (the
+    client's address and its count, never what it sent), and slowed (`Guesses`: 429 and Retry-After
+    while the client must wait)."""
 
-    def __init__(self, app, accepted: Credentials):
-        self.app, self.accepted = app, accepted
+    def __init__(self, app, accepted: Credentials, echo=print, guesses: Guesses | None = None):
+        self.app, self.accepted, self.echo = app, accepted, echo
+        self.guesses = guesses or Guesses()
 
     def __call__(self, environ, start_response):
-        if self.accepted.allow(environ.get("HTTP_AUTHORIZATION")):
-            return self.app(environ, start_response)
-        body = b"401: this dashboard asks for a login (basic auth, or a bearer token)\n"
-        start_response("401 Unauthorized", [("Content-Type", "text/plain; charset=utf-8"),
-                                            ("Content-Length", str(len(body))), ("Cache-Control", "no-store"),
-                                            *(("WWW-Authenticate", c) for c in self.accepted.challenges())])
-        return [body]
+        authorization = environ.get("HTTP_AUTHORIZATION", "").strip()
+        client = environ.get("REMOTE_ADDR") or "an unknown address"
+        if authorization:
+            wait = self.guesses.wait(client)
+            if wait > 0:
+                seconds = math.ceil(wait)
+                return _answer(start_response, "429 Too Many Requests",
+                               f"429: too many failed logins from {client}; try again in {seconds} s",
+                               [("Retry-After", str(seconds))])
+            if self.accepted.allow(authorization):
+                self.guesses.succeeded(client)
+                return self.app(environ, start_response)
+            count = self.guesses.failed(client)
+            wait = self.guesses.wait(client)
+            then = f"; its next attempt waits {math.ceil(wait)} s" if wait else ""
+            self.echo(f"dashboard: a failed login from {client} ({count} in a row{then})")
+        return _answer(start_response, "401 Unauthorized",
+                       "401: this dashboard asks for a login (basic auth, or a bearer token)",
+                       [("WWW-Authenticate", c) for c in self.accepted.challenges()])
+
+
+def _answer(start_response, status: str, text: str, headers) -> list[bytes]:
+    body = (text + "\n").encode()
+    start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
+                            ("Cache-Control", "no-store"), *headers])
+    return [body]
 
 
 def _error(message: str) -> SensorScriptError:
