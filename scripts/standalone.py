@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from sensorscript.runtime.control.session import extra_jvm_options
+
 REGISTER_TIMEOUT = 90  # seconds for every worker to register with the master
 
 
@@ -53,8 +55,11 @@ def spark_home() -> Path:
 def spark_environment() -> dict[str, str]:
     """What Spark's scripts and the jobs submitted to the cluster need: its home, the loopback
     address, and this Python for the workers."""
-    return {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
-            "PYSPARK_PYTHON": sys.executable}
+    environment = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+                   "PYSPARK_PYTHON": sys.executable}
+    if extra_jvm_options():  # the jobs' extra JVM options (SSCRIPT_JVM_OPTIONS), the master's and workers' too
+        environment["SPARK_DAEMON_JAVA_OPTS"] = extra_jvm_options()
+    return environment
 
 
 def free_ports(count: int) -> list[int]:

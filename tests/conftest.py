@@ -93,7 +93,10 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from sensorscript.runtime.control.session import extra_jvm_options
+
     session = (SparkSession.builder.master("local[2]").appName("sensorscript-tests")
+               .config("spark.driver.extraJavaOptions", extra_jvm_options())
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.streaming.stateStore.providerClass",
                        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")

@@ -31,9 +31,21 @@ SPARK_LOG = "spark.log"  # in OUT: what Spark's JVM and its Python workers print
 LOG_BYTES, LOG_FILES = 5 * 2**20, 1  # the log's bound: this size, then one older file beside it
 
 
+# More options for the job's JVMs, driver and executors (a garbage collector, a JIT setting, a
+# diagnostic flag), after ours: e.g. the test suite's `-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`
+# (scripts/test.sh), for JVMs that live seconds.
+EXTRA_OPTIONS = "SSCRIPT_JVM_OPTIONS"
+
+
+def extra_jvm_options() -> str:
+    """What SSCRIPT_JVM_OPTIONS adds to the options of the job's JVMs."""
+    return os.environ.get(EXTRA_OPTIONS, "").strip()
+
+
 def jvm_options(memory: str = "1g") -> str:
-    """The JVM options of a driver or executor whose heap is `memory` (Spark's spark.*.memory)."""
-    return HEAP_OPTIONS.format(memory=memory)
+    """The JVM options of a driver or executor whose heap is `memory` (Spark's spark.*.memory), and
+    the user's (SSCRIPT_JVM_OPTIONS)."""
+    return " ".join(filter(None, [HEAP_OPTIONS.format(memory=memory), extra_jvm_options()]))
 
 
 def spark_log_level() -> str | None:
