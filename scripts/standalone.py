@@ -57,8 +57,9 @@ def spark_environment() -> dict[str, str]:
     address, and this Python for the workers."""
     environment = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
                    "PYSPARK_PYTHON": sys.executable}
-    if extra_jvm_options():  # the jobs' extra JVM options (SSCRIPT_JVM_OPTIONS), the master's and workers' too
-        environment["SPARK_DAEMON_JAVA_OPTS"] = extra_jvm_options()
+    extra = extra_jvm_options()  # the jobs' extra JVM options (SSCRIPT_JVM_OPTIONS), the master's and workers' too
+    if extra:
+        environment["SPARK_DAEMON_JAVA_OPTS"] = extra
     return environment
 
 

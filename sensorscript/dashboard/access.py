@@ -25,7 +25,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import ipaddress
 import math
 import os
 import re
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sensorscript.errors import Diagnostic, SensorScriptError
+from sensorscript.hosts import loopback
 
 PASSWORD, USER, TOKEN = "SSCRIPT_DASHBOARD_PASSWORD", "SSCRIPT_DASHBOARD_USER", "SSCRIPT_DASHBOARD_TOKEN"
 DEFAULT_USER = "admin"
@@ -132,28 +132,6 @@ def read_auth_file(path: Path) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
     if not users and not tokens:
         raise _error(f"{path}: no login in it (lines USER:PASSWORD or Bearer TOKEN)")
     return users, tokens
-
-
-def loopback(host: str) -> bool:
-    """An address (or name) of this machine that no other machine can reach: 127.0.0.0/8, ::1,
-    localhost; any other name when every address it resolves to is one of those."""
-    host = host.strip().strip("[]")
-    if host.lower() == "localhost":
-        return True
-    try:
-        addresses = [ipaddress.ip_address(host)]
-    except ValueError:
-        try:
-            addresses = [ipaddress.ip_address(found[4][0].split("%")[0])
-                         for found in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)]
-        except (OSError, ValueError):
-            return False
-    return bool(addresses) and all(_loopback(address) for address in addresses)
-
-
-def _loopback(address) -> bool:
-    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
-    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def required(host: str, port: int, found: Credentials | None, no_auth: bool) -> Credentials | None:

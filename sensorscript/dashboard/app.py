@@ -136,10 +136,10 @@ def create_app(out: Path, tz: tzinfo, refresh_ms: int = REFRESH_MS) -> Dash:
         """The list to pick from, as a name is typed or new alarms come. It holds what the address names
         too, and before the page has a value what `pick` is setting: an answer of this callback may land
         after pick's, and a list without the value would make the picker drop it."""
-        alarmed = output.alarms().by_workflow
+        plan, alarmed, named = output.plan(), output.alarms().by_workflow, _named(search)
         if chosen is None:
-            chosen = _named(search) or shown_by_default(output.plan(), alarmed)
-        return _options(output.plan(), alarmed, typed or "", [*chosen, *_named(search)])
+            chosen = named or shown_by_default(plan, alarmed)
+        return _options(plan, alarmed, typed or "", [*chosen, *named])
 
     @app.callback(Output("result-plots", "children"), Output("results-shown", "data"),
                   Input("tick", "n_intervals"), Input("workflows", "value"), State("results-shown", "data"))

@@ -4,17 +4,19 @@
 An address is `mqtt://[USER@]HOST[:PORT]/TOPIC` (port 1883) or `mqtts://...` (TLS, port 8883). The
 password is never part of it, nor of any argument a `ps` shows: it comes from the environment, a
 variable per use (`Login`: the source's PASSWORD_VARIABLE, the alarms' ALERTS_PASSWORD_VARIABLE), and
-is sent over plain mqtt:// only to a broker on this host unless the user says so (`Login.plain`). TLS takes a CA file (and, for brokers that want one, a client certificate and
-its key) from `Tls`; `mqtts://` without a CA file trusts the system's certificates.
+is sent over plain mqtt:// only to a broker on this host unless the user says so (`Login.plain`).
+TLS takes a CA file (and, for brokers that want one, a client certificate and its key) from `Tls`;
+`mqtts://` without a CA file trusts the system's certificates.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import ssl
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
+
+from sensorscript.hosts import loopback
 
 PASSWORD_VARIABLE = "SSCRIPT_MQTT_PASSWORD"  # the source broker's password, for USER@ in an mqtt:// address
 ALERTS_PASSWORD_VARIABLE = "SSCRIPT_ALERTS_MQTT_PASSWORD"  # the password of an alarms' broker (--alerts mqtt://)
@@ -68,16 +70,6 @@ class Address:
         return f"{'mqtts' if self.tls else 'mqtt'}://{user}{self.host}:{self.port}/{self.topic}"
 
 
-def on_this_host(host: str) -> bool:
-    """Whether `host` names this machine: a password sent there in plain crosses no network."""
-    if host.lower() in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 @dataclass(frozen=True)
 class Login:
     """Where a use of MQTT takes its password from (`variable`), and whether it may send it over plain
@@ -91,7 +83,7 @@ class Login:
     def password(self, address: Address, environ=os.environ) -> str | None:
         """The password for `address`, or ValueError in the user's words where sending it is refused."""
         password = environ.get(self.variable) if address.user else None
-        if password and not address.tls and not self.plain and not on_this_host(address.host):
+        if password and not address.tls and not self.plain and not loopback(address.host):
             raise ValueError(f"mqtt://{address.host}:{address.port}: the password in {self.variable} would cross the "
                              f"network unencrypted; use mqtts:// (TLS), or give {self.option} to send it anyway")
         return password
@@ -100,9 +92,9 @@ class Login:
 def client(address: Address, client_id: str, tls: Tls = Tls(), persistent: bool = False,
            manual_ack: bool = False, login: Login = Login()):
     """A paho-mqtt client for `address` (not connected yet): MQTT 3.1.1, the user with the password
-    from `login` (ValueError where it is refused), TLS when the address is mqtts:// or `tls` names files. `persistent`: the
-    broker keeps the session (subscriptions, and QoS 1 messages while the client is away) under
-    `client_id`. `manual_ack`: a QoS 1 message is acknowledged when the caller says so, not when
+    from `login` (ValueError where it is refused), TLS when the address is mqtts:// or `tls` names
+    files. `persistent`: the broker keeps the session (subscriptions, and QoS 1 messages while the
+    client is away) under `client_id`. `manual_ack`: a QoS 1 message is acknowledged when the caller says so, not when
     the message callback returns."""
     import paho.mqtt.client as paho
     from paho.mqtt.enums import CallbackAPIVersion
