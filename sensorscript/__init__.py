@@ -10,7 +10,7 @@ layer (without forming a circle) and from the layers before it, never from one a
 data, while the runtime, shipped alone to Spark's executors, knows nothing of the compiler.
 
 Layers:
-    errors, times, memory, processes, redaction, atomic, hosts: what every stage shares (diagnostics, forks, secrets, files, this host)
+    errors, times, memory, processes, redaction, atomic, hosts, resources: what every stage shares (diagnostics, forks, secrets, files, this host, the templates)
     runtime: what a generated job imports, on the driver and the executors
     registry, parser: the sensors' registry; scripts read into a checked AST
     graph: one shared DAG of every workflow's computations; window slicing

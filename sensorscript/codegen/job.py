@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from json.encoder import encode_basestring_ascii as _string  # json.dumps(a str), without its wrapping
-from pathlib import Path
 
 import jinja2
 
@@ -19,18 +18,15 @@ from sensorscript.codegen.program import programs
 from sensorscript.graph.nodes import SENSOR, ScriptLines
 from sensorscript.parser.printer import format_ms
 from sensorscript.partition.plan import Plan
+from sensorscript.resources import templates_folder
 from sensorscript.runtime.plan import program as rt
 
 TEMPLATE = "job.py.j2"
 
 
 def template_environment(autoescape: bool = False) -> jinja2.Environment:
-    """Templates ship inside the package (wheel); in a source checkout they are at the top.
-    `autoescape` for HTML pages."""
-    package = Path(__file__).resolve().parent.parent / "templates"
-    checkout = Path(__file__).resolve().parent.parent.parent / "templates"
-    folder = package if (package / TEMPLATE).exists() else checkout
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(folder)), trim_blocks=True,
+    """The package's templates (resources.py); `autoescape` for HTML pages."""
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_folder())), trim_blocks=True,
                                      autoescape=autoescape, lstrip_blocks=True, keep_trailing_newline=True,
                                      undefined=jinja2.StrictUndefined)
     environment.filters.update(comment=comment_text, docstring=docstring_text)
