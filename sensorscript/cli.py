@@ -385,6 +385,7 @@ def backfill_command(out, since, timeout) -> None:
                                                              f"computes what an update (sscript update) added")])
             backfills.request(Path(out), numbers[-1], since[1])
         running.backfill_now(Path(out), timeout, echo=click.echo)
+        running.deliver_alarms(Path(out), None, click.echo)
     except SensorScriptError as exc:
         _fail(exc)
 
@@ -398,6 +399,7 @@ def correct(out) -> None:
 
     try:
         click.echo(running.correct_now(Path(out)).describe())
+        running.deliver_alarms(Path(out), None, click.echo)
     except SensorScriptError as exc:
         _fail(exc)
 
@@ -444,7 +446,7 @@ def status(out, tz) -> None:
     from sensorscript.runtime.output.status import describe
 
     try:
-        click.echo(describe(running.job_status(Path(out)), tz))
+        click.echo(describe(running.alarms_now(running.job_status(Path(out)), Path(out)), tz))
     except SensorScriptError as exc:
         _fail(exc)
     found = backfills.newest(Path(out))
@@ -605,6 +607,78 @@ def report(files, sensors, partitions, out, data, no_naive_run, sweep_seconds, g
                f"saves {cost.saving(cost.naive_sensor_hash):.0%} vs hashing by sensor id, "
                f"{cost.saving(cost.naive_workflow_hash):.0%} vs hashing by workflow")
     click.echo(f"report: {md}  page: {page}")
+
+
+@main.group()
+def alerts() -> None:
+    """The alarms of the job in OUT: silences, and delivery of what waits (to the targets its runs keep)."""
+
+
+def _seconds(ctx, param, value):
+    from sensorscript.times import duration_ms
+
+    if value is None:
+        return None
+    try:
+        return duration_ms(value, param.opts[0]) / 1000
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@alerts.command(name="silence")
+@click.argument("out", type=click.Path(file_okay=False))
+@click.argument("what", metavar="WORKFLOW|STREAM")
+@click.option("--for", "seconds", required=True, metavar="DURATION", callback=_seconds,
+              help="How long: 30min, 2h, 1d.")
+@click.option("--comment", default="", help="Why (shown in status).")
+def alerts_silence(out, what, seconds, comment) -> None:
+    """Hold back the alarms of a workflow or a stream (WORKFLOW.NAME) whose incidents begin while the
+    silence lasts, for every target (a running job honours it at once); status shows it."""
+    from sensorscript import running
+
+    try:
+        click.echo(running.silence(Path(out), what, seconds, comment))
+    except SensorScriptError as exc:
+        _fail(exc)
+
+
+@alerts.command(name="expire")
+@click.argument("out", type=click.Path(file_okay=False))
+@click.argument("number", type=int)
+def alerts_expire(out, number) -> None:
+    """End silence NUMBER now."""
+    from sensorscript import running
+
+    try:
+        click.echo(running.expire_silence(Path(out), number))
+    except SensorScriptError as exc:
+        _fail(exc)
+
+
+@alerts.command(name="silences")
+@click.argument("out", type=click.Path(file_okay=False))
+@_tz
+def alerts_silences(out, tz) -> None:
+    """The silences in force."""
+    from sensorscript import running
+
+    for line in running.silences(Path(out), tz):
+        click.echo(line)
+
+
+@alerts.command(name="deliver")
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--timeout", "seconds", default=None, metavar="DURATION", callback=_seconds,
+              help="How long to wait for the receivers (default: the --alerts-timeout kept, 60s).")
+def alerts_deliver(out, seconds) -> None:
+    """Send what waits in the outbox of OUT now, to the targets its last run with --alerts named
+    (when the job runs, its own threads do)."""
+    from sensorscript import running
+
+    try:
+        running.deliver_alarms(Path(out), seconds, click.echo)
+    except SensorScriptError as exc:
+        _fail(exc)
 
 
 @main.group()

@@ -412,3 +412,89 @@ def _not_now(after_update: bool, echo, message: str) -> None:
         raise SensorScriptError([Diagnostic("error", message)])
     echo(message)
 
+
+
+# `sscript alerts ...`: silences and delivery of what waits, with the settings the job keeps in OUT.
+
+def silence(out: Path, what: str, seconds: float, comment: str = "") -> str:
+    """`sscript alerts silence OUT WORKFLOW|STREAM --for DURATION`: hold back the incidents of that
+    workflow or stream (WORKFLOW.NAME) that begin before it ends; says what it did."""
+    from sensorscript.runtime.output.alarms import alarm_kinds
+    from sensorscript.runtime.output.alerts import Outbox
+    from sensorscript.times import human_time
+
+    out = Path(out)
+    job = load_job(out).JOB
+    streams = alarm_kinds(job)
+    workflows = sorted({s.rsplit(".", 1)[0] for s in streams})
+    if what not in streams and what not in workflows:
+        raise SensorScriptError([Diagnostic("error", f"'{what}' is neither a workflow with alarms nor a stream with "
+                                                     f"alarms of the job in {out} (workflows: {', '.join(workflows)}; "
+                                                     f"streams: {', '.join(streams)})")])
+    outbox = Outbox(out)
+    try:
+        number = outbox.silence(what, seconds, comment)
+        until = outbox.silences()[-1]["until"]
+    finally:
+        outbox.close()
+    return (f"silence {number}: the alarms of {what} that begin before {human_time(until * 1000)} are held back (their "
+            f"updates and resolutions too; incidents already sent still resolve); 'sscript alerts expire {out} "
+            f"{number}' ends it sooner")
+
+
+def expire_silence(out: Path, number: int) -> str:
+    from sensorscript.runtime.output.alerts import Outbox
+
+    outbox = Outbox(Path(out))
+    try:
+        if not outbox.expire(number):
+            raise SensorScriptError([Diagnostic("error", f"no silence {number} in force in {out} "
+                                                         f"('sscript alerts silences {out}' lists them)")])
+    finally:
+        outbox.close()
+    return f"silence {number} ended: what begins from now on is sent"
+
+
+def silences(out: Path, tz=None) -> list[str]:
+    from sensorscript.runtime.output.alerts import Outbox
+    from sensorscript.times import UTC, human_time
+
+    outbox = Outbox(Path(out))
+    try:
+        found = outbox.silences()
+    finally:
+        outbox.close()
+    return [f"{s['id']}: {s['what']} until {human_time(s['until'] * 1000, tz or UTC)}"
+            + (f" ({s['comment']})" if s["comment"] else "") for s in found] or ["no silence in force"]
+
+
+def deliver_alarms(out: Path, timeout_s: float | None, echo=print) -> None:
+    """`sscript alerts deliver OUT`, and the end of `sscript correct` and `sscript backfill`: what
+    waits in the outbox, sent to the targets kept in OUT, unless the job runs (its threads send it)."""
+    from sensorscript.runtime.output.alerts import deliver
+    from sensorscript.runtime.output.alerts.pipeline import running_elsewhere
+
+    out = Path(out)
+    if running_elsewhere(out):
+        echo(f"alarms: the job running in {out} sends what waits in its outbox")
+        return
+    try:
+        if deliver(out, timeout_s, echo) is None:
+            echo(f"alarms: none are delivered from {out} (no run on it was given --alerts)")
+    except ValueError as exc:
+        raise SensorScriptError([Diagnostic("error", str(exc))]) from None
+
+
+def alarms_now(status: dict, out: Path) -> dict:
+    """The status with its alarms' counts read from the outbox now (a silence made, or what a
+    command delivered, since the run last wrote status.json)."""
+    from sensorscript.runtime.output.alerts import Outbox
+    from sensorscript.runtime.output.alerts.outbox import FOLDER, OUTBOX
+
+    if not (Path(out) / FOLDER / OUTBOX).exists():
+        return status
+    outbox = Outbox(Path(out))
+    try:
+        return {**status, "alerts": {**outbox.counts(), "limit": status.get("alerts", {}).get("limit", outbox.limit)}}
+    finally:
+        outbox.close()

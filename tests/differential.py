@@ -38,6 +38,25 @@ def reference_alarms(rows, flags: tuple[str, ...] | None = None) -> list[tuple[s
     return sorted(found)
 
 
+def reference_incidents(rows, flags: tuple[str, ...]) -> dict[tuple[str, int, int, int], str]:
+    """The incidents README names, made from the reference's rows: every pattern match (open: a
+    match is not resolved by itself), and every run of 1s of a flag in `flags`, from the row where it
+    begins: open while it lasts to the last row, closed once a row that is not 1 follows. Keyed
+    (stream, ts where it began, start_ts or -1, end_ts or -1)."""
+    found = {(r.stream, r.ts, -1 if r.start_ts is None else r.start_ts, -1 if r.end_ts is None else r.end_ts): "open"
+             for r in rows if r.events is not None}
+    for stream in flags:
+        on = None
+        for r in sorted((r for r in rows if r.stream == stream), key=lambda r: r.ts):
+            if r.value == 1.0 and on is None:
+                on = r.ts
+                found[(stream, on, -1, -1)] = "open"
+            elif r.value != 1.0 and on is not None:
+                found[(stream, on, -1, -1)] = "closed"
+                on = None
+    return found
+
+
 def write_scripts(folder: Path, scripts: dict[str, str]) -> list[str]:
     """Each script as FOLDER/NAME.ss; returns the paths."""
     files = []

@@ -49,14 +49,15 @@ def folder_run(place: Path) -> tuple[list[str], dict]:
              "--replay-order", "name", "--input-cleanup", f"archive:{place / 'read'}",
              "--alerts", "http://127.0.0.1:9/hook", "--alerts", "mqtt://127.0.0.1:1883/alarms",
              "--alerts-for", "bridge,pier", "--alerts-for", "fleet", "--alerts-timeout", "5min",
-             "--alerts-template", "body.j2"]
+             "--alerts-template", "body.j2", "--alerts-group-by", "stream", "--alerts-group-wait", "5s"]
     expected = dict(input=str(place / "data"), once=True, fresh=True, sink=f"csv:{place / 'results.csv'}",
                     max_files_per_trigger=3, watermark="fixed:5s", late="correct:10s",
                     retain=("archive=3d", "results=365d"), replay_order="name",
                     input_cleanup=f"archive:{place / 'read'}",
                     alerts=("http://127.0.0.1:9/hook", "mqtt://127.0.0.1:1883/alarms"),
                     alerts_for=("bridge,pier", "fleet"), alerts_timeout="5min",
-                    alerts_template=str((place / "body.j2").resolve()))
+                    alerts_template=str((place / "body.j2").resolve()), alerts_group_by="stream",
+                    alerts_group_wait="5s")
     return given, expected
 
 
@@ -125,7 +126,7 @@ def test_the_command_line_and_the_job_say_the_same_of_each_option(tmp_path):
     helps = {action.option_strings[0]: action.help for action in job_parser("a job", tmp_path)._actions
              if action.option_strings and action.option_strings[0] != "-h"}
     shared = [param for param in run_command.params if isinstance(param, click.Option) and param.opts[0] in helps]
-    assert len(shared) == 19  # all but --cluster (spark-submit's --master) and OUT (the job's --out)
+    assert len(shared) == 21  # all but --cluster (spark-submit's --master) and OUT (the job's --out)
     for param in shared:
         assert param.help == helps[param.opts[0]], param.opts[0]
 

@@ -208,10 +208,11 @@ def ends_of(streams: list[str], job: p.Job, exact_from: dict[str, int | None],
 
 
 def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[str, int], read, earliest: int | None,
-        echo=print) -> Backfill:
+        echo=print, alarms=None) -> Backfill:
     """Compute and write the backfill; `read(sensors, lo, hi)` -> (code, ts, value) of the archived
     readings of these sensors (code -> sensor id) with lo <= ts < hi in event-time order; `earliest`: the archive's first hour (None:
-    empty). Saves its progress in backfill.json as it goes."""
+    empty). Saves its progress in backfill.json as it goes. `alarms` (runtime/output/alerts/pipeline.py,
+    `Writes`): the alarms its rows raise, staged before the write and taken after it."""
     t0 = time.monotonic()
     job = new_computations(job, backfill.version)
     graph = JobGraph(job)
@@ -265,8 +266,12 @@ def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[st
         written = changes(rows, stored, lowest, ends)
         if len(written):
             written[PLAN_COLUMN] = backfill.version
-            open_sink(sink_spec, matches=job.has_matches).write(
-                -(IDS + backfill.version * 10_000 + backfill.attempts), BatchRows(written, pd.DataFrame()))
+            unit = -(IDS + backfill.version * 10_000 + backfill.attempts)
+            if alarms is not None:
+                alarms.stage(unit, written, sink_spec, job)
+            open_sink(sink_spec, matches=job.has_matches).write(unit, BatchRows(written, pd.DataFrame()))
+            if alarms is not None:
+                alarms.written(sink_spec, job)
     backfill.rows = int(written["value"].notna().sum()) if len(written) else 0
     backfill.retracted = int(written["value"].isna().sum()) if len(written) else 0
     # Complete from where its rows begin, or the job's if those begin earlier (nothing to add).
@@ -301,9 +306,13 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     folder = out / archive.FOLDER
     yield_to_the_job()
+    from sensorscript.runtime.output.alerts.pipeline import Writes
+
+    alarms = Writes.of(out)  # the alarms the job's kept settings ask for
     try:
         found = run(out, backfill, job, status["sink_spec"], ends,
-                    lambda sensors, lo, hi: archive.read(folder, sensors, lo, hi), archive.earliest(folder))
+                    lambda sensors, lo, hi: archive.read(folder, sensors, lo, hi), archive.earliest(folder),
+                    alarms=alarms)
     except Exception as exc:  # said in the record, and by `sscript backfill` in one line
         backfill.state, backfill.problem = "failed", f"{type(exc).__name__}: {exc}"
         backfill.save(out)

@@ -145,10 +145,11 @@ class Pending:
         return state["runs"]
 
 
-def correct(job: p.Job, out: Path, sink_spec: str, until: int, written=None) -> Correction:
+def correct(job: p.Job, out: Path, sink_spec: str, until: int, alarms=None) -> Correction:
     """Run a correction now: recompute what the pending late readings touched, up to event time
-    `until` (POS_INF at the end of the input), and write the rows that changed. `written(number,
-    rows)` is told the rows once written, as batch -number (the alarms they change: alerts/detection.py)."""
+    `until` (POS_INF at the end of the input), and write the rows that changed, as batch -number.
+    `alarms` (runtime/output/alerts/pipeline.py, `Writes`): the alarms they change, staged before the
+    write and taken after it."""
     started = time.monotonic()
     pending = Pending(out)
     files = pending.files()
@@ -185,9 +186,11 @@ def correct(job: p.Job, out: Path, sink_spec: str, until: int, written=None) -> 
         if len(changed):
             number = pending.runs() + 1
             changed[PLAN_COLUMN] = job.plan_versions(changed["stream"].to_numpy(), changed["ts"].to_numpy(np.int64))
+            if alarms is not None:
+                alarms.stage(-number, changed, sink_spec, job)
             open_sink(sink_spec, matches=job.has_matches).write(-number, BatchRows(changed, pd.DataFrame()))
-            if written is not None:
-                written(number, changed)
+            if alarms is not None:
+                alarms.written(sink_spec, job)
     found.rows = int(changed["value"].notna().sum()) if len(changed) else 0
     found.retracted = int(changed["value"].isna().sum()) if len(changed) else 0
     # Settled: every effect of a file's late readings lies before `until`.
@@ -446,7 +449,12 @@ def main(argv: list[str] | None = None) -> int:
     status = read_status(out)
     job = dataclasses.replace(load_job(out).JOB, late=status["late_policy"],
                               archive=str((out / archive.FOLDER).resolve()))
-    found = correct(job, out, status["sink_spec"], emitted_until(status.get("partitions", {}), job))
+    from sensorscript.runtime.output.alerts.pipeline import Writes
+
+    alarms = Writes.of(out)  # the alarms the job's kept settings ask for
+    found = correct(job, out, status["sink_spec"], emitted_until(status.get("partitions", {}), job), alarms)
+    if alarms is not None:
+        alarms.close()
     print(json.dumps(dataclasses.asdict(found)))
     return 0
 

@@ -63,8 +63,7 @@ class LateCorrections:
 
     def correct(self, until: int, job: Job) -> None:
         alarms, spec = self.alarms, self.sink_spec
-        found = correction.correct(job, self.out, spec, until, written=alarms and (
-            lambda number, changed: alarms.corrected(number, changed, spec, job)))
+        found = correction.correct(job, self.out, spec, until, alarms=alarms and alarms.writes)
         self.summary.corrected += found.rows + found.retracted
         self.status.corrected(found)
         self.echo(found.describe())

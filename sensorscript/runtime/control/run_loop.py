@@ -102,8 +102,8 @@ def _writer(job: Job, settings: RunSettings, resumed, echo) -> BatchWriter:
     late_policy, gamma_ms = parse_late_policy(job.late)
     correcting = late_policy == "correct"
     housekeeping = Housekeeping(out, job, sink_spec, resumed.retention, status, correcting, echo)
-    alarms = Alerts.open(settings.alert_settings, out, job, status, echo, fresh=resumed.afresh) if settings.alerts \
-        else None
+    # The alarms given, or those kept in OUT by an earlier run (None: no alarms).
+    alarms = Alerts.open(settings.alert_settings, out, job, status, echo, fresh=resumed.afresh, sink_spec=sink_spec)
     summary = RunSummary()
     corrections = LateCorrections(out, sink_spec, gamma_ms, resumed.retention["archive"], status, summary, alarms,
                                   echo) if correcting else None

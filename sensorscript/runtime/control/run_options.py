@@ -48,6 +48,17 @@ RETAIN_HELP = ("How long a store is kept: archive (raw readings for corrections,
                "results=365d expires them). DURATION: 30s, 15min, 12h, 7d or forever. Repeat for each store.")
 
 
+def check_template(given: str) -> str:
+    """A built-in template's name, or an existing file's absolute path (the job may run in another folder)."""
+    from sensorscript.runtime.output.alerts.templates import BUILT_IN
+
+    if given in BUILT_IN:
+        return given
+    if not Path(given).is_file():
+        raise ValueError(f"--alerts-template {given}: no such file, nor a built-in template ({', '.join(BUILT_IN)})")
+    return str(Path(given).resolve())
+
+
 def check_watermark(text: str) -> str:
     from sensorscript.runtime.state.watermark import parse_policy
 
@@ -135,18 +146,24 @@ class RunSettings:
                                               "to a broker on another host, where anyone on the way reads it "
                                               "(refused otherwise: use mqtts://).")
     alerts: tuple[str, ...] = option(
-        (), "Deliver alarms (pattern matches, flags turning on) to a webhook (http(s)://..., a JSON POST), an MQTT "
-            "topic (mqtt(s)://[USER@]HOST[:PORT]/TOPIC, QoS 1; the password in SSCRIPT_ALERTS_MQTT_PASSWORD), env:VARIABLE or "
-            "file:PATH (the URL in that environment variable or file, out of `ps`: a URL with a credential is refused "
-            "here); repeat for several. At least once, from a durable "
-            "outbox in OUT/alerts/.", metavar="URL")
+        (), "Deliver alarms (pattern matches, flags turning on and off, as incidents) to a webhook (http(s)://..., "
+            "a JSON POST a group), an MQTT topic (mqtt(s)://[USER@]HOST[:PORT]/TOPIC, QoS 1; the password in "
+            "SSCRIPT_ALERTS_MQTT_PASSWORD), env:VARIABLE or file:PATH (the URL in that environment variable or file, "
+            "out of `ps`: a URL with a credential is refused here); repeat for several. At least once, from a durable "
+            "outbox in OUT/alerts/. Kept in OUT: later runs without --alerts deliver to the same targets; "
+            "--alerts none stops that.", metavar="URL")
     alerts_for: tuple[str, ...] = option((), "Deliver the alarms of these workflows only (default: every workflow's).",
                                          metavar="WORKFLOW,...")
     alerts_timeout: str | None = option(None, "With --once, how long the run waits for its alarms to be delivered "
                                               "(default 60s); what is left waits in the outbox for the next run.",
                                         metavar="DURATION")
-    alerts_template: str | None = option(None, "A Jinja2 template of a webhook's body (the alarm is `alarm`): for "
-                                               "Slack, Teams, ntfy (README).", to_job=PATH, metavar="FILE")
+    alerts_template: str | None = option(None, "A webhook's body: a built-in template (alertmanager, pagerduty, "
+                                               "slack, teams, ntfy) or a Jinja2 file of your own (README).",
+                                         metavar="NAME|FILE", check=check_template)
+    alerts_group_by: str | None = option(None, "Alarms of one workflow (default), of one stream, or all (none) go "
+                                               "together in one request.", choices=("workflow", "stream", "none"))
+    alerts_group_wait: str | None = option(None, "How long a group's first alarm waits for others to go with it "
+                                                 "(default 2s; 0s: at once).", metavar="DURATION")
 
     def __post_init__(self):
         # As the command lines give them: a folder's name, repeated values in a list.
@@ -181,7 +198,8 @@ class RunSettings:
         from sensorscript.runtime.output.alerts import AlertSettings
 
         return AlertSettings.of(self.alerts, self.alerts_for, self.alerts_timeout, self.alerts_template,
-                                self.tls, self.mqtt_plain_password) if self.alerts else None
+                                self.tls, self.mqtt_plain_password, self.alerts_group_by,
+                                self.alerts_group_wait) if self.alerts else None
 
     def policies_for(self, job):
         """The job with this run's watermark and late policies (checked) instead of the compiled ones."""
@@ -198,9 +216,12 @@ class RunSettings:
 
         input_cleanup(self.input_cleanup, self.input, self.once)
         check_feed(self.input, self.sensor_from_topic, self.mqtt_login)
-        if not self.alerts:
-            if self.alerts_for or self.alerts_timeout or self.alerts_template:
-                raise ValueError("--alerts-for, --alerts-timeout and --alerts-template go with --alerts URL")
+        alert_options = (self.alerts_for, self.alerts_timeout, self.alerts_template, self.alerts_group_by,
+                         self.alerts_group_wait)
+        if not self.alerts or self.alerts == ("none",):
+            if any(alert_options):
+                raise ValueError("--alerts-for, --alerts-timeout, --alerts-template and --alerts-group-by/-wait go "
+                                 "with --alerts URL")
             return
         if self.sink == "console":
             raise ValueError("--alerts delivers alarms from the results written: use a sqlite, csv or parquet sink")

@@ -72,6 +72,10 @@ class Sink(ABC):
     @abstractmethod
     def describe(self) -> str: ...
 
+    def wrote(self, batch_id: int) -> bool:
+        """Whether the batch (or a correction's or backfill's write: a negative id) is in the sink."""
+        return False
+
 
 def open_sink(spec: str, matches: bool = False) -> Sink:
     """`matches`: the job has pattern streams among its outputs, so results carry MATCH_COLUMNS too
@@ -177,6 +181,13 @@ class SQLiteSink(Sink):
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=60)
 
+    def wrote(self, batch_id: int) -> bool:
+        db = self._connect()
+        try:
+            return db.execute("SELECT 1 FROM sscript_batches WHERE batch_id = ?", (batch_id,)).fetchone() is not None
+        finally:
+            db.close()
+
     def write(self, batch_id, rows):
         with self._connect() as db:  # one transaction: the rows and the batch id, or nothing
             if db.execute("SELECT 1 FROM sscript_batches WHERE batch_id = ?", (batch_id,)).fetchone():
@@ -200,7 +211,7 @@ class _FileSink(Sink):
         self.journal = journal_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
 
-    def _written(self, batch_id: int) -> bool:
+    def wrote(self, batch_id: int) -> bool:
         return self.journal.exists() and any(line.split()[:1] == [str(batch_id)]
                                              for line in self.journal.read_text().splitlines())
 
@@ -232,7 +243,7 @@ class CsvSink(_FileSink):
         return int(sizes[-1]) if sizes else 0
 
     def write(self, batch_id, rows):
-        if self._written(batch_id):
+        if self.wrote(batch_id):
             return
         if self.path.exists() and self.path.stat().st_size > self._journalled_size():
             with self.path.open("r+b") as f:  # a batch that was appended but not journalled
@@ -259,7 +270,7 @@ class ParquetSink(_FileSink):
         path.mkdir(parents=True, exist_ok=True)
 
     def write(self, batch_id, rows):
-        if self._written(batch_id):
+        if self.wrote(batch_id):
             return
         results = rows.results
         if len(results):

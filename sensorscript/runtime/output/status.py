@@ -327,12 +327,14 @@ def describe_stores(status: dict, tz: tzinfo = UTC) -> list[str]:
 
 
 def describe_alerts(status: dict, tz: tzinfo = UTC) -> list[str]:
-    """Alarms delivered (--alerts): what waits in the outbox, what was delivered, what fails."""
+    """Alarms delivered (--alerts): what waits in the outbox, what was delivered, what fails, per
+    target; the silences in force."""
     alerts = status.get("alerts") or {}
     if not alerts:
         return []
     lines = [f"alarms: {alerts['waiting']:,} waiting in the outbox (at most {alerts['limit']:,}), "
              f"{alerts['delivered']:,} delivered, {alerts['failed']:,} attempts failed"
+             + (f", {alerts['silenced']:,} held back by silences" if alerts.get("silenced") else "")
              + (f"; FULL: {alerts.get('dropped', 0):,} alarms were not kept" if alerts.get("full") or alerts.get("dropped")
                 else "")]
     for target, counts in sorted(alerts.get("targets", {}).items()):
@@ -342,6 +344,10 @@ def describe_alerts(status: dict, tz: tzinfo = UTC) -> list[str]:
         if counts.get("last_error") and (counts.get("last_error_at") or 0) >= (counts.get("last_success") or 0):
             said.append(f"failing: {counts['last_error']} (last tried {human_time(counts['last_error_at'] * 1000, tz)})")
         lines.append(f"  to {target}: " + ", ".join(said))
+    for silence in alerts.get("silences", ()):
+        lines.append(f"  silenced: {silence['what']} until {human_time(silence['until'] * 1000, tz)} "
+                     f"(silence {silence['id']}" + (f": {silence['comment']}" if silence.get("comment") else "")
+                     + "; sscript alerts expire ends it)")
     return lines
 
 

@@ -1,21 +1,37 @@
-"""Which alarms a written batch raises, and which a correction raises or retracts (runtime/output/
-alarms.py is the rule): given the streams delivered (MATCH or FLAG) and each flag's last row taken so
-far, the alarms in event-time order and each flag's last row after them.
+"""Which alarms a written batch raises, and which a correction or a backfill changes
+(runtime/output/alarms.py is the rule of what an alarm is): given the streams delivered (MATCH or
+FLAG) and each flag's last row so far, the incidents' states in event-time order and each flag's
+last row after them. A flag's incident fires where it turns on and resolves at its first row that is
+not 1; a match fires, and a correction updates or retracts (resolves) it. Which of these are new to
+a receiver (an update of a match already sent, not a replay of one) is the outbox's to say.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime.output.alarms import FLAG, MATCH, turned_on
-from sensorscript.runtime.output.alerts.payload import alarm_object
-from sensorscript.runtime.output.sinks import KEY_COLUMNS, newest
+from sensorscript.runtime.output.alarms import FLAG, MATCH
+from sensorscript.runtime.output.alerts.payload import RESOLVED, alarm_object
+from sensorscript.runtime.output.sinks import newest
 
 
-def batch_alarms(results: pd.DataFrame, kinds: dict[str, str], flags: dict[str, tuple[int, float]]):
+class FlagState(NamedTuple):
+    """A flag stream's last row taken (its time and value) and, while it is on, when it turned on."""
+
+    ts: int
+    value: float
+    on_since: int | None = None
+
+
+OFF = FlagState(-(2**63), 0.0)  # before its first row a flag is off
+
+
+def batch_alarms(results: pd.DataFrame, kinds: dict[str, str], flags: dict[str, FlagState]):
     """The alarms among a batch's result rows (`kinds`: the streams delivered, MATCH or FLAG) and each
-    flag's last row after it, given `flags` (its last row before; off when none)."""
+    flag's state after it, given `flags` (its state before; off when none)."""
     rows = results[results["stream"].isin(kinds.keys())] if len(results) else results
     found, last = [], {}
     if not len(rows):
@@ -29,30 +45,49 @@ def batch_alarms(results: pd.DataFrame, kinds: dict[str, str], flags: dict[str, 
         if kinds[stream] == MATCH:
             found += [alarm_object(r, MATCH) for r in records if isinstance(r.get("events"), str)]
         else:
-            values = group["value"].to_numpy(float)
-            on = turned_on(values, flags.get(stream, (0, 0.0))[1])
-            found += [alarm_object(r, FLAG) for r, yes in zip(records, on) if yes]
-            last[stream] = (int(group["ts"].iloc[-1]), float(values[-1]))
+            alarms, last[stream] = _flag_runs(stream, records, flags.get(stream, OFF))
+            found += alarms
     return sorted(found, key=_in_time), last
 
 
+def _flag_runs(stream: str, records: list[dict], state: FlagState):
+    """A flag's rows in time order after `state`: an alarm firing where it turns on, one resolving
+    where it turns off; its state after them."""
+    found = []
+    before, on_since = state.value, state.on_since
+    for record in records:
+        value = float(record["value"])
+        if value == 1.0 and before != 1.0:
+            on_since = int(record["ts"])
+            found.append(alarm_object(record, FLAG))
+        elif value != 1.0 and before == 1.0 and on_since is not None:
+            found.append(alarm_object(record, FLAG, RESOLVED, started_ms=on_since))
+            on_since = None
+        before = value
+    last = records[-1]
+    return found, FlagState(int(last["ts"]), float(last["value"]), on_since if before == 1.0 else None)
+
+
 def _in_time(alarm: dict):
-    """Alarms are sent in event-time order (then by stream): a receiver reads them as they happened."""
-    return alarm["ts_ms"], alarm["stream"], alarm["retracted"]
+    """Alarms are sent in event-time order (then by stream; a resolution after the firing it closes)."""
+    return alarm["ts_ms"], alarm["stream"], alarm["state"] == RESOLVED
 
 
 def correction_alarms(changed: pd.DataFrame, kinds: dict[str, str], stored: pd.DataFrame,
-                      flags: dict[str, tuple[int, float]]):
-    """What a correction's rows (`changed`: new versions and tombstones) change among the alarms:
-    a match's new version, a match retracted; a flag that now turns on at a row where it did not
-    (its version), or no longer does (retracted, with the row's newest version). `stored`: every
-    version of the flag streams' rows, the correction's included. Returns the alarms and the flags'
-    last rows where the correction changed them."""
+                      flags: dict[str, FlagState]):
+    """What a correction's (or a backfill's) rows change among the alarms, before they are written:
+    `changed` (new versions and tombstones); `stored`: every version the sink holds of the flag
+    streams' rows (without `changed`). A match's new version fires (the outbox says whether that is
+    an update, or the match back after a retraction); a match retracted resolves. A flag's incidents
+    are its runs of 1s in its newest rows: a run that begins where none did fires (and resolves where
+    it ends, if it does); one that no longer begins there resolves, retracted; one whose end moved
+    resolves at its new end, or fires again when it no longer ends. Returns the alarms and the
+    flags' states where the correction changed their last row."""
     changed = changed[changed["stream"].isin(kinds.keys())]
     found: list[dict] = []
     for record in changed[changed["stream"].map(kinds) == MATCH].to_dict("records"):
         if pd.isna(record["value"]):
-            found.append(alarm_object(record, MATCH, retracted=True))
+            found.append(alarm_object(record, MATCH, RESOLVED, retracted=True))
         elif isinstance(record.get("events"), str):
             found.append(alarm_object(record, MATCH))
     last = {}
@@ -60,30 +95,48 @@ def correction_alarms(changed: pd.DataFrame, kinds: dict[str, str], stored: pd.D
     for stream in flag_streams:
         rows = stored[stored["stream"] == stream]
         mine = changed[changed["stream"] == stream]
-        ours = _rows_of(rows, mine)
-        after = newest(rows).sort_values("ts", kind="stable")
-        before = newest(rows[~ours]).sort_values("ts", kind="stable")
-        on_after = _turning_on(after)
-        on_before = _turning_on(before)
-        for record in after[after["ts"].isin(on_after - on_before)].to_dict("records"):
-            found.append(alarm_object(record, FLAG))
-        for record in after[after["ts"].isin(on_before - on_after)].to_dict("records"):
-            found.append(alarm_object(record, FLAG, retracted=True))
-        living = after[after["value"].notna()]
-        if len(living) and int(living["ts"].iloc[-1]) >= flags.get(stream, (-(2**63), 0.0))[0]:
-            last[stream] = (int(living["ts"].iloc[-1]), float(living["value"].iloc[-1]))
+        before = _living(newest(rows))
+        after = _living(newest(pd.concat([rows, mine], ignore_index=True) if len(rows) else mine))
+        runs_before, runs_after = _runs(before), _runs(after)
+        by_ts = {int(r["ts"]): r for r in after.to_dict("records")}
+        by_ts_before = {int(r["ts"]): r for r in before.to_dict("records")}
+        for on, off in sorted(runs_after.items()):
+            if on not in runs_before:
+                found.append(alarm_object(by_ts[on], FLAG))
+                if off is not None:
+                    found.append(alarm_object(by_ts[off], FLAG, RESOLVED, started_ms=on))
+            elif runs_before[on] != off:
+                found.append(alarm_object(by_ts[on], FLAG) if off is None else
+                             alarm_object(by_ts[off], FLAG, RESOLVED, started_ms=on))
+        for on in sorted(set(runs_before) - set(runs_after)):
+            record = dict(by_ts_before[on])
+            newer = after[after["ts"] == on]  # the row's new version (0), or its tombstone
+            gone = mine[(mine["ts"] == on)]
+            record["version"] = int(gone["version"].max()) if len(gone) else int(record["version"])
+            record["value"] = float(newer["value"].iloc[0]) if len(newer) else None
+            found.append(alarm_object(record, FLAG, RESOLVED, retracted=True, started_ms=on))
+        if len(after) and int(after["ts"].iloc[-1]) >= flags.get(stream, OFF).ts:
+            tail_on = max((on for on, off in runs_after.items() if off is None), default=None)
+            last[stream] = FlagState(int(after["ts"].iloc[-1]), float(after["value"].iloc[-1]), tail_on)
     return sorted(found, key=_in_time), last
 
 
-def _rows_of(rows: pd.DataFrame, written: pd.DataFrame) -> np.ndarray:
-    """Which of `rows` are among `written` (the same key and version)."""
-    columns = [c for c in (*KEY_COLUMNS, "version") if c in rows.columns and c in written.columns]
-    marks = set(map(tuple, written[columns].astype(object).where(written[columns].notna(), None).to_numpy()))
-    keys = rows[columns].astype(object).where(rows[columns].notna(), None).to_numpy()
-    return np.array([tuple(k) in marks for k in keys], bool)
+def _living(rows: pd.DataFrame) -> pd.DataFrame:
+    """A stream's newest rows that hold a value (tombstones left out), in time order."""
+    return rows[rows["value"].notna()].sort_values("ts", kind="stable")
 
 
-def _turning_on(rows: pd.DataFrame) -> set[int]:
-    """The times a flag (its newest rows, in time order, tombstones among them) turns on."""
-    rows = rows[rows["value"].notna()]
-    return set(rows["ts"].to_numpy(np.int64)[turned_on(rows["value"].to_numpy(float))].tolist())
+def _runs(rows: pd.DataFrame) -> dict[int, int | None]:
+    """A flag's runs of 1s (its newest living rows, in time order): the time each begins -> the time
+    of the first row after it that is not 1 (None while it lasts)."""
+    ts, values = rows["ts"].to_numpy(np.int64), rows["value"].to_numpy(float)
+    runs: dict[int, int | None] = {}
+    on = None
+    for t, value in zip(ts.tolist(), values.tolist()):
+        if value == 1.0 and on is None:
+            on = t
+            runs[on] = None
+        elif value != 1.0 and on is not None:
+            runs[on] = t
+            on = None
+    return runs

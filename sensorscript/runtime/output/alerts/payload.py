@@ -1,6 +1,15 @@
 """An alarm as delivered: one JSON object (`alarm_object`) made from a result row, the same for
-every target; its `id` (stream, row, version; a match's bounds and events; retracted or not) is what
-receivers deduplicate by and what the outbox keys it by.
+every target. Alarms are the states of incidents (Alertmanager's alerts, PagerDuty's dedup_key):
+
+- an incident is a pattern's match (its row: stream, time and bounds), or a flag's run of 1s (from the
+  row where it turns on); its `incident` key stays the same from firing through updates to resolution;
+- `state`: `firing` (a match, a flag turning on; or again after a retraction was taken back), `updated`
+  (a correction wrote a new version of the match), `resolved` (the flag's row turned 0, or a correction
+  retracted the match or the turning on: `retracted` true);
+- `revision` counts an incident's states as the outbox takes them (outbox.py), and `id` is
+  INCIDENT/REVISION: what a receiver deduplicates by (delivery is at least once).
+
+Detection (detection.py) makes an alarm's object without its revision; the outbox numbers it.
 """
 
 from __future__ import annotations
@@ -14,6 +23,8 @@ import pandas as pd
 
 from sensorscript.runtime.output.alarms import MATCH
 
+FIRING, UPDATED, RESOLVED = "firing", "updated", "resolved"
+
 
 def iso(ms) -> str | None:
     """Epoch milliseconds as ISO 8601 in UTC (2026-01-01T00:12:00.000Z)."""
@@ -26,19 +37,27 @@ def _int(value) -> int | None:
     return None if value is None or pd.isna(value) else int(value)
 
 
-def alarm_object(row: dict, kind: str, retracted: bool = False) -> dict:
-    """One alarm as delivered, from a result row (a dict of its columns)."""
+def incident_key(stream: str, ts: int, kind: str, start=None, end=None) -> str:
+    """STREAM/TS of a flag's turning on; STREAM/TS/HASH of a match (several matches may end at one
+    time: their bounds tell them apart; a correction's new version of the match keeps them)."""
+    key = f"{stream}/{int(ts)}"
+    if kind == MATCH:
+        key += "/" + hashlib.sha1(f"{_int(start)}/{_int(end)}".encode()).hexdigest()[:12]
+    return key
+
+
+def alarm_object(row: dict, kind: str, state: str = FIRING, retracted: bool = False,
+                 started_ms: int | None = None) -> dict:
+    """One alarm (without its revision and id, which the outbox gives), from a result row (a dict of
+    its columns). `started_ms`: when the incident began (a flag's turning on, for its resolution at
+    a later row); by default the row's own time."""
     stream, ts, version = row["stream"], int(row["ts"]), int(row["version"])
     value = None if row.get("value") is None or pd.isna(row["value"]) else float(row["value"])
     events = row.get("events") if isinstance(row.get("events"), str) else None
-    ident = f"{stream}/{ts}/{version}"
-    if kind == MATCH:  # several matches may end at one time: their bounds and events tell them apart
-        bound = f"{_int(row.get('start_ts'))}/{_int(row.get('end_ts'))}/{events or ''}"
-        ident += "/" + hashlib.sha1(bound.encode()).hexdigest()[:12]
-    if retracted:
-        ident += "/retracted"
-    found = {"id": ident, "stream": stream, "workflow": stream.rsplit(".", 1)[0], "kind": kind,
-             "ts": iso(ts), "ts_ms": ts}
+    started = ts if started_ms is None else int(started_ms)
+    incident = incident_key(stream, started, kind, row.get("start_ts"), row.get("end_ts"))
+    found = {"incident": incident, "fingerprint": hashlib.sha1(incident.encode()).hexdigest()[:16], "state": state, "stream": stream, "workflow": stream.rsplit(".", 1)[0], "kind": kind,
+             "ts": iso(ts), "ts_ms": ts, "started": iso(started), "started_ms": started}
     if kind == MATCH:
         start, end = _int(row.get("start_ts")), _int(row.get("end_ts"))
         found.update(start=iso(start), start_ms=start, end=iso(end), end_ms=end)
@@ -49,16 +68,41 @@ def alarm_object(row: dict, kind: str, retracted: bool = False) -> dict:
     plan_version = _int(row.get("plan_version"))
     found.update(value=value, events=json.loads(events) if events else None, version=version,
                  plan_version=plan_version, retracted=retracted)
-    when = iso(ts).replace("T", " ").replace("Z", " UTC")
-    found["summary"] = (f"{stream}: the {'match' if kind == MATCH else 'flag turning on'} at {when} is retracted "
-                        f"(version {version})" if retracted else
-                        f"{stream}: pattern matched at {when} (value {value:.6g})" if kind == MATCH else
-                        f"{stream} turned on at {when}")
+    found["summary"] = summary(found)
     return found
+
+
+def summary(alarm: dict) -> str:
+    """One line a person reads (a chat message, a page's title)."""
+    stream, when = alarm["stream"], _when(alarm["ts_ms"])
+    match = alarm["kind"] == MATCH
+    if alarm["retracted"]:
+        return (f"{stream}: the {'match' if match else 'flag turning on'} at {_when(alarm['started_ms'])} is "
+                f"retracted (version {alarm['version']})")
+    if alarm["state"] == RESOLVED:
+        return f"{stream} turned off at {when} (on since {_when(alarm['started_ms'])})"
+    if match:
+        value = alarm["value"]
+        return (f"{stream}: pattern matched at {when} (value {value:.6g})"
+                + (f", updated to version {alarm['version']}" if alarm["state"] == UPDATED else ""))
+    return f"{stream} turned on at {when}"
+
+
+def _when(ms: int) -> str:
+    return iso(ms).replace("T", " ").replace("Z", " UTC")
+
+
+def numbered(alarm: dict, revision: int, state: str) -> dict:
+    """The alarm as the outbox takes it: its state (firing, updated or resolved) and revision, and
+    its id INCIDENT/REVISION."""
+    alarm = {"id": f"{alarm['incident']}/{revision}", **alarm, "state": state, "revision": revision}
+    alarm["summary"] = summary(alarm)
+    return alarm
 
 
 def example() -> dict:
     """An alarm to try a template on."""
     events = json.dumps([{"var": "a", "ts": 1767226320000, "value": 0.61, "sensor": "TILT1"}])
-    return alarm_object({"stream": "pier_alarms.JUMP", "ts": 1767226320000, "version": 1, "value": 0.61,
-                         "start_ts": 1767226300000, "end_ts": 1767226320000, "events": events}, MATCH)
+    return numbered(alarm_object({"stream": "pier_alarms.JUMP", "ts": 1767226320000, "version": 1, "value": 0.61,
+                                  "start_ts": 1767226300000, "end_ts": 1767226320000, "events": events}, MATCH),
+                    1, FIRING)

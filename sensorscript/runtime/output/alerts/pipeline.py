@@ -1,10 +1,13 @@
-"""What the run loop calls (`Alerts`): a run's alarms found in each written batch and correction
-(detection.py), taken into the outbox once (outbox.py), delivered beside the query by the delivery
-threads (delivery.py), and waited for when the input ended (`--once`, `stop --drain`).
+"""What the run loop, a correction and a backfill call: a run's alarms found in each written batch
+(`Alerts.batch`), and in each write of a correction or a backfill (`Writes`: staged before it, taken
+once the sink holds it; detection.py), taken into the outbox once (outbox.py), delivered beside the
+query by the delivery threads (delivery.py), and waited for when the input ended (`--once`,
+`stop --drain`). `deliver` is `sscript alerts deliver OUT`: what waits, sent with no job running.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +18,74 @@ from sensorscript.runtime.output.alarms import FLAG, alarm_kinds
 from sensorscript.runtime.output.alerts.delivery import Deliverer
 from sensorscript.runtime.output.alerts.detection import batch_alarms, correction_alarms
 from sensorscript.runtime.output.alerts.outbox import Outbox
-from sensorscript.runtime.output.alerts.settings import AlertSettings, Target
-from sensorscript.runtime.output.alerts.templates import load_template
-from sensorscript.runtime.output.sinks import read_results
+from sensorscript.runtime.output.alerts.settings import NONE, AlertSettings, Target
+from sensorscript.runtime.output.alerts.templates import load_template, routing_key
+from sensorscript.runtime.output.sinks import open_sink, read_results
 from sensorscript.runtime.plan.program import Job
+
+
+def kept_settings(given: AlertSettings | None, out: Path) -> tuple[AlertSettings | None, str]:
+    """The run's alarm settings: those given (kept in OUT for later runs and commands), or those
+    kept, or none (`--alerts none` forgets them); and where they come from, in words."""
+    if given is not None and given.targets == (NONE,):
+        AlertSettings.forget(out)
+        return None, ""
+    if given is not None:
+        given.save(out)
+        return given, ""
+    kept = AlertSettings.load(out)
+    return kept, "" if kept is None else f" (kept in {Path(out) / 'alerts' / 'settings.json'}; --alerts none stops them)"
+
+
+def streams_of(settings: AlertSettings, job: Job) -> dict[str, str]:
+    """The streams whose alarms are delivered (of the workflows asked for): MATCH or FLAG."""
+    wanted = set(settings.workflows)
+    return {s: k for s, k in alarm_kinds(job).items() if not wanted or s.rsplit(".", 1)[0] in wanted}
+
+
+class Writes:
+    """The alarms of a correction's or a backfill's writes to the sink (by the job, `sscript
+    correct` or `sscript backfill`): found before the write and staged in the outbox, taken once
+    the sink holds the write, so that a kill between the two loses none and sends none of a write
+    that did not happen (outbox.py)."""
+
+    def __init__(self, out: Path, settings: AlertSettings, targets: list[str], kinds: dict[str, str] | None = None):
+        """`kinds`: the streams delivered (MATCH or FLAG); by default the job's, of the workflows asked for."""
+        self.out, self.settings, self.targets = Path(out), settings, targets
+        self.outbox = Outbox(out, settings.limit)
+        self._kinds: tuple = (None, {}) if kinds is None else (..., kinds)
+
+    @staticmethod
+    def of(out: Path) -> "Writes | None":
+        """For `sscript correct` and `sscript backfill`: the alarms the job's kept settings ask for, or None."""
+        settings = AlertSettings.load(out)
+        if settings is None:
+            return None
+        return Writes(out, settings, [Target.parse(t).key for t in settings.targets])
+
+    def kinds(self, job: Job) -> dict[str, str]:
+        if self._kinds[0] is not job and self._kinds[0] is not ...:
+            self._kinds = (job, streams_of(self.settings, job))
+        return self._kinds[1]
+
+    def stage(self, unit: int, changed: pd.DataFrame, sink_spec: str, job: Job) -> None:
+        """Before the write of `changed` as the sink's unit `unit` (negative)."""
+        kinds = self.kinds(job)
+        if self.outbox.taken(unit) or not kinds:
+            return
+        touched = sorted(set(changed["stream"]) & {s for s, k in kinds.items() if k == FLAG})
+        stored = read_results(sink_spec, touched) if touched else pd.DataFrame(columns=changed.columns)
+        found, last = correction_alarms(changed, kinds, stored, self.outbox.flags(touched))
+        self.outbox.stage(unit, found, last)
+
+    def written(self, sink_spec: str, job: Job | None = None) -> int:
+        """After a write: take every staged write the sink holds. Returns how many alarms were new."""
+        if not self.outbox.staged():
+            return 0
+        return self.outbox.settle(open_sink(sink_spec).wrote, self.targets)
+
+    def close(self) -> None:
+        self.outbox.close()
 
 
 @dataclass
@@ -31,71 +98,136 @@ class Alerts:
     status: object  # runtime/output/status.py's Status: its `alerts`
     echo: object = print
     targets: list[Target] = field(default_factory=list)
-    outbox: Outbox | None = None
+    writes: Writes | None = None
     deliverer: Deliverer | None = None
-    _kinds: tuple = (None, {})
+
+    @property
+    def outbox(self) -> Outbox:
+        return self.writes.outbox
 
     @staticmethod
-    def open(settings: AlertSettings, out: Path, job: Job, status, echo=print, fresh: bool = False) -> "Alerts":
-        alerts = Alerts(settings, Path(out), status, echo, settings.check(job))
-        alerts.outbox = Outbox(out, settings.limit)
+    def open(given: AlertSettings | None, out: Path, job: Job, status, echo=print, fresh: bool = False,
+             sink_spec: str | None = None) -> "Alerts | None":
+        """The run's alarms (None when it has none: no --alerts and none kept in OUT, or --alerts none)."""
+        settings, kept = kept_settings(given, out)
+        if settings is None:
+            return None
+        targets = settings.check(job)
+        alerts = Alerts(settings, Path(out), status, echo, targets)
+        alerts.writes = Writes(out, settings, [t.key for t in targets])
+        outbox = alerts.outbox
         if fresh:
-            alerts.outbox.start_afresh()
-        template = load_template(settings.template) if settings.template else None
-        alerts.deliverer = Deliverer(out, alerts.targets, template, settings.tls, settings.limit,
-                                     on_counts=status.alerted, login=settings.login).start()
-        counts = alerts.outbox.counts()
+            outbox.start_afresh()
+        moved = outbox.retarget([t.key for t in targets])
+        if sink_spec is not None:
+            alerts.writes.written(sink_spec, job)  # a correction's write a kill left untaken
+        alerts.deliverer = deliverer(out, settings, targets, status.alerted).start()
+        counts = outbox.counts()
         status.alerted(counts)
         which = ", ".join(settings.workflows) if settings.workflows else "every workflow"
-        echo(f"alarms of {which} go to {', '.join(t.key for t in alerts.targets)}"
-             + (f"; {counts['waiting']:,} left by an earlier run wait in {alerts.outbox.path}" if counts["waiting"] else ""))
+        echo(f"alarms of {which} go to {', '.join(t.key for t in targets)}{kept}, grouped by {settings.group_by}"
+             + (f"; {counts['waiting']:,} left by an earlier run wait in {outbox.path}" if counts["waiting"] else "")
+             + "".join(f"; the {n:,} that waited for {old} go to these instead" for old, n in sorted(moved.items())))
         return alerts
-
-    def kinds(self, job: Job) -> dict[str, str]:
-        """The streams whose alarms are delivered (of the workflows asked for): MATCH or FLAG."""
-        if self._kinds[0] is not job:
-            wanted = set(self.settings.workflows)
-            self._kinds = (job, {s: k for s, k in alarm_kinds(job).items()
-                                 if not wanted or s.rsplit(".", 1)[0] in wanted})
-        return self._kinds[1]
 
     def batch(self, batch_id: int, results: pd.DataFrame, job: Job) -> None:
         """The batch path: a written batch's alarms into the outbox (once), then the deliverer woken."""
-        kinds = self.kinds(job)
-        if self.outbox.taken("last_batch", batch_id) or not kinds:
+        kinds = self.writes.kinds(job)
+        if self.outbox.taken(batch_id) or not kinds:
             return
         flag_streams = {s for s, k in kinds.items() if k == FLAG}
         present = set(results["stream"].unique()) & flag_streams if len(results) else set()
         found, last = batch_alarms(results, kinds, self.outbox.flags(present))
-        if self.outbox.enqueue("last_batch", batch_id, found, last, [t.key for t in self.targets]):
-            self.deliverer.wake()
-
-    def corrected(self, number: int, changed: pd.DataFrame, sink_spec: str, job: Job) -> None:
-        """A correction wrote `changed` as batch -number: the alarms it changes."""
-        kinds = self.kinds(job)
-        if self.outbox.taken("last_correction", number):
-            return
-        touched = sorted(set(changed["stream"]) & {s for s, k in kinds.items() if k == FLAG})
-        stored = read_results(sink_spec, touched) if touched else pd.DataFrame(columns=changed.columns)
-        found, last = correction_alarms(changed, kinds, stored, self.outbox.flags(touched))
-        if self.outbox.enqueue("last_correction", number, found, last, [t.key for t in self.targets]):
+        if self.outbox.take(batch_id, found, last, [t.key for t in self.targets]):
             self.deliverer.wake()
 
     def finish(self, wait: bool) -> None:
-        """The run ends: with `wait` (--once), first until every alarm is delivered or the
-        timeout passed; then say how many wait."""
+        """The run ends: with `wait` (--once), first until every alarm is delivered or the timeout
+        passed (groups no longer wait); then say, in one sentence, what was delivered and what waits."""
         deadline = time.monotonic() + self.settings.timeout_s
         keys = [t.key for t in self.targets]
+        if wait:
+            self.deliverer.flush()
         while wait and self.outbox.waiting(keys) and time.monotonic() < deadline and self.deliverer.alive():
-            self.deliverer.wake()
-            time.sleep(0.1)
+            time.sleep(0.05)
         self.deliverer.stop()
         counts = self.outbox.counts()
-        self.outbox.close()
+        self.writes.close()
         self.status.alerted(counts)
-        failing = {t: c.get("last_error") for t, c in counts["targets"].items() if c.get("waiting") and c.get("last_error")}
-        self.echo(f"alarms: {counts['delivered']:,} delivered so far, {counts['waiting']:,} wait in {self.outbox.path}"
-                  + (" (the next run on this folder sends them)" if counts["waiting"] else "")
-                  + (f"; {counts['dropped']:,} dropped: the outbox was full ({counts['limit']:,})" if counts["dropped"]
-                     else "")
-                  + "".join(f"; {t}: {error}" for t, error in sorted(failing.items())))
+        self.echo(said(counts, self.out, self.settings.timeout_s if wait else None))
+
+
+def deliverer(out: Path, settings: AlertSettings, targets: list[Target], on_counts=None) -> Deliverer:
+    template = load_template(settings.template) if settings.template else None
+    key = routing_key(template) if template is not None else None
+    return Deliverer(out, targets, template, settings.tls, settings.limit, on_counts=on_counts, login=settings.login,
+                     group_by=settings.group_by, group_wait_s=settings.group_wait_s, routing_key=key)
+
+
+def said(counts: dict, out: Path, waited_s: float | None) -> str:
+    """What a run (or `sscript alerts deliver`) says of its alarms as it ends: one sentence."""
+    per_target = counts["targets"]
+    delivered = ", ".join(f"{c.get('delivered', 0):,} to {t}" for t, c in sorted(per_target.items()))
+    sentence = f"alarms: {delivered or 'none'} delivered so far"
+    if counts["silenced"]:
+        sentence += f", {counts['silenced']:,} held back by silences"
+    if counts["waiting"]:
+        failing = [f"{t}: {c['last_error']}" for t, c in sorted(per_target.items())
+                   if c.get("waiting") and c.get("last_error")]
+        sentence += (f"; {counts['waiting']:,} still wait in {counts['outbox']}"
+                     + (f" after {waited_s:g} s" if waited_s is not None else "")
+                     + (f" ({'; '.join(failing)})" if failing else "")
+                     + f": 'sscript alerts deliver {out}' sends them now, and any later run on {out} sends them first "
+                       f"(even one that starts its results afresh)")
+    if counts["dropped"]:
+        sentence += f"; {counts['dropped']:,} were not kept: the outbox was full ({counts['limit']:,})"
+    return sentence
+
+
+def deliver(out: Path, timeout_s: float | None = None, echo=print) -> dict | None:
+    """`sscript alerts deliver OUT` (and `sscript correct` and `sscript backfill` when no job runs):
+    take what a killed write left staged, send what waits to the targets kept in OUT, until all is
+    delivered or the timeout; say it in one sentence. None when OUT keeps no alarm settings."""
+    settings = AlertSettings.load(out)
+    if settings is None:
+        return None
+    targets = settings.check()
+    keys = [t.key for t in targets]
+    outbox = Outbox(out, settings.limit)
+    outbox.retarget(keys)
+    sink_spec = _sink_spec(out)
+    if sink_spec is not None and outbox.staged():
+        outbox.settle(open_sink(sink_spec).wrote, keys)
+    timeout_s = settings.timeout_s if timeout_s is None else timeout_s
+    if outbox.waiting(keys):
+        sending = deliverer(out, settings, targets)
+        sending.flushing.set()  # nothing more comes: no group waits
+        sending.start()
+        deadline = time.monotonic() + timeout_s
+        while outbox.waiting(keys) and time.monotonic() < deadline and sending.alive():
+            time.sleep(0.05)
+        sending.stop()
+    counts = outbox.counts()
+    outbox.close()
+    echo(said(counts, out, timeout_s))
+    return counts
+
+
+def _sink_spec(out: Path) -> str | None:
+    import json
+
+    path = Path(out) / "status.json"
+    return json.loads(path.read_text()).get("sink_spec") if path.exists() else None
+
+
+def running_elsewhere(out: Path) -> bool:
+    """Whether a job runs in OUT (its delivery threads send what a command adds to the outbox)."""
+    from sensorscript.runtime.output.status import run_state
+
+    path = Path(out) / "status.json"
+    if not path.exists():
+        return False
+    import json
+
+    status = json.loads(path.read_text())
+    return run_state(status) == "running" and status.get("pid") != os.getpid()

@@ -1,7 +1,10 @@
 """What the run is told about its alarms (`sscript run --alerts URL... --alerts-for ...
---alerts-timeout ... --alerts-template ...`): where they go (`Target`: webhooks at http(s)://, MQTT
-topics at mqtt(s)://, or env:VARIABLE / file:PATH naming a variable or a file that holds one) and for
-which workflows, checked before the run starts.
+--alerts-timeout ... --alerts-template ... --alerts-group-by ... --alerts-group-wait ...`): where they
+go (`Target`: webhooks at http(s)://, MQTT topics at mqtt(s)://, or env:VARIABLE / file:PATH naming a
+variable or a file that holds one), for which workflows and how grouped, checked before the run
+starts. The settings are part of the job: kept in OUT/alerts/settings.json (`save`, `load`), so a run
+without --alerts, `sscript correct`, `sscript backfill` and `sscript alerts deliver` deliver to the
+targets the last run named (`--alerts none` forgets them).
 
 A URL on the command line shows in `ps` and the shell's history, so one holding a credential (a
 user or password, a token in its query) is refused: secrets come from env: or file:. A target is
@@ -10,20 +13,25 @@ shown and stored by its `key` alone, which never holds a secret (redaction.redac
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from sensorscript.redaction import redacted, redacted_text
 from sensorscript.runtime.ingest import mqtt
 from sensorscript.runtime.output.alerts.payload import example
-from sensorscript.runtime.output.alerts.templates import load_template, render
+from sensorscript.runtime.output.alerts.templates import load_template, render, routing_key
 from sensorscript.runtime.plan.program import Job
 
 LIMIT = 100_000  # alarms waiting at most; beyond, new ones are counted, not kept
 TIMEOUT_S = 60.0  # --once: how long the run waits for its alarms to be delivered (--alerts-timeout)
+GROUP_BY, GROUPINGS = "workflow", ("workflow", "stream", "none")  # --alerts-group-by
+GROUP_WAIT_S = 2.0  # --alerts-group-wait: how long a group's first alarm waits for others to go with it
+NONE = "none"  # --alerts none: the targets kept in OUT are forgotten
+SETTINGS = "settings.json"  # OUT/alerts/settings.json
 ENV = "env:"  # --alerts env:VARIABLE: the URL is in that environment variable (a Slack URL is a secret)
 FILE = "file:"  # --alerts file:PATH: the URL is in that file
 # Query parameters that carry a credential (?token=, ?api_key=, ?sig=, ...).
@@ -107,16 +115,19 @@ def _check_address(url: str) -> None:
 
 @dataclass(frozen=True)
 class AlertSettings:
-    """`--alerts URL... [--alerts-for WORKFLOW,...] [--alerts-timeout 60s] [--alerts-template FILE]`;
-    `tls`: the MQTT TLS files (the run's --mqtt-ca/--mqtt-cert/--mqtt-key)."""
+    """`--alerts URL... [--alerts-for WORKFLOW,...] [--alerts-timeout 60s] [--alerts-template NAME|FILE]
+    [--alerts-group-by workflow|stream|none] [--alerts-group-wait 2s]`; `tls`: the MQTT TLS files (the
+    run's --mqtt-ca/--mqtt-cert/--mqtt-key)."""
 
     targets: tuple[str, ...]
     workflows: tuple[str, ...] = ()  # none: every workflow's alarms
     timeout_s: float = TIMEOUT_S
-    template: str | None = None
+    template: str | None = None  # a built-in template's name (templates.BUILT_IN) or a file's absolute path
     tls: mqtt.Tls = mqtt.Tls()
     limit: int = LIMIT
     plain_password: bool = False  # the run's --mqtt-plain-password: a broker's password may cross in plain
+    group_by: str = GROUP_BY
+    group_wait_s: float = GROUP_WAIT_S
 
     @property
     def login(self) -> mqtt.Login:
@@ -125,14 +136,49 @@ class AlertSettings:
 
     @staticmethod
     def of(targets, workflows=(), timeout: str | None = None, template: str | None = None,
-           tls: mqtt.Tls = mqtt.Tls(), plain_password: bool = False) -> "AlertSettings":
+           tls: mqtt.Tls = mqtt.Tls(), plain_password: bool = False, group_by: str | None = None,
+           group_wait: str | None = None) -> "AlertSettings":
         """From the command line: --alerts (repeated), --alerts-for (comma-separated, repeated),
-        --alerts-timeout (a duration: 60s, 5min), --alerts-template."""
+        --alerts-timeout and --alerts-group-wait (durations: 60s, 5min, 0s), --alerts-template,
+        --alerts-group-by."""
+        from sensorscript.runtime.output.alerts.templates import BUILT_IN
         from sensorscript.times import duration_ms
 
         names = tuple(sorted({w.strip() for given in workflows or () for w in given.split(",") if w.strip()}))
         seconds = duration_ms(timeout, "--alerts-timeout") / 1000 if timeout else TIMEOUT_S
-        return AlertSettings(tuple(targets), names, seconds, template, tls, plain_password=plain_password)
+        if group_by is not None and group_by not in GROUPINGS:
+            raise ValueError(f"--alerts-group-by {group_by}: one of {', '.join(GROUPINGS)}")
+        wait = duration_ms(group_wait, "--alerts-group-wait") / 1000 if group_wait else GROUP_WAIT_S
+        if template is not None and template not in BUILT_IN:
+            template = str(Path(template).resolve())  # kept in OUT: it must mean the same file from elsewhere
+        tls = mqtt.Tls(*(str(Path(f).resolve()) if f else f for f in (tls.ca, tls.cert, tls.key)))
+        return AlertSettings(tuple(targets), names, seconds, template, tls, plain_password=plain_password,
+                             group_by=group_by or GROUP_BY, group_wait_s=wait)
+
+    def save(self, out: Path) -> None:
+        """Kept in OUT: the targets as given (env:, file: or a URL that holds no secret), never a secret."""
+        from sensorscript.atomic import write_text
+
+        folder = Path(out) / "alerts"
+        folder.mkdir(parents=True, exist_ok=True)
+        fields = asdict(self)
+        fields["tls"] = asdict(self.tls)
+        write_text(folder / SETTINGS, json.dumps(fields, indent=1) + "\n")
+
+    @staticmethod
+    def load(out: Path) -> "AlertSettings | None":
+        """The settings the last run with --alerts kept in OUT, or None."""
+        path = Path(out) / "alerts" / SETTINGS
+        if not path.exists():
+            return None
+        fields = json.loads(path.read_text())
+        fields["targets"], fields["workflows"] = tuple(fields["targets"]), tuple(fields["workflows"])
+        fields["tls"] = mqtt.Tls(**fields["tls"])
+        return AlertSettings(**fields)
+
+    @staticmethod
+    def forget(out: Path) -> None:
+        (Path(out) / "alerts" / SETTINGS).unlink(missing_ok=True)
 
     def check(self, job: Job | None = None, environ=os.environ) -> list[Target]:
         """The targets, or ValueError in the user's words: before the run starts."""
@@ -153,5 +199,7 @@ class AlertSettings:
                 raise ValueError(f"--alerts-for {','.join(unknown)}: no such workflow in this job "
                                  f"(its workflows: {', '.join(job.workflows)})")
         if self.template is not None:
-            render(load_template(self.template), example())  # a template that cannot render fails now
+            template = load_template(self.template)
+            render(template, example(), {"workflow": "pier_alarms"}, "workflow=pier_alarms",
+                   routing_key(template, environ))  # a template that cannot render fails now
         return targets

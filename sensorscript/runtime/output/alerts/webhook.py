@@ -1,6 +1,8 @@
-"""Alarms POSTed to a webhook (http://, https://): the alarm's JSON, or the body the user's template
-renders from it; a 2xx acknowledges. A 5xx, 408, 425, 429 or no answer is a failure to retry; any other
-4xx is lasting (a wrong address, a token refused, a template the receiver does not take).
+"""Alarms POSTed to a webhook (http://, https://), a group a request: by default one JSON object
+(`body`: the group's labels and its alarms), or the body a template renders (templates.py: a group,
+or one alarm a request); a 2xx acknowledges. A 5xx, 408, 425, 429 or no answer is a failure to retry
+(after the receiver's Retry-After, if it says one); any other 4xx is lasting (a wrong address, a token
+refused, a template the receiver does not take).
 """
 
 from __future__ import annotations
@@ -9,36 +11,55 @@ import json
 import urllib.error
 import urllib.request
 
-from sensorscript.runtime.output.alerts.notifier import SEND_TIMEOUT_S, Failure
+from sensorscript.runtime.output.alerts.notifier import SEND_TIMEOUT_S, Failure, Request
 from sensorscript.runtime.output.alerts.settings import Target
-from sensorscript.runtime.output.alerts.templates import render
+from sensorscript.runtime.output.alerts.templates import MAX_GROUP, render
+
+MOST = 500  # alarms in one request of the default body
+FORMAT = "sensorscript/2"  # the default body's `version`
+
+
+def body(request: Request) -> str:
+    """The default body: {"version", "group_key", "group", "status", "alarms": [...]}."""
+    firing = any(alarm["state"] != "resolved" for alarm in request.alarms)
+    return json.dumps({"version": FORMAT, "group_key": request.group_key, "group": request.group,
+                       "status": "firing" if firing else "resolved", "alarms": request.alarms})
 
 
 class Webhook:
-    """The notifier of an http(s):// target: one POST an alarm, SEND_TIMEOUT_S at most."""
+    """The notifier of an http(s):// target: one POST a request, SEND_TIMEOUT_S at most."""
 
-    def __init__(self, target: Target, template):
-        self.target, self.template = target, template
+    def __init__(self, target: Target, template=None, routing_key: str | None = None):
+        self.target, self.template, self.routing_key = target, template, routing_key
+        self.most = MOST if template is None else MAX_GROUP if template.group else 1
 
-    def send(self, ident: str, body: str) -> None:
-        data = body if self.template is None else render(self.template, json.loads(body))
+    def send(self, request: Request) -> None:
+        data = body(request) if self.template is None else render(self.template, request.alarms, request.group,
+                                                                  request.group_key, self.routing_key)
         try:
             json.loads(data)
             content = "application/json"
         except ValueError:
             content = "text/plain; charset=utf-8"
-        request = urllib.request.Request(self.target.url, data=data.encode(), method="POST",
-                                         headers={"Content-Type": content, "X-Sscript-Alarm-Id": ident,
-                                                  "User-Agent": "sensorscript-alerts"})
+        headers = {"Content-Type": content, "User-Agent": "sensorscript-alerts"}
+        call = urllib.request.Request(self.target.url, data=data.encode(), method="POST", headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=SEND_TIMEOUT_S) as answer:
+            with urllib.request.urlopen(call, timeout=SEND_TIMEOUT_S) as answer:
                 answer.read()
         except urllib.error.HTTPError as exc:
             lasting = 400 <= exc.code < 500 and exc.code not in (408, 425, 429)
-            raise Failure(f"HTTP {exc.code} {exc.reason}", lasting) from None
+            raise Failure(f"HTTP {exc.code} {exc.reason}", lasting, retry_after=_seconds(exc.headers)) from None
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             reason = getattr(exc, "reason", exc)
             raise Failure(f"no answer ({reason})") from None
 
     def close(self) -> None:
         pass
+
+
+def _seconds(headers) -> float | None:
+    """Retry-After in seconds (its date form is left to the backoff)."""
+    try:
+        return float(headers.get("Retry-After")) if headers and headers.get("Retry-After") else None
+    except ValueError:
+        return None
