@@ -623,3 +623,42 @@ def test_a_storm_of_10000_alarms_reaches_a_failing_a_down_and_a_slow_receiver_on
             seen[alarm["incident"]] = alarm["revision"]
     assert failing.refused >= 1 and outbox.counts()["targets"][down.url]["failed"] >= 1
     outbox.close()
+
+
+def test_the_alerts_commands(tmp_path):
+    """`sscript alerts silence/silences/expire/deliver` on a compiled job (no Spark): a silence of a
+    workflow or stream the job has, refused for one it has not (in one sentence that lists them);
+    `deliver` sends what waits to the targets the job keeps, and says there are none when no run
+    was given --alerts."""
+    from click.testing import CliRunner
+
+    from sensorscript.cli import main
+    from sensorscript.compiler import compile_workflows
+    from tests.conftest import EXAMPLES
+
+    out = tmp_path / "out"
+    compile_workflows([str(f) for f in EXAMPLES], out)
+    runner = CliRunner()
+    said = runner.invoke(main, ["alerts", "silence", str(out), "pier_alarms", "--for", "2h", "--comment", "pier 4"])
+    assert said.exit_code == 0 and said.output.startswith("silence 1: the alarms of pier_alarms"), said.output
+    wrong = runner.invoke(main, ["alerts", "silence", str(out), "pier_alarm", "--for", "2h"])
+    assert wrong.exit_code == 1 and "'pier_alarm' is neither a workflow" in wrong.output and "pier_alarms" in wrong.output
+    assert "Traceback" not in wrong.output
+    listed = runner.invoke(main, ["alerts", "silences", str(out)])
+    assert listed.output.startswith("1: pier_alarms until ") and "(pier 4)" in listed.output
+    assert runner.invoke(main, ["alerts", "expire", str(out), "1"]).exit_code == 0
+    again = runner.invoke(main, ["alerts", "expire", str(out), "1"])
+    assert again.exit_code == 1 and "no silence 1 in force" in again.output
+    none = runner.invoke(main, ["alerts", "deliver", str(out)])
+    assert none.exit_code == 0 and "no run on it was given --alerts" in none.output
+    receiver = Receiver().start()
+    AlertSettings.of([receiver.url]).save(out)
+    outbox = Outbox(out)
+    take(outbox, 0, [match(10, 1.0), flag(20, 1.0)], targets=[receiver.url])
+    outbox.close()
+    try:
+        sent = runner.invoke(main, ["alerts", "deliver", str(out), "--timeout", "30s"])
+    finally:
+        receiver.stop()
+    assert sent.exit_code == 0 and sent.output.startswith(f"alarms: 2 to {receiver.url} delivered so far"), sent.output
+    assert len(receiver.unique()) == 2

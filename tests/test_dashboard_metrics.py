@@ -169,11 +169,12 @@ def test_the_metrics_follow_status_json(out):
             assert {(s.name, frozenset(s.labels.items())): s.value for f in families for s in f.samples} == samples
 
         time.sleep(0.01)  # another mtime
-        full_status(out, alerts={"waiting": 12, "delivered": 340, "failed": 3, "limit": 10000, "full": False})
+        full_status(out, alerts={"waiting": 12, "delivered": 340, "failed": 3, "silenced": 2, "limit": 10000,
+                                 "full": False})
         samples = scrape(page.url)
         assert {name: value for (name, _), value in samples.items() if name.startswith("sscript_alerts")} == {
             "sscript_alerts_waiting": 12, "sscript_alerts_delivered_total": 340, "sscript_alerts_failed_total": 3,
-            "sscript_alerts_outbox_limit": 10000, "sscript_alerts_outbox_full": 0}
+            "sscript_alerts_silenced_total": 2, "sscript_alerts_outbox_limit": 10000, "sscript_alerts_outbox_full": 0}
 
 
 def test_the_grafana_dashboard_asks_only_for_exported_metrics(out):

@@ -140,13 +140,14 @@ def run_timeline(old_job, new_job, batches: list[list[str]], switch_after: int):
 
 
 def backfilled(out: Path, rows: list[tuple], switch_at: int, exact: dict, batches, since: int | None,
-               write_live: bool = True, whole: bool = True):
+               write_live: bool = True, whole: bool = True, alarms=None):
     """A backfill of version 2 (runtime/control/backfill.py) after `run_timeline`, without Spark: the
     job's rows in a SQLite sink as it wrote them, the archive as late policy correct keeps it, read
     from memory here (stage 0 and stage 1 write it under Spark): every reading, read by a workflow
     or not; or, `whole=False`, as a job begun before the archive kept unread readings has it (those
     of the sensors version 1 read all along, the others from the switch on). Returns (the newest
-    rows per key afterwards, the backfill)."""
+    rows per key afterwards, the backfill). `alarms` (runtime/output/alerts/pipeline.py, `Writes`): the
+    job's batch takes the alarms of its rows as the run loop does, and the backfill stages its own."""
     import pandas as pd
 
     from sensorscript.runtime.control import backfill as backfills
@@ -161,6 +162,10 @@ def backfilled(out: Path, rows: list[tuple], switch_at: int, exact: dict, batche
             version=1, plan_version=2)
         open_sink(spec).write(0, BatchRows(live, pd.DataFrame()))
     job, _ = versions.load(out, 2)
+    if alarms is not None and write_live:
+        from sensorscript.runtime.output.alerts import batch_alarms
+
+        alarms.outbox.take(0, *batch_alarms(live, alarms.kinds(job), {}), alarms.targets)
     parsed = [r for batch in batches for r in map(parse_line, batch) if hasattr(r, "ts") and r.sensor_id in job.sensors]
     code = np.array([job.sensors[r.sensor_id][0] for r in parsed], np.int64)
     ts = np.array([r.ts for r in parsed], np.int64)
@@ -180,7 +185,7 @@ def backfilled(out: Path, rows: list[tuple], switch_at: int, exact: dict, batche
     ends = backfills.ends_of(backfills.streams_of(out, 2, job), job, exact, switch_at)
     request = backfills.request(out, 2, since)
     done = backfills.run(out, request, job, spec, ends, read, int(ts.min()) // archive.HOUR_MS * archive.HOUR_MS,
-                         echo=lambda line: None)
+                         echo=lambda line: None, alarms=alarms)
     after = newest(read_results(spec))
     after = after[after["value"].notna()]
     bound = lambda x: None if x is None or x != x else int(x)  # noqa: E731  (empty: None or NaN)
@@ -493,6 +498,54 @@ def test_a_backfill_completes_the_added_workflows_from_since_with_no_gap(tmp_pat
     # Run again (after a kill, `sscript backfill OUT`): nothing written twice.
     again, second = backfilled(out, rows, switch_at, exact, batches, since, write_live=False, whole=whole)
     assert second.rows == 0 and second.retracted == 0 and again == found
+
+
+HOT = """
+HOT = "8AC1-Z" > 1.5;  // an accelerometer's reading past its limit: a flag of some 300 runs in 40 minutes
+"""
+
+
+def test_a_backfill_raises_the_alarms_of_the_history_it_writes(tmp_path):
+    """#40 item 3: an added workflow with a flag, backfilled from SINCE by `sscript backfill` while no
+    job runs: the backfill's alarms are staged before its write and taken after it, and the command
+    delivers them to the targets the job keeps in OUT. The receiver ends with the flag's incidents
+    over all the readings from SINCE (each of its 264 runs of 1s open or closed), as the reference
+    says: those before the switch from the backfill, those after from the job."""
+    from sensorscript.runtime.output.alerts import AlertSettings, Writes, deliver
+    from tests.receivers import Receiver
+
+    out, _, new_files, rows, switch_at, exact, batches = issue_case(tmp_path, "dual", {"hot": HOT})
+    receiver = Receiver().start()
+    settings = AlertSettings.of([receiver.url], group_wait="0s")
+    settings.save(out)  # as a run with --alerts does
+    since = 1_767_225_600_000 + 5 * 60_000
+    writes = Writes.of(out)
+    try:
+        backfilled(out, rows, switch_at, exact, batches, since, alarms=writes)
+        writes.close()
+        said = []
+        counts = deliver(out, 60, said.append)  # what `sscript backfill` does once it is done, no job running
+    finally:
+        receiver.stop()
+    assert counts["waiting"] == 0 and said[0].startswith("alarms: ") and "still wait" not in said[0]
+    flag = [r for r in reference_rows(new_files, batches) if r[0] == "hot.HOT" and r[1] >= since]
+    expected, on = {}, None
+    for _, ts, _, _, value in flag:
+        if value == 1.0 and on is None:
+            on = ts
+            expected[on] = "open"
+        elif value != 1.0 and on is not None:
+            expected[on], on = "closed", None
+    assert {"open", "closed"} <= set(expected.values()) or len(expected) >= 3
+    assert any(on < switch_at for on in expected) and any(on >= switch_at for on in expected)
+    last: dict[str, dict] = {}
+    for _, alarm in receiver.received:
+        if alarm["revision"] > last.get(alarm["incident"], {"revision": 0})["revision"]:
+            last[alarm["incident"]] = alarm
+    standing = {a["started_ms"]: "closed" if a["state"] == "resolved" else "open"
+                for a in last.values() if not a["retracted"]}
+    assert standing == expected
+
 
 # ------------------------------------------------------------------ random updates
 

@@ -61,6 +61,7 @@ ALERTS = {
     "waiting": ("alerts_waiting", "Alarms in the outbox, not delivered yet", False),
     "delivered": ("alerts_delivered", "Alarms delivered", True),
     "failed": ("alerts_failed", "Alarm deliveries that failed", True),
+    "silenced": ("alerts_silenced", "Alarms held back by silences", True),
     "limit": ("alerts_outbox_limit", "How many alarms the outbox holds at most", False),
     "full": ("alerts_outbox_full", "1 while the outbox is full (further alarms wait to enter it)", False),
 }
