@@ -322,6 +322,35 @@ def test_alarms_published_over_mqtt_through_a_broker_restart(tmp_path, broker):
     assert outbox.counts()["waiting"] == 0
 
 
+def test_a_storm_published_over_mqtt_with_many_in_flight(tmp_path, broker):
+    """10,000 alarms to a real mosquitto (QoS 1, up to mqtt_topic.IN_FLIGHT unacknowledged at once):
+    a subscriber receives each once, an incident's states in order."""
+    subscriber, got = subscribe(broker, "bridge/storm", "test-storm")
+    target = f"{broker.url}/bridge/storm"
+    outbox = Outbox(tmp_path)
+    kinds = {f"pier{i:02d}.F": FLAG for i in range(20)}
+    rows = [dict(flag(t * 10, float(t % 2 == 0)), stream=f"pier{i:02d}.F") for t in range(500) for i in range(20)]
+    found, last = batch_alarms(frame(rows), kinds, {})
+    assert outbox.take(0, found, last, [target]) == 10_000
+    sending = deliverer(tmp_path, [target]).start()
+    try:
+        wait_until(lambda: outbox.counts()["waiting"] == 0, "10,000 alarms acknowledged by the broker", 120)
+        wait_until(lambda: len(got) >= 10_000, "10,000 alarms received by the subscriber", 60)
+    finally:
+        sending.stop()
+        subscriber.loop_stop()
+        subscriber.disconnect()
+    assert len({a["id"] for a in got}) == 10_000
+    seen: dict[str, int] = {}
+    first = {}
+    for alarm in got:
+        first.setdefault(alarm["id"], alarm)
+    for alarm in first.values():  # each id's first receipt, in the order received (a dict keeps it)
+        assert alarm["revision"] == seen.get(alarm["incident"], 0) + 1
+        seen[alarm["incident"]] = alarm["revision"]
+    outbox.close()
+
+
 def test_an_alarm_broker_takes_a_password_of_its_own(tmp_path, monkeypatch):
     """--alerts mqtt://USER@... takes its password from SSCRIPT_ALERTS_MQTT_PASSWORD, not from the
     source's SSCRIPT_MQTT_PASSWORD (#39, finding 4: one password was sent to every broker)."""
