@@ -691,3 +691,20 @@ def test_the_alerts_commands(tmp_path):
         receiver.stop()
     assert sent.exit_code == 0 and sent.output.startswith(f"alarms: 2 to {receiver.url} delivered so far"), sent.output
     assert len(receiver.unique()) == 2
+
+
+def test_a_run_checks_the_targets_kept_in_out_before_it_starts(tmp_path, monkeypatch):
+    """A run without --alerts delivers to the targets an earlier run kept: they are checked before
+    Spark starts, and a problem says where they come from and how to stop them."""
+    from sensorscript.runtime.control.run_options import RunSettings
+
+    (tmp_path / "data").mkdir()
+    AlertSettings.of(["env:HOOK"]).save(tmp_path)
+    monkeypatch.delenv("HOOK", raising=False)
+    with pytest.raises(ValueError) as refused:
+        RunSettings(out=tmp_path, input=str(tmp_path / "data")).check()
+    said = str(refused.value)
+    assert "HOOK is not set" in said and "kept in" in said and "--alerts none stops them" in said
+    RunSettings(out=tmp_path, input=str(tmp_path / "data"), alerts=("none",)).check()
+    monkeypatch.setenv("HOOK", "http://127.0.0.1:9/hook")
+    RunSettings(out=tmp_path, input=str(tmp_path / "data")).check()

@@ -222,10 +222,24 @@ class RunSettings:
             if any(alert_options):
                 raise ValueError("--alerts-for, --alerts-timeout, --alerts-template and --alerts-group-by/-wait go "
                                  "with --alerts URL")
+            if self.alerts or self.out is None:
+                return
+        from sensorscript.runtime.output.alerts import AlertSettings
+
+        settings = self.alert_settings if self.alerts else AlertSettings.load(self.out)  # given, or kept in OUT
+        if settings is None:
             return
         if self.sink == "console":
-            raise ValueError("--alerts delivers alarms from the results written: use a sqlite, csv or parquet sink")
-        self.alert_settings.check(job)
+            raise ValueError("--alerts delivers alarms from the results written: use a sqlite, csv or parquet sink"
+                             + ("" if self.alerts else f" (the alarms' targets are kept in {self.out}/alerts/; "
+                                                       f"--alerts none stops them)"))
+        try:
+            settings.check(job)
+        except ValueError as exc:
+            if self.alerts:
+                raise
+            raise ValueError(f"{exc} (the alarms' settings kept in {self.out}/alerts/settings.json by an earlier "
+                             f"run; --alerts none stops them)") from None
 
     def job_arguments(self) -> list[str]:
         """The job's command line for these settings (after `job.py`), locally or through spark-submit."""
