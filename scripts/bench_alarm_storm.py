@@ -3,7 +3,7 @@ pattern makes N matches (469 by default), delivered with `--alerts` to a local w
 (scripts/alarm_receiver.py) that answers 503 to every 4th request, and to a healthy one.
 
     .venv/bin/python scripts/bench_alarm_storm.py [--matches 469] [--runs 1] [--receivers failing,healthy]
-                                                  [--workflows 1] [--keep DIR] [--json PATH]
+                                                  [--workflows 1] [--aligned] [--keep DIR] [--json PATH]
 
 The case is built so that its count is exact: 40 sensors U0000..U0039 at 1 Hz for 120 s (one CSV
 file, so one batch), every reading 1.0 but for `--matches` spikes of 10.0, none on a sensor's first
@@ -15,7 +15,8 @@ reading and none on two consecutive readings; the pattern
 
 matches once per spike (a spike's reading and the one before it). `--workflows W` spreads the 40
 sensors over W such workflows (each its own group under the default --alerts-group-by workflow, so
-W requests go at once instead of one).
+W requests go at once instead of one). `--aligned`: every sensor reads at the same instants (as
+sensors on one clock do; by default sensor s reads s ms past each second).
 
 For each run: the workflows are compiled (`sscript compile`) into a new temporary folder, a
 `Receiver` is started on a free port (fail_every=4, or healthy), and
@@ -57,8 +58,10 @@ SECONDS = 120
 BASE_MS = 1_767_225_600_000  # 2026-01-01 00:00:00 UTC
 
 
-def write_case(folder: Path, matches: int, workflows: int, seed: int = 40) -> tuple[list[Path], Path, Path]:
-    """The workflows, the sensor registry and the data (one CSV file): `matches` spikes."""
+def write_case(folder: Path, matches: int, workflows: int, aligned: bool = False,
+               seed: int = 40) -> tuple[list[Path], Path, Path]:
+    """The workflows, the sensor registry and the data (one CSV file): `matches` spikes. Sensor s
+    reads at s ms past each second, or (`aligned`) every sensor on the second itself."""
     if matches > len(SENSORS) * ((SECONDS - 1) // 2):
         raise SystemExit(f"--matches {matches}: at most {len(SENSORS) * ((SECONDS - 1) // 2)} fit")
     scripts = folder / "workflows"
@@ -82,18 +85,18 @@ def write_case(folder: Path, matches: int, workflows: int, seed: int = 40) -> tu
     lines = ["sensor_id,ts,value"]
     for k in range(SECONDS):
         for s, name in enumerate(SENSORS):
-            lines.append(f"{name},{BASE_MS + k * 1000 + s},{10.0 if (s, k) in chosen else 1.0}")
+            lines.append(f"{name},{BASE_MS + k * 1000 + (0 if aligned else s)},{10.0 if (s, k) in chosen else 1.0}")
     (data / "readings.csv").write_text("\n".join(lines) + "\n")
     return files, registry, data
 
 
-def one_run(kind: str, matches: int, workflows: int, keep: Path | None) -> dict:
+def one_run(kind: str, matches: int, workflows: int, keep: Path | None, aligned: bool = False) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=f"bench-alarm-storm-{kind}-", dir=keep))
-    files, registry, data = write_case(folder, matches, workflows)
+    files, registry, data = write_case(folder, matches, workflows, aligned)
     out = folder / "out"
     environment = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
-    compiled = subprocess.run([str(SSCRIPT), "compile", *map(str, files), "--out", str(out), "--sensors", str(registry)],
-                              capture_output=True, text=True, env=environment)
+    compile_command = [str(SSCRIPT), "compile", *map(str, files), "--out", str(out), "--sensors", str(registry)]
+    compiled = subprocess.run(compile_command, capture_output=True, text=True, env=environment)
     if compiled.returncode:
         raise SystemExit(f"compile failed: {compiled.stdout}{compiled.stderr}")
     receiver = Receiver().start()
@@ -131,6 +134,7 @@ def one_run(kind: str, matches: int, workflows: int, keep: Path | None) -> dict:
     report = {
         "receiver": "503 to every 4th request" if kind == "failing" else "healthy",
         "workflows": workflows,
+        "aligned_timestamps": aligned,
         "matches_written": written,
         "alarms_received_unique": len(unique),
         "repeats": len(received) - len(unique),
@@ -165,6 +169,8 @@ def main() -> int:
     parser.add_argument("--workflows", type=int, default=1, help="spread the 40 sensors over this many workflows")
     parser.add_argument("--runs", type=int, default=1, help="runs of each receiver")
     parser.add_argument("--receivers", default="failing,healthy", help="failing (503 every 4th request), healthy")
+    parser.add_argument("--aligned", action="store_true",
+                        help="every sensor reads at the same instants (else sensor s at s ms past each second)")
     parser.add_argument("--keep", help="keep each run's folder under this folder")
     parser.add_argument("--json", help="also write the report here")
     args = parser.parse_args()
@@ -174,10 +180,12 @@ def main() -> int:
     runs = []
     for _ in range(args.runs):
         for kind in args.receivers.split(","):
-            runs.append(one_run(kind, args.matches, args.workflows, keep))
-            print(f"# {kind}: {runs[-1]['alarms_received_unique']}/{runs[-1]['matches_written']} received, "
-                  f"last receipt {runs[-1]['last_receipt_s']} s, run {runs[-1]['run_s']} s", file=sys.stderr, flush=True)
-    document = {"case": f"{args.matches} matches in one --once batch, {args.workflows} workflow(s), 40 sensors",
+            runs.append(one_run(kind, args.matches, args.workflows, keep, args.aligned))
+            done = runs[-1]
+            print(f"# {kind}: {done['alarms_received_unique']}/{done['matches_written']} received, "
+                  f"last receipt {done['last_receipt_s']} s, run {done['run_s']} s", file=sys.stderr, flush=True)
+    document = {"case": f"{args.matches} matches in one --once batch, {args.workflows} workflow(s), 40 sensors"
+                        + (", timestamps aligned" if args.aligned else ""),
                 "runs": runs}
     text = json.dumps(document, indent=1)
     print(text)

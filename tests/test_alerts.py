@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 
 from sensorscript.runtime.output.alarms import FLAG, MATCH
-from sensorscript.runtime.output.alerts import AlertSettings, Deliverer, Outbox, Target, batch_alarms, correction_alarms
+from sensorscript.runtime.output.alerts import (AlertSettings, Deliverer, FlagState, Outbox, Target, batch_alarms,
+                                                correction_alarms)
 from sensorscript.runtime.output.alerts import payload, retry, templates, webhook
 from sensorscript.runtime.output.sinks import BatchRows, open_sink, read_results
 from sensorscript.runtime.output.status import describe_alerts
@@ -708,3 +709,53 @@ def test_a_run_checks_the_targets_kept_in_out_before_it_starts(tmp_path, monkeyp
     RunSettings(out=tmp_path, input=str(tmp_path / "data"), alerts=("none",)).check()
     monkeypatch.setenv("HOOK", "http://127.0.0.1:9/hook")
     RunSettings(out=tmp_path, input=str(tmp_path / "data")).check()
+
+
+def test_the_review_s_cases_of_incidents_and_retries(tmp_path, monkeypatch):
+    """Found by a review of #40's change, each failing before its fix:
+    - a flag's run that resolved, made by a correction to last to the end again, fires again;
+    - a flag's state only moves forward (a backfill's write taken after later batches);
+    - the open incident of a flag outlives the trim, so its resolution is taken;
+    - after a fresh start, correction numbers begin again and their alarms are staged;
+    - a success does not pull forward alarms put off by a Retry-After or a lasting refusal."""
+    from sensorscript.runtime.output.alerts import outbox as outbox_module
+
+    outbox = Outbox(tmp_path)
+    take(outbox, 0, [flag(10, 1.0), flag(20, 0.0), flag(30, 0.0)])
+    stored = frame([flag(10, 1.0), flag(20, 0.0), flag(30, 0.0)])
+    changed = frame([flag(20, 1.0, version=2), flag(30, 1.0, version=2)])
+    found, last = correction_alarms(changed, KINDS, stored, outbox.flags(["w.F"]))
+    assert outbox.take(-1, found, last, ["hook"]) == 1
+    assert [json.loads(b)["state"] for _, _, b in outbox.waiting_for("hook")] == ["firing", "resolved", "firing"]
+    assert outbox.flags(["w.F"])["w.F"] == (T + 30, 1.0, T + 10)
+    outbox.take(-2, [], {"w.F": FlagState(T + 5, 0.0, None)}, ["hook"])  # older than the state: left as it is
+    assert outbox.flags(["w.F"])["w.F"] == (T + 30, 1.0, T + 10)
+    monkeypatch.setattr(outbox_module, "KEPT_INCIDENTS", 1)
+    take(outbox, 1, [match(t, 1.0) for t in range(40, 60)])
+    outbox.trim()
+    assert take(outbox, 2, [flag(70, 0.0)]) == 1  # the open flag incident was kept: it resolves
+    assert outbox.taken(-1)
+    outbox.start_afresh()
+    assert not outbox.taken(-1) and not outbox.taken(0)
+    seqs = [seq for seq, _, _ in outbox.waiting_for("hook", 3)]
+    outbox.failed("hook", "HTTP 429", seqs[:1], time.time() + 600)  # Retry-After: 600 s
+    outbox.failed("hook", "HTTP 404", seqs[1:2], time.time() + 600)  # lasting
+    outbox.failed("hook", "HTTP 503", seqs[2:3], time.time() + 600, revivable=True)
+    outbox.acknowledged("hook", [], revive=True)
+    tries = {seq: next_try for seq, _, _, _, next_try, _ in outbox.queue("hook", 3)}
+    assert tries[seqs[0]] > time.time() + 500 and tries[seqs[1]] > time.time() + 500 and tries[seqs[2]] <= time.time()
+    outbox.close()
+
+
+def test_a_kept_env_target_is_named_without_reading_it_and_a_file_target_kept_absolute(tmp_path, monkeypatch):
+    """`sscript correct` run from a shell without the job's environment stages its alarms all the
+    same (the target's key is what was given); a relative file: target is kept absolute."""
+    from sensorscript.runtime.output.alerts import Writes
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hook.txt").write_text("http://127.0.0.1:9/hook")
+    AlertSettings.of(["env:HOOK", "file:hook.txt"]).save(tmp_path / "out")
+    monkeypatch.delenv("HOOK", raising=False)
+    writes = Writes.of(tmp_path / "out")
+    assert writes.targets == ["env:HOOK", f"file:{tmp_path / 'hook.txt'}"]
+    writes.close()

@@ -308,11 +308,13 @@ def main(argv: list[str] | None = None) -> int:
     yield_to_the_job()
     from sensorscript.runtime.output.alerts.pipeline import Writes
 
-    alarms = Writes.of(out)  # the alarms the job's kept settings ask for
     try:
+        alarms = Writes.of(out)  # the alarms the job's kept settings ask for
         found = run(out, backfill, job, status["sink_spec"], ends,
                     lambda sensors, lo, hi: archive.read(folder, sensors, lo, hi), archive.earliest(folder),
                     alarms=alarms)
+        if alarms is not None:
+            alarms.close()
     except Exception as exc:  # said in the record, and by `sscript backfill` in one line
         backfill.state, backfill.problem = "failed", f"{type(exc).__name__}: {exc}"
         backfill.save(out)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sensorscript.runtime.output.alarms import FLAG, MATCH
-from sensorscript.runtime.output.alerts.payload import RESOLVED, alarm_object
+from sensorscript.runtime.output.alerts.payload import REOPENED, RESOLVED, alarm_object
 from sensorscript.runtime.output.sinks import newest
 
 
@@ -106,7 +106,7 @@ def correction_alarms(changed: pd.DataFrame, kinds: dict[str, str], stored: pd.D
                 if off is not None:
                     found.append(alarm_object(by_ts[off], FLAG, RESOLVED, started_ms=on))
             elif runs_before[on] != off:
-                found.append(alarm_object(by_ts[on], FLAG) if off is None else
+                found.append({**alarm_object(by_ts[on], FLAG), REOPENED: True} if off is None else
                              alarm_object(by_ts[off], FLAG, RESOLVED, started_ms=on))
         for on in sorted(set(runs_before) - set(runs_after)):
             record = dict(by_ts_before[on])

@@ -33,13 +33,12 @@ from pathlib import Path
 
 from sensorscript.redaction import redacted, redacted_text
 from sensorscript.runtime.output.alerts.detection import FlagState
-from sensorscript.runtime.output.alerts.payload import FIRING, RESOLVED, UPDATED, numbered
+from sensorscript.runtime.output.alerts.payload import FIRING, REOPENED, RESOLVED, UPDATED, numbered
 from sensorscript.runtime.output.alerts.settings import LIMIT
 
 FOLDER, OUTBOX = "alerts", "outbox.db"  # OUT/alerts/outbox.db
 KEPT_DELIVERED = 100_000  # ids of acknowledged alarms kept (bodies dropped), newest first
 KEPT_INCIDENTS = 100_000  # incidents remembered (their state and revision), most recently changed first
-REOPENED = "reopened"  # an alarm's private mark (detection.py): a flag's run that no longer ends fires again
 
 _SCHEMA = """
     CREATE TABLE IF NOT EXISTS alarms (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
@@ -52,7 +51,8 @@ _SCHEMA = """
     CREATE TABLE IF NOT EXISTS targets (target TEXT PRIMARY KEY, delivered INTEGER NOT NULL DEFAULT 0,
         failed INTEGER NOT NULL DEFAULT 0, last_error TEXT, last_error_at REAL, last_success REAL);
     CREATE TABLE IF NOT EXISTS incidents (incident TEXT PRIMARY KEY, revision INTEGER NOT NULL,
-        state TEXT NOT NULL, version INTEGER NOT NULL, retracted INTEGER NOT NULL, changed REAL NOT NULL);
+        state TEXT NOT NULL, version INTEGER NOT NULL, retracted INTEGER NOT NULL, changed REAL NOT NULL,
+        kind TEXT NOT NULL);
     CREATE INDEX IF NOT EXISTS incidents_changed ON incidents (changed);
     CREATE TABLE IF NOT EXISTS units (unit INTEGER PRIMARY KEY, taken REAL NOT NULL);
     CREATE TABLE IF NOT EXISTS staged (unit INTEGER PRIMARY KEY, pid INTEGER NOT NULL, staged REAL NOT NULL,
@@ -63,7 +63,8 @@ _SCHEMA = """
         PRIMARY KEY (target, incident)) WITHOUT ROWID;
 """
 # Columns later versions added to an outbox's tables (ALTER TABLE when missing).
-_ADDED = {"pending": [("attempts", "INTEGER NOT NULL DEFAULT 0"), ("next_try", "REAL NOT NULL DEFAULT 0")],
+_ADDED = {"pending": [("attempts", "INTEGER NOT NULL DEFAULT 0"), ("next_try", "REAL NOT NULL DEFAULT 0"),
+                      ("revivable", "INTEGER NOT NULL DEFAULT 0")],
           "alarms": [("incident", "TEXT"), ("state", "TEXT")],
           "flags": [("on_since", "INTEGER")],
           "targets": [("silenced", "INTEGER NOT NULL DEFAULT 0")]}
@@ -72,14 +73,18 @@ _ADDED = {"pending": [("attempts", "INTEGER NOT NULL DEFAULT 0"), ("next_try", "
 class Outbox:
     """OUT/alerts/outbox.db. One object per thread (each has its own connection)."""
 
-    def __init__(self, out: Path, limit: int = LIMIT, durable: bool = True):
-        """`durable`: each commit is on disk before it returns (the batch path's: an alarm of a batch
+    def __init__(self, out: Path, limit: int = LIMIT, durable: bool = True, read_only: bool = False):
+        """`read_only`: counts only, the outbox as it is. `durable`: each commit is on disk before it returns (the batch path's: an alarm of a batch
         Spark then commits must survive a power cut). The delivery threads' commits are
         acknowledgements, which a power cut may lose (the alarm is sent again: at least once), and
         fsyncing each would cost a few ms; a process killed loses none of them (WAL)."""
         self.path = Path(out) / FOLDER / OUTBOX
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.limit = limit
+        if read_only:  # `sscript status`: what it holds, written by nobody (an OUT one may not write to)
+            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30,
+                                      isolation_level=None)
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
@@ -90,6 +95,7 @@ class Outbox:
                 if name not in present:
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
         self.db.execute("CREATE INDEX IF NOT EXISTS pending_by_alarm ON pending (seq)")
+        self.db.execute("CREATE INDEX IF NOT EXISTS pending_by_try ON pending (target, next_try, seq)")
         self._redact_earlier_keys()
 
     def _redact_earlier_keys(self) -> None:
@@ -144,11 +150,14 @@ class Outbox:
     # -- taking alarms -----------------------------------------------------------------------------
 
     def start_afresh(self) -> None:
-        """The run starts afresh: batch numbers begin again, and every flag is off. What waits stays,
-        and so do the incidents (a replay's alarms are not sent twice)."""
+        """The run starts afresh: batch and correction numbers begin again (the corrections' record
+        goes with the checkpoint), and every flag is off. What waits stays, and so do the incidents
+        (a replay's alarms are not sent twice)."""
         with self._transaction():
             self.db.execute("DELETE FROM flags")
             self.db.execute("DELETE FROM counts WHERE name = 'last_batch'")
+            self.db.execute("DELETE FROM units")
+            self.db.execute("DELETE FROM staged")
 
     def taken(self, unit: int) -> bool:
         """Whether the sink's unit `unit` (a batch, or a correction's or backfill's write: negative) was taken."""
@@ -196,8 +205,11 @@ class Outbox:
                 added += 1
         if dropped:
             self._set("dropped", (self._count("dropped", 0) or 0) + dropped)
+        # A flag's state only moves forward: a correction's or a backfill's write taken after later
+        # batches (staged by a process beside the job) leaves the batches' state as it is.
         self.db.executemany("INSERT INTO flags (stream, ts, value, on_since) VALUES (?, ?, ?, ?) ON CONFLICT (stream) "
-                            "DO UPDATE SET ts = excluded.ts, value = excluded.value, on_since = excluded.on_since",
+                            "DO UPDATE SET ts = excluded.ts, value = excluded.value, on_since = excluded.on_since "
+                            "WHERE excluded.ts >= flags.ts",
                             [(s, int(f.ts), float(f.value), f.on_since) for s, f in flags.items()])
         if unit >= 0:
             self._set("last_batch", unit)
@@ -226,11 +238,11 @@ class Outbox:
         else:
             change = (row[0] + 1, RESOLVED)
         if change is not None:
-            self.db.execute("INSERT INTO incidents (incident, revision, state, version, retracted, changed) "
-                            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (incident) DO UPDATE SET revision = excluded.revision, "
-                            "state = excluded.state, version = excluded.version, retracted = excluded.retracted, "
-                            "changed = excluded.changed",
-                            (key, change[0], change[1], version, int(bool(alarm.get("retracted"))), now))
+            self.db.execute("INSERT INTO incidents (incident, revision, state, version, retracted, changed, kind) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (incident) DO UPDATE SET "
+                            "revision = excluded.revision, state = excluded.state, version = excluded.version, "
+                            "retracted = excluded.retracted, changed = excluded.changed",
+                            (key, change[0], change[1], version, int(bool(alarm.get("retracted"))), now, alarm["kind"]))
         return change
 
     def stage(self, unit: int, alarms: list[dict], flags: dict[str, FlagState]) -> None:
@@ -246,8 +258,9 @@ class Outbox:
         before writing. Returns how many alarms were new."""
         added = 0
         for unit, pid in self.db.execute("SELECT unit, pid FROM staged ORDER BY staged").fetchall():
+            alive = _alive(pid)  # first: once its process is gone, whether the sink holds the write is final
             done = written(unit)
-            if not done and _alive(pid):
+            if not done and alive:
                 continue
             with self._transaction():
                 row = self.db.execute("SELECT alarms, flags FROM staged WHERE unit = ?", (unit,)).fetchone()
@@ -274,6 +287,8 @@ class Outbox:
                 for new in targets:
                     self.db.execute("INSERT OR IGNORE INTO pending (target, seq) SELECT ?, seq FROM pending "
                                     "WHERE target = ?", (new, old))
+                    self.db.execute("INSERT OR IGNORE INTO silenced (target, incident) SELECT ?, incident "
+                                    "FROM silenced WHERE target = ?", (new, old))
                 self.db.execute("DELETE FROM pending WHERE target = ?", (old,))
             if moved:
                 self.db.execute("UPDATE alarms SET waiting = (SELECT COUNT(*) FROM pending p WHERE p.seq = alarms.seq) "
@@ -286,6 +301,25 @@ class Outbox:
         """(seq, id, body) of the alarms waiting for `target`, oldest first."""
         return self.db.execute("SELECT a.seq, a.id, a.body FROM pending p JOIN alarms a ON a.seq = p.seq "
                                "WHERE p.target = ? ORDER BY p.seq LIMIT ?", (target, count)).fetchall()
+
+    def ready(self, target: str, now: float, count: int) -> list[tuple]:
+        """(seq, incident, state, enqueued, attempts) of what waits for `target` and may be tried at
+        `now` (time.time()), oldest first."""
+        return self.db.execute("SELECT p.seq, a.incident, a.state, a.enqueued, p.attempts FROM pending p "
+                               "JOIN alarms a ON a.seq = p.seq WHERE p.target = ? AND p.next_try <= ? "
+                               "ORDER BY p.seq LIMIT ?", (target, now, count)).fetchall()
+
+    def deferred(self, target: str, now: float) -> tuple[set[str], float | None]:
+        """The incidents with an alarm for `target` put off past `now` (their later states wait for
+        it), and when the first of those may be tried."""
+        rows = self.db.execute("SELECT a.incident, p.next_try FROM pending p JOIN alarms a ON a.seq = p.seq "
+                               "WHERE p.target = ? AND p.next_try > ?", (target, now)).fetchall()
+        return {incident for incident, _ in rows}, min((at for _, at in rows), default=None)
+
+    def bodies(self, seqs: list[int]) -> dict[int, str]:
+        """The JSON bodies of these alarms."""
+        return dict(self.db.execute("SELECT seq, body FROM alarms WHERE seq IN (SELECT value FROM json_each(?))",
+                                    (json.dumps(seqs),)).fetchall())
 
     def queue(self, target: str, count: int) -> list[tuple]:
         """(seq, incident, body, enqueued, next_try, attempts) of what waits for `target`, oldest first."""
@@ -320,18 +354,20 @@ class Outbox:
             self.db.execute("UPDATE targets SET delivered = delivered + ?, last_success = ? WHERE target = ?",
                             (done, now, target))
             if revive:
-                self.db.execute("UPDATE pending SET next_try = ? WHERE target = ? AND attempts > 0 AND next_try > ?",
-                                (now, target, now))
+                self.db.execute("UPDATE pending SET next_try = ?, revivable = 0 WHERE target = ? AND revivable = 1 "
+                                "AND next_try > ?", (now, target, now))
 
-    def failed(self, target: str, error: str, seqs=(), retry_at: float | None = None) -> None:
+    def failed(self, target: str, error: str, seqs=(), retry_at: float | None = None, revivable: bool = False) -> None:
         """An attempt to deliver these alarms (none: to reach the target at all) failed; they are
-        tried again from `retry_at` (time.time())."""
+        tried again from `retry_at` (time.time()), or sooner once the target acknowledges another
+        request if `revivable` (a passing failure, no Retry-After)."""
         with self._transaction():
             self._target(target)
             self.db.execute("UPDATE targets SET failed = failed + 1, last_error = ?, last_error_at = ? WHERE target = ?",
                             (redacted_text(error), time.time(), target))
-            self.db.executemany("UPDATE pending SET attempts = attempts + 1, next_try = ? WHERE target = ? AND seq = ?",
-                                [(retry_at or 0.0, target, seq) for seq in seqs])
+            self.db.executemany("UPDATE pending SET attempts = attempts + 1, next_try = ?, revivable = ? "
+                                "WHERE target = ? AND seq = ?",
+                                [(retry_at or 0.0, int(revivable), target, seq) for seq in seqs])
 
     def held_back(self, target: str, rows: list[tuple[int, str]]) -> None:
         """These alarms (seq, incident) are silenced for `target`: they leave its queue, and the
@@ -343,6 +379,10 @@ class Outbox:
                                 [(target, incident) for _, incident in rows])
             self.db.execute("UPDATE targets SET silenced = silenced + ? WHERE target = ?", (done, target))
 
+    def any_silenced(self, target: str) -> bool:
+        """Whether an incident was held back for `target` (its later states are held back too)."""
+        return self.db.execute("SELECT 1 FROM silenced WHERE target = ? LIMIT 1", (target,)).fetchone() is not None
+
     def silenced_incidents(self, target: str, incidents) -> set[str]:
         """Which of these incidents were held back for `target` when they fired."""
         return {i for (i,) in self.db.execute("SELECT incident FROM silenced WHERE target = ? AND incident IN "
@@ -350,7 +390,9 @@ class Outbox:
 
     def sent_again(self, target: str, incidents) -> None:
         """These incidents fired again outside a silence: their later states go to `target` again."""
-        self.db.executemany("DELETE FROM silenced WHERE target = ? AND incident = ?", [(target, i) for i in incidents])
+        with self._transaction():
+            self.db.executemany("DELETE FROM silenced WHERE target = ? AND incident = ?",
+                                [(target, i) for i in incidents])
 
     def _target(self, target: str) -> None:
         self.db.execute("INSERT OR IGNORE INTO targets (target) VALUES (?)", (target,))
@@ -383,16 +425,20 @@ class Outbox:
     # -- upkeep and counts -------------------------------------------------------------------------
 
     def trim(self) -> None:
-        """Keep the newest KEPT_DELIVERED acknowledged alarms' ids and KEPT_INCIDENTS incidents."""
+        """Keep the newest KEPT_DELIVERED acknowledged alarms' ids and KEPT_INCIDENTS incidents (and
+        every flag's open one)."""
         with self._transaction():
             row = self.db.execute("SELECT seq FROM alarms WHERE waiting <= 0 ORDER BY seq DESC LIMIT 1 OFFSET ?",
                                   (KEPT_DELIVERED,)).fetchone()
             if row:
                 self.db.execute("DELETE FROM alarms WHERE waiting <= 0 AND seq <= ?", (row[0],))
-            row = self.db.execute("SELECT changed FROM incidents ORDER BY changed DESC LIMIT 1 OFFSET ?",
-                                  (KEPT_INCIDENTS,)).fetchone()
+            # A flag's open incident is kept (its resolution must find it; a flag has one at a time);
+            # resolved incidents and matches (which stay firing) only the newest KEPT_INCIDENTS.
+            row = self.db.execute("SELECT changed FROM incidents WHERE state = 'resolved' OR kind = 'match' "
+                                  "ORDER BY changed DESC LIMIT 1 OFFSET ?", (KEPT_INCIDENTS,)).fetchone()
             if row:
-                self.db.execute("DELETE FROM incidents WHERE changed <= ?", (row[0],))
+                self.db.execute("DELETE FROM incidents WHERE changed <= ? AND (state = 'resolved' OR kind = 'match')",
+                                (row[0],))
             self.db.execute("DELETE FROM silenced WHERE incident NOT IN (SELECT incident FROM incidents)")
             self.db.execute("DELETE FROM silences WHERE until < ?", (time.time() - 30 * 86_400,))
 

@@ -24,6 +24,9 @@ import pandas as pd
 from sensorscript.runtime.output.alarms import MATCH
 
 FIRING, UPDATED, RESOLVED = "firing", "updated", "resolved"
+# A mark detection.py puts on a firing alarm of a flag's run that a correction made last to the end
+# again (it had resolved): the outbox takes it as the incident firing again. Not delivered.
+REOPENED = "reopened"
 
 
 def iso(ms) -> str | None:
@@ -44,6 +47,11 @@ def incident_key(stream: str, ts: int, kind: str, start=None, end=None) -> str:
     if kind == MATCH:
         key += "/" + hashlib.sha1(f"{_int(start)}/{_int(end)}".encode()).hexdigest()[:12]
     return key
+
+
+def stream_of(incident: str) -> str:
+    """The stream of an incident key (STREAM/TS[/HASH]: a stream's name, WORKFLOW.NAME, has no slash)."""
+    return incident.split("/", 1)[0]
 
 
 def alarm_object(row: dict, kind: str, state: str = FIRING, retracted: bool = False,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from sensorscript.runtime.output.alarms import FLAG, alarm_kinds
-from sensorscript.runtime.output.alerts.delivery import Deliverer
+from sensorscript.runtime.output.alerts.delivery import Busy, Deliverer
 from sensorscript.runtime.output.alerts.detection import batch_alarms, correction_alarms
 from sensorscript.runtime.output.alerts.outbox import Outbox
 from sensorscript.runtime.output.alerts.settings import NONE, AlertSettings, Target
@@ -61,7 +61,7 @@ class Writes:
         settings = AlertSettings.load(out)
         if settings is None:
             return None
-        return Writes(out, settings, [Target.parse(t).key for t in settings.targets])
+        return Writes(out, settings, [Target.key_of(t) for t in settings.targets])
 
     def kinds(self, job: Job) -> dict[str, str]:
         if self._kinds[0] is not job and self._kinds[0] is not ...:
@@ -100,6 +100,7 @@ class Alerts:
     targets: list[Target] = field(default_factory=list)
     writes: Writes | None = None
     deliverer: Deliverer | None = None
+    sink_spec: str | None = None
 
     @property
     def outbox(self) -> Outbox:
@@ -113,7 +114,7 @@ class Alerts:
         if settings is None:
             return None
         targets = settings.check(job)
-        alerts = Alerts(settings, Path(out), status, echo, targets)
+        alerts = Alerts(settings, Path(out), status, echo, targets, sink_spec=sink_spec)
         alerts.writes = Writes(out, settings, [t.key for t in targets])
         outbox = alerts.outbox
         if fresh:
@@ -133,6 +134,8 @@ class Alerts:
     def batch(self, batch_id: int, results: pd.DataFrame, job: Job) -> None:
         """The batch path: a written batch's alarms into the outbox (once), then the deliverer woken."""
         kinds = self.writes.kinds(job)
+        if self.outbox.staged() and self.sink_spec is not None:  # a backfill's write a kill left untaken
+            self.writes.written(self.sink_spec)
         if self.outbox.taken(batch_id) or not kinds:
             return
         flag_streams = {s for s, k in kinds.items() if k == FLAG}
@@ -202,7 +205,13 @@ def deliver(out: Path, timeout_s: float | None = None, echo=print) -> dict | Non
     if outbox.waiting(keys):
         sending = deliverer(out, settings, targets)
         sending.flushing.set()  # nothing more comes: no group waits
-        sending.start()
+        try:
+            sending.start(wait=False)
+        except Busy as exc:
+            counts = outbox.counts()
+            outbox.close()
+            echo(f"alarms: {exc}; it sends what waits ({counts['waiting']:,})")
+            return counts
         deadline = time.monotonic() + timeout_s
         while outbox.waiting(keys) and time.monotonic() < deadline and sending.alive():
             time.sleep(0.05)

@@ -51,6 +51,11 @@ class Target:
         return "mqtt" if self.url.startswith(("mqtt://", "mqtts://")) else "http"
 
     @staticmethod
+    def key_of(given: str) -> str:
+        """A target's key as given, without reading what an env: or file: names."""
+        return given if given.startswith((ENV, FILE)) else redacted(given)
+
+    @staticmethod
     def parse(given: str, environ=os.environ) -> "Target":
         if given.startswith((ENV, FILE)):
             url = _held(given, environ)
@@ -62,7 +67,7 @@ class Target:
         except ValueError as exc:  # the address may be a secret: say it redacted
             said = str(exc).removeprefix(f"{url}: ")
             raise ValueError(f"--alerts {redacted(given)}: {redacted_text(said)}") from None
-        return Target(given if given.startswith((ENV, FILE)) else redacted(given), url)
+        return Target(Target.key_of(given), url)
 
 
 def _held(given: str, environ) -> str:
@@ -151,6 +156,7 @@ class AlertSettings:
         wait = duration_ms(group_wait, "--alerts-group-wait") / 1000 if group_wait else GROUP_WAIT_S
         if template is not None and template not in BUILT_IN:
             template = str(Path(template).resolve())  # kept in OUT: it must mean the same file from elsewhere
+        targets = [FILE + str(Path(t[len(FILE):]).resolve()) if t.startswith(FILE) else t for t in targets]
         tls = mqtt.Tls(*(str(Path(f).resolve()) if f else f for f in (tls.ca, tls.cert, tls.key)))
         return AlertSettings(tuple(targets), names, seconds, template, tls, plain_password=plain_password,
                              group_by=group_by or GROUP_BY, group_wait_s=wait)

@@ -7,6 +7,7 @@ refused, a template the receiver does not take).
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -24,6 +25,17 @@ def body(request: Request) -> str:
     firing = any(alarm["state"] != "resolved" for alarm in request.alarms)
     return json.dumps({"version": FORMAT, "group_key": request.group_key, "group": request.group,
                        "status": "firing" if firing else "resolved", "alarms": request.alarms})
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is not followed: urllib would turn the POST into a GET without its body, and a 2xx
+    to that would acknowledge alarms nobody received."""
+
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
 
 
 class Webhook:
@@ -44,13 +56,16 @@ class Webhook:
         headers = {"Content-Type": content, "User-Agent": "sensorscript-alerts"}
         call = urllib.request.Request(self.target.url, data=data.encode(), method="POST", headers=headers)
         try:
-            with urllib.request.urlopen(call, timeout=SEND_TIMEOUT_S) as answer:
+            with _OPENER.open(call, timeout=SEND_TIMEOUT_S) as answer:
                 answer.read()
         except urllib.error.HTTPError as exc:
+            if 300 <= exc.code < 400:
+                raise Failure(f"HTTP {exc.code}: the webhook moved to {exc.headers.get('Location') or 'another URL'}; "
+                              f"give that URL to --alerts", lasting=True) from None
             lasting = 400 <= exc.code < 500 and exc.code not in (408, 425, 429)
             raise Failure(f"HTTP {exc.code} {exc.reason}", lasting, retry_after=_seconds(exc.headers)) from None
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
-            reason = getattr(exc, "reason", exc)
+        except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
             raise Failure(f"no answer ({reason})") from None
 
     def close(self) -> None:
