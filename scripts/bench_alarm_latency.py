@@ -3,7 +3,7 @@ clock, its 1,029 workflows over 1,000 sensors) with one more workflow whose patt
 second, run with `--alerts` to a local webhook receiver (scripts/alarm_receiver.py); per alarm, the
 seconds from the wall time its triggering reading was written by the feed to the receiver's receipt.
 
-    .venv/bin/python scripts/bench_alarm_latency.py [--jump 2.5] [--group-wait 2s] [--json PATH]
+    .venv/bin/python scripts/bench_alarm_latency.py [--jump 2.5] [--group-wait 2s] [--fail-every N] [--json PATH]
                                                     -- [soak.py's options: --rate 40000 --minutes 3 --out DIR ...]
 
 The extra workflow (bench_alarms.ss, beside the bundled examples in a copy of workflows/):
@@ -34,6 +34,7 @@ import bisect
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -75,15 +76,27 @@ def stats(values: np.ndarray) -> dict:
             "min_s": round(float(values.min()), 3)}
 
 
+def code_version(root: Path) -> str:
+    """The commit the product's code is at, and whether sensorscript/ differs from it."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout
+    head, changed = git("rev-parse", "--short", "HEAD").strip(), git("status", "--short", "--", "sensorscript")
+    changed = [line[3:] for line in changed.splitlines() if line.strip()]
+    return head + (f" (sensorscript/ changed: {', '.join(changed)})" if changed else "")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jump", type=float, default=2.5, help="the JUMP pattern's threshold")
     parser.add_argument("--group-wait", default=None, help="--alerts-group-wait for the job (default: its own, 2s)")
+    parser.add_argument("--fail-every", type=int, default=0, help="the receiver answers every Nth request 503")
     parser.add_argument("--json", help="also write the figures here")
     ours, rest = parser.parse_known_args()
     if rest[:1] == ["--"]:
         rest = rest[1:]
+    code = code_version(SCRIPTS.parent)  # before the job starts: what it runs
     receiver = Receiver().start()
+    receiver.fail_every = ours.fail_every
     job_args = ["--job-arg=--alerts", f"--job-arg={receiver.url}"]
     if ours.group_wait:
         job_args += ["--job-arg=--alerts-group-wait", f"--job-arg={ours.group_wait}"]
@@ -134,7 +147,7 @@ def main() -> int:
     span = (receipts[-1] - receipts[0]) if len(receipts) > 1 else 0
     figures = {
         "rate": args.rate, "minutes": args.minutes, "warmup_s": args.warmup, "jump": ours.jump,
-        "group_wait": ours.group_wait or "2s (default)",
+        "group_wait": ours.group_wait or "2s (default)", "fail_every": ours.fail_every,
         "alarms_received_unique": len(first), "repeats": len(received) - len(first),
         "requests": requests, "failed_requests": refused,
         "alarms_per_s": round(len(first) / span, 1) if span else None,
@@ -148,6 +161,7 @@ def main() -> int:
         "load_average_at_end": [round(x, 2) for x in load],
         "soak_failure": soak.failure,
         "out": str(out),
+        "code": code,
     }
     text = json.dumps(figures, indent=1, default=float)
     print(text, flush=True)

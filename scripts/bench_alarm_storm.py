@@ -163,6 +163,15 @@ def one_run(kind: str, matches: int, workflows: int, keep: Path | None, aligned:
     return report
 
 
+def code_version(root: Path) -> str:
+    """The commit the product's code is at, and whether sensorscript/ differs from it."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout
+    head, changed = git("rev-parse", "--short", "HEAD").strip(), git("status", "--short", "--", "sensorscript")
+    changed = [line[3:] for line in changed.splitlines() if line.strip()]
+    return head + (f" (sensorscript/ changed: {', '.join(changed)})" if changed else "")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matches", type=int, default=469)
@@ -177,6 +186,7 @@ def main() -> int:
     keep = Path(args.keep) if args.keep else None
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
+    code = code_version(ROOT)  # before the runs: what they run
     runs = []
     for _ in range(args.runs):
         for kind in args.receivers.split(","):
@@ -184,7 +194,8 @@ def main() -> int:
             done = runs[-1]
             print(f"# {kind}: {done['alarms_received_unique']}/{done['matches_written']} received, "
                   f"last receipt {done['last_receipt_s']} s, run {done['run_s']} s", file=sys.stderr, flush=True)
-    document = {"case": f"{args.matches} matches in one --once batch, {args.workflows} workflow(s), 40 sensors"
+    document = {"code": code,
+                "case": f"{args.matches} matches in one --once batch, {args.workflows} workflow(s), 40 sensors"
                         + (", timestamps aligned" if args.aligned else ""),
                 "runs": runs}
     text = json.dumps(document, indent=1)

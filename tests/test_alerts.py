@@ -759,3 +759,17 @@ def test_a_kept_env_target_is_named_without_reading_it_and_a_file_target_kept_ab
     writes = Writes.of(tmp_path / "out")
     assert writes.targets == ["env:HOOK", f"file:{tmp_path / 'hook.txt'}"]
     writes.close()
+
+
+def test_a_correction_reads_the_runs_it_touches_not_the_flag_s_history(tmp_path):
+    """flag_history: from the last row before the change that is not 1 to the first after it that is
+    not 1 (where the runs over the change begin and end), however far, and no further."""
+    from sensorscript.runtime.output.alerts.pipeline import flag_history
+
+    spec = f"sqlite:{tmp_path / 'results.db'}"
+    values = [0.0] * 20_000 + [1.0] * 3_000 + [0.0] * 20_000  # a row every 100 ms: a run from 2,000 s to 2,300 s
+    open_sink(spec).write(0, BatchRows(frame([flag(i * 100, v) for i, v in enumerate(values)]),
+                                       pd.DataFrame(columns=["raw", "reason"])))
+    rows = flag_history(spec, "w.F", T + 2_150_000, T + 2_150_100)
+    assert rows["ts"].min() < T + 2_000_000 and rows["ts"].max() >= T + 2_300_000  # the 0s around the run
+    assert len(rows) < len(values) / 4  # not the hours before and after

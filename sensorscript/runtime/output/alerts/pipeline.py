@@ -20,7 +20,7 @@ from sensorscript.runtime.output.alerts.detection import batch_alarms, correctio
 from sensorscript.runtime.output.alerts.outbox import Outbox
 from sensorscript.runtime.output.alerts.settings import NONE, AlertSettings, Target
 from sensorscript.runtime.output.alerts.templates import load_template, routing_key
-from sensorscript.runtime.output.sinks import open_sink, read_results
+from sensorscript.runtime.output.sinks import newest, open_sink, read_results
 from sensorscript.runtime.plan.program import Job
 
 
@@ -41,6 +41,33 @@ def streams_of(settings: AlertSettings, job: Job) -> dict[str, str]:
     """The streams whose alarms are delivered (of the workflows asked for): MATCH or FLAG."""
     wanted = set(settings.workflows)
     return {s: k for s, k in alarm_kinds(job).items() if not wanted or s.rsplit(".", 1)[0] in wanted}
+
+
+FIRST_SPAN_MS = 60_000  # flag_history's first reach on each side of the rows changed
+
+
+def flag_history(sink_spec: str, stream: str, lo: int, hi: int) -> pd.DataFrame:
+    """Every version of a flag stream's rows that a change of its rows in [lo, hi] is judged by:
+    from its last row before lo that is not 1 (where the run over lo, if any, began) to its first
+    row after hi that is not 1 (where the run over hi ends), or its first or last row. Read in
+    windows that double on each side until they hold such a row or grow no more, so that a
+    correction reads the runs it touches, not the stream's years of history."""
+    span, before, after, counts = FIRST_SPAN_MS, FIRST_SPAN_MS, FIRST_SPAN_MS, (-1, -1)
+    while True:
+        rows = read_results(sink_spec, [stream], lo - before, hi + after + 1)
+        living = newest(rows)
+        living = living[living["value"].notna()]
+        earlier, later = living[living["ts"] < lo], living[living["ts"] > hi]
+        grown = (len(rows[rows["ts"] < lo]), len(rows[rows["ts"] > hi]))
+        start_done = (earlier["value"] != 1.0).any() or grown[0] == counts[0]
+        end_done = (later["value"] != 1.0).any() or grown[1] == counts[1]
+        if start_done and end_done:
+            return rows
+        counts = grown
+        before, after = before * (1 if start_done else 4), after * (1 if end_done else 4)
+        span = max(before, after)
+        if span > 400 * 365 * 86_400_000:  # past any time a reading has (a flag at 1 from the start)
+            return rows
 
 
 class Writes:
@@ -74,7 +101,11 @@ class Writes:
         if self.outbox.taken(unit) or not kinds:
             return
         touched = sorted(set(changed["stream"]) & {s for s, k in kinds.items() if k == FLAG})
-        stored = read_results(sink_spec, touched) if touched else pd.DataFrame(columns=changed.columns)
+        stored = pd.DataFrame(columns=changed.columns)
+        for stream in touched:
+            ts = changed.loc[changed["stream"] == stream, "ts"]
+            stored = pd.concat([stored, flag_history(sink_spec, stream, int(ts.min()), int(ts.max()))],
+                               ignore_index=True)
         found, last = correction_alarms(changed, kinds, stored, self.outbox.flags(touched))
         self.outbox.stage(unit, found, last)
 
