@@ -80,9 +80,10 @@ def correction_alarms(changed: pd.DataFrame, kinds: dict[str, str], stored: pd.D
     streams' rows (without `changed`). A match's new version fires (the outbox says whether that is
     an update, or the match back after a retraction); a match retracted resolves. A flag's incidents
     are its runs of 1s in its newest rows: a run that begins where none did fires (and resolves where
-    it ends, if it does); one that no longer begins there resolves, retracted; one whose end moved
-    resolves at its new end, or fires again when it no longer ends. Returns the alarms and the
-    flags' states where the correction changed their last row."""
+    it ends, if it does); one that no longer begins there resolves, retracted; one that lasted and
+    now ends resolves, one that ended and now lasts fires again (a run whose end only moved is
+    resolved already: nothing). Returns the alarms and the flags' states where the correction
+    changed their last row."""
     changed = changed[changed["stream"].isin(kinds.keys())]
     found: list[dict] = []
     for record in changed[changed["stream"].map(kinds) == MATCH].to_dict("records"):
@@ -105,9 +106,10 @@ def correction_alarms(changed: pd.DataFrame, kinds: dict[str, str], stored: pd.D
                 found.append(alarm_object(by_ts[on], FLAG))
                 if off is not None:
                     found.append(alarm_object(by_ts[off], FLAG, RESOLVED, started_ms=on))
-            elif runs_before[on] != off:
-                found.append({**alarm_object(by_ts[on], FLAG), REOPENED: True} if off is None else
-                             alarm_object(by_ts[off], FLAG, RESOLVED, started_ms=on))
+            elif off is None and runs_before[on] is not None:  # it no longer ends: firing again
+                found.append({**alarm_object(by_ts[on], FLAG), REOPENED: True})
+            elif off is not None and runs_before[on] is None:  # it ends now
+                found.append(alarm_object(by_ts[off], FLAG, RESOLVED, started_ms=on))
         for on in sorted(set(runs_before) - set(runs_after)):
             record = dict(by_ts_before[on])
             newer = after[after["ts"] == on]  # the row's new version (0), or its tombstone
