@@ -3,7 +3,8 @@ pattern makes N matches (469 by default), delivered with `--alerts` to a local w
 (scripts/alarm_receiver.py) that answers 503 to every 4th request, and to a healthy one.
 
     .venv/bin/python scripts/bench_alarm_storm.py [--matches 469] [--runs 1] [--receivers failing,healthy]
-                                                  [--workflows 1] [--aligned] [--keep DIR] [--json PATH]
+                                                  [--workflows 1] [--aligned] [--code DIR] [--keep DIR]
+                                                  [--json PATH]
 
 The case is built so that its count is exact: 40 sensors U0000..U0039 at 1 Hz for 120 s (one CSV
 file, so one batch), every reading 1.0 but for `--matches` spikes of 10.0, none on a sensor's first
@@ -16,7 +17,9 @@ reading and none on two consecutive readings; the pattern
 matches once per spike (a spike's reading and the one before it). `--workflows W` spreads the 40
 sensors over W such workflows (each its own group under the default --alerts-group-by workflow, so
 W requests go at once instead of one). `--aligned`: every sensor reads at the same instants (as
-sensors on one clock do; by default sensor s reads s ms past each second).
+sensors on one clock do; by default sensor s reads s ms past each second). `--code DIR` runs another
+version of the product, `python -m sensorscript.cli` with DIR first on PYTHONPATH (e.g. the commit before
+the rewrite: `mkdir /tmp/old && git archive e6569af | tar -x -C /tmp/old`).
 
 For each run: the workflows are compiled (`sscript compile`) into a new temporary folder, a
 `Receiver` is started on a free port (fail_every=4, or healthy), and
@@ -90,18 +93,34 @@ def write_case(folder: Path, matches: int, workflows: int, aligned: bool = False
     return files, registry, data
 
 
-def one_run(kind: str, matches: int, workflows: int, keep: Path | None, aligned: bool = False) -> dict:
+def one_run(kind: str, matches: int, workflows: int, keep: Path | None, aligned: bool = False,
+            code: Path | None = None) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=f"bench-alarm-storm-{kind}-", dir=keep))
     files, registry, data = write_case(folder, matches, workflows, aligned)
     out = folder / "out"
     environment = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
-    compile_command = [str(SSCRIPT), "compile", *map(str, files), "--out", str(out), "--sensors", str(registry)]
+    sscript = [str(SSCRIPT)]
+    if code is not None:  # another version of the product (an extracted commit): its package first on the path
+        sscript = [sys.executable, "-m", "sensorscript.cli"]
+        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))
+    compile_command = [*sscript, "compile", *map(str, files), "--out", str(out), "--sensors", str(registry)]
     compiled = subprocess.run(compile_command, capture_output=True, text=True, env=environment)
     if compiled.returncode:
         raise SystemExit(f"compile failed: {compiled.stdout}{compiled.stderr}")
-    receiver = Receiver().start()
+    singles: list[tuple[float, dict]] = []  # bodies of one alarm each (the product before #40's rewrite)
+
+    def single(alarm, body):
+        if alarm is None:
+            try:
+                found = json.loads(body)
+            except ValueError:
+                return
+            if isinstance(found, dict) and "id" in found:
+                singles.append((time.time(), found))
+
+    receiver = Receiver(on_alarm=single).start()
     receiver.fail_every = 4 if kind == "failing" else 0
-    command = [str(SSCRIPT), "run", str(out), "--input", str(data), "--once", "--alerts", receiver.url]
+    command = [*sscript, "run", str(out), "--input", str(data), "--once", "--alerts", receiver.url]
     load_before = os.getloadavg()
     lines: list[tuple[float, str]] = []
     started = time.time()
@@ -125,6 +144,7 @@ def one_run(kind: str, matches: int, workflows: int, keep: Path | None, aligned:
         received = list(receiver.received)
         requests, refused = receiver.requests, receiver.refused
     receiver.stop()
+    received += singles
     unique = {alarm["id"] for _, alarm in received}
     batch_lines = [(at, text) for at, text in lines if text.startswith("batch ")]
     alarm_lines = [(at, text) for at, text in lines if text.startswith("alarms:")]
@@ -180,17 +200,20 @@ def main() -> int:
     parser.add_argument("--receivers", default="failing,healthy", help="failing (503 every 4th request), healthy")
     parser.add_argument("--aligned", action="store_true",
                         help="every sensor reads at the same instants (else sensor s at s ms past each second)")
+    parser.add_argument("--code", help="run the sensorscript package of this folder (a commit extracted with "
+                                       "git archive) instead of this checkout's")
     parser.add_argument("--keep", help="keep each run's folder under this folder")
     parser.add_argument("--json", help="also write the report here")
     args = parser.parse_args()
     keep = Path(args.keep) if args.keep else None
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
-    code = code_version(ROOT)  # before the runs: what they run
+    code = code_version(ROOT) if not args.code else f"the sensorscript package of {args.code}"
     runs = []
     for _ in range(args.runs):
         for kind in args.receivers.split(","):
-            runs.append(one_run(kind, args.matches, args.workflows, keep, args.aligned))
+            runs.append(one_run(kind, args.matches, args.workflows, keep, args.aligned,
+                                Path(args.code).resolve() if args.code else None))
             done = runs[-1]
             print(f"# {kind}: {done['alarms_received_unique']}/{done['matches_written']} received, "
                   f"last receipt {done['last_receipt_s']} s, run {done['run_s']} s", file=sys.stderr, flush=True)

@@ -37,17 +37,20 @@ BATCHES, ROWS = 30, 40  # per batch and stream
 EVENTS = '[{"var": "a", "ts": 0, "value": 1.0, "sensor": "S1"}]'
 
 
-def _row(stream: str, ts: int, value, version: int) -> dict:
+def _row(stream: str, ts: int, value, version: int, sensor: str = "S1") -> dict:
     match = stream.endswith(".M")
+    events = f'[{{"var": "a", "ts": {ts}, "value": 1.0, "sensor": "{sensor}"}}]'
     return {"stream": stream, "ts": ts, "window_start": None, "window_end": None, "value": value, "version": version,
             "start_ts": ts - 50 if match else None, "end_ts": ts if match else None,
-            "events": EVENTS if match and value is not None else None, "plan_version": 1}
+            "events": events if match and value is not None else None, "plan_version": 1}
 
 
-def units(seed: int = 40) -> tuple[list[tuple[int, str, pd.DataFrame]], dict[tuple, dict]]:
-    """The units every start writes, in order, and the newest row of every key after them all."""
+def units(seed: int = 40) -> tuple[list[tuple[int, str, pd.DataFrame]], dict[tuple, list[dict]]]:
+    """The units every start writes, in order, and the newest rows of every key after them all (a
+    match key may hold two matches at the same instants, of sensors S1 and S2, as a pattern
+    partitioned by sensor makes)."""
     rng = random.Random(seed)
-    newest: dict[tuple, dict] = {}
+    newest: dict[tuple, list[dict]] = {}
     found = []
     corrections = 0
     for batch in range(BATCHES):
@@ -57,11 +60,13 @@ def units(seed: int = 40) -> tuple[list[tuple[int, str, pd.DataFrame]], dict[tup
                 ts = T + (batch * ROWS + i) * 100
                 if stream.endswith(".M"):
                     if rng.random() < 0.5:
-                        rows.append(_row(stream, ts, round(rng.uniform(0, 10), 3), 1))
+                        sensors = ["S1", "S2"] if rng.random() < 0.3 else ["S1"]
+                        key = [_row(stream, ts, round(rng.uniform(0, 10), 3), 1, s) for s in sensors]
+                        rows += key
+                        newest[(stream, ts)] = key
                 else:
                     rows.append(_row(stream, ts, float(rng.random() < 0.5), 1))
-        for row in rows:
-            newest[(row["stream"], row["ts"])] = row
+                    newest[(stream, ts)] = rows[-1:]
         found.append((batch, "batch", pd.DataFrame(rows, columns=COLUMNS)))
         if batch % 5 == 4:  # a correction of what is written so far: updates, retractions, restorations, flips
             corrections += 1
@@ -69,12 +74,18 @@ def units(seed: int = 40) -> tuple[list[tuple[int, str, pd.DataFrame]], dict[tup
             for key in rng.sample(sorted(newest), 30):
                 old = newest[key]
                 stream, ts = key
-                if stream.endswith(".M"):
-                    value = None if old["value"] is not None and rng.random() < 0.5 else round(rng.uniform(0, 10), 3)
+                version = old[0]["version"] + 1
+                if stream.endswith(".M"):  # a key's matches all rewritten at once, or its tombstone
+                    living = old[0]["value"] is not None
+                    if living and rng.random() < 0.4:
+                        new = [_row(stream, ts, None, version)]
+                    else:
+                        sensors = rng.choice([["S1"], ["S2"], ["S1", "S2"]])
+                        new = [_row(stream, ts, round(rng.uniform(0, 10), 3), version, s) for s in sensors]
                 else:
-                    value = 1.0 - old["value"] if old["value"] is not None else 1.0
-                changed.append(_row(stream, ts, value, old["version"] + 1))
-                newest[key] = changed[-1]
+                    new = [_row(stream, ts, 1.0 - old[0]["value"], version)]
+                changed += new
+                newest[key] = new
             found.append((-corrections, "correction", pd.DataFrame(changed, columns=COLUMNS)))
     return found, newest
 

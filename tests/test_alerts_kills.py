@@ -10,6 +10,7 @@ once but for the requests in flight at a kill."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -25,23 +26,24 @@ ROOT = Path(__file__).resolve().parent.parent
 CHOSEN = ["before-write:3", "after-write:7", "after-stage:-2", "after-write:-3", "after-write:-4"]
 
 
-def reference_incidents(newest: dict[tuple, dict]) -> dict[tuple, tuple]:
-    """From the newest row of every key: every match living (open, its version), every run of 1s
-    of a flag from where it begins (open while it lasts to the last row, closed once a 0 follows)."""
+def reference_incidents(newest: dict[tuple, list[dict]]) -> dict[tuple, tuple]:
+    """From the newest rows of every key: every match living (open, its version), by stream, time and
+    sensor; every run of 1s of a flag from where it begins (open while it lasts to the last row,
+    closed once a 0 follows)."""
     found = {}
     for stream, kind in KINDS.items():
-        rows = sorted((r for (s, _), r in newest.items() if s == stream and r["value"] is not None),
+        rows = sorted((r for (s, _), key in newest.items() if s == stream for r in key if r["value"] is not None),
                       key=lambda r: r["ts"])
         if kind == "match":
-            found.update({(stream, r["ts"]): ("open", r["version"]) for r in rows})
+            found.update({(stream, r["ts"], json.loads(r["events"])[0]["sensor"]): ("open", r["version"]) for r in rows})
             continue
         on = None
         for r in rows:
             if r["value"] == 1.0 and on is None:
                 on = r["ts"]
-                found[(stream, on)] = ("open", None)
+                found[(stream, on, None)] = ("open", None)
             elif r["value"] != 1.0 and on is not None:
-                found[(stream, on)] = ("closed", None)
+                found[(stream, on, None)] = ("closed", None)
                 on = None
     return found
 
@@ -51,8 +53,8 @@ def standing(received: list[dict]) -> dict[tuple, tuple]:
     for alarm in received:
         if alarm["revision"] > last.get(alarm["incident"], {"revision": 0})["revision"]:
             last[alarm["incident"]] = alarm
-    return {(a["stream"], a["started_ms"]): ("closed" if a["state"] == "resolved" else "open",
-                                            a["version"] if a["kind"] == "match" else None)
+    return {(a["stream"], a["started_ms"], a["events"][0]["sensor"] if a["kind"] == "match" else None):
+            ("closed" if a["state"] == "resolved" else "open", a["version"] if a["kind"] == "match" else None)
             for a in last.values() if not a["retracted"]}
 
 
@@ -84,6 +86,7 @@ def test_alarms_through_ten_kills_of_writing_and_delivering(tmp_path):
     assert kills == 10
     expected = reference_incidents(units()[1])
     assert len(expected) > 500 and {"open", "closed"} <= {state for state, _ in expected.values()}
+    assert sum(1 for key in expected if key[2] == "S2") > 50  # matches of two sensors at the same instants
     for receiver in (failing, down):
         alarms = [alarm for _, alarm in receiver.received]
         assert standing(alarms) == expected

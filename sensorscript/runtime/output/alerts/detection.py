@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sensorscript.runtime.output.alarms import FLAG, MATCH
-from sensorscript.runtime.output.alerts.payload import REOPENED, RESOLVED, alarm_object
+from sensorscript.runtime.output.alerts.payload import REOPENED, RESOLVED, SUPERSEDES, alarm_object, row_prefix
 from sensorscript.runtime.output.sinks import newest
 
 
@@ -47,7 +47,7 @@ def batch_alarms(results: pd.DataFrame, kinds: dict[str, str], flags: dict[str, 
         else:
             alarms, last[stream] = _flag_runs(stream, records, flags.get(stream, OFF))
             found += alarms
-    return sorted(found, key=_in_time), last
+    return sorted(found, key=in_time), last
 
 
 def _flag_runs(stream: str, records: list[dict], state: FlagState):
@@ -68,7 +68,7 @@ def _flag_runs(stream: str, records: list[dict], state: FlagState):
     return found, FlagState(int(last["ts"]), float(last["value"]), on_since if before == 1.0 else None)
 
 
-def _in_time(alarm: dict):
+def in_time(alarm: dict):
     """Alarms are sent in event-time order (then by stream; a resolution after the firing it closes)."""
     return alarm["ts_ms"], alarm["stream"], alarm["state"] == RESOLVED
 
@@ -77,8 +77,10 @@ def correction_alarms(changed: pd.DataFrame, kinds: dict[str, str], stored: pd.D
                       flags: dict[str, FlagState]):
     """What a correction's (or a backfill's) rows change among the alarms, before they are written:
     `changed` (new versions and tombstones); `stored`: every version the sink holds of the flag
-    streams' rows (without `changed`). A match's new version fires (the outbox says whether that is
-    an update, or the match back after a retraction); a match retracted resolves. A flag's incidents
+    streams' rows (without `changed`). A match row key's new version (the correction rewrites all the
+    matches of a key at once) fires each of its matches (the outbox says whether that is an update,
+    or the match back after a retraction) and marks the key's other incidents to resolve (SUPERSEDES);
+    a key retracted resolves them all. A flag's incidents
     are its runs of 1s in its newest rows: a run that begins where none did fires (and resolves where
     it ends, if it does); one that no longer begins there resolves, retracted; one that lasted and
     now ends resolves, one that ended and now lasts fires again (a run whose end only moved is
@@ -86,11 +88,16 @@ def correction_alarms(changed: pd.DataFrame, kinds: dict[str, str], stored: pd.D
     changed their last row."""
     changed = changed[changed["stream"].isin(kinds.keys())]
     found: list[dict] = []
+    keys: dict[str, list[dict]] = {}  # a match row key's rows of the correction: all its matches, or its tombstone
     for record in changed[changed["stream"].map(kinds) == MATCH].to_dict("records"):
-        if pd.isna(record["value"]):
-            found.append(alarm_object(record, MATCH, RESOLVED, retracted=True))
-        elif isinstance(record.get("events"), str):
-            found.append(alarm_object(record, MATCH))
+        prefix = row_prefix(record["stream"], record["ts"], record.get("start_ts"), record.get("end_ts"))
+        keys.setdefault(prefix, []).append(record)
+    for prefix, records in keys.items():
+        living = [r for r in records if not pd.isna(r["value"]) and isinstance(r.get("events"), str)]
+        # Its matches (each fires, or updates, or fires again); those of the key not among them resolve.
+        found += [{**alarm_object(r, MATCH), SUPERSEDES: prefix} for r in living]
+        if not living:
+            found.append({**alarm_object(records[0], MATCH, RESOLVED, retracted=True), SUPERSEDES: prefix})
     last = {}
     flag_streams = sorted(set(changed["stream"]) & {s for s, k in kinds.items() if k == FLAG})
     for stream in flag_streams:
@@ -120,7 +127,7 @@ def correction_alarms(changed: pd.DataFrame, kinds: dict[str, str], stored: pd.D
         if len(after) and int(after["ts"].iloc[-1]) >= flags.get(stream, OFF).ts:
             tail_on = max((on for on, off in runs_after.items() if off is None), default=None)
             last[stream] = FlagState(int(after["ts"].iloc[-1]), float(after["value"].iloc[-1]), tail_on)
-    return sorted(found, key=_in_time), last
+    return sorted(found, key=in_time), last
 
 
 def _living(rows: pd.DataFrame) -> pd.DataFrame:

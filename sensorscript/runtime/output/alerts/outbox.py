@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 
 from sensorscript.redaction import redacted, redacted_text
-from sensorscript.runtime.output.alerts.detection import FlagState
-from sensorscript.runtime.output.alerts.payload import FIRING, REOPENED, RESOLVED, UPDATED, numbered
+from sensorscript.runtime.output.alerts.detection import FlagState, in_time
+from sensorscript.runtime.output.alerts.payload import FIRING, PRIVATE, REOPENED, RESOLVED, SUPERSEDES, UPDATED, numbered
 from sensorscript.runtime.output.alerts.settings import LIMIT
 
 FOLDER, OUTBOX = "alerts", "outbox.db"  # OUT/alerts/outbox.db
@@ -52,7 +52,7 @@ _SCHEMA = """
         failed INTEGER NOT NULL DEFAULT 0, last_error TEXT, last_error_at REAL, last_success REAL);
     CREATE TABLE IF NOT EXISTS incidents (incident TEXT PRIMARY KEY, revision INTEGER NOT NULL,
         state TEXT NOT NULL, version INTEGER NOT NULL, retracted INTEGER NOT NULL, changed REAL NOT NULL,
-        kind TEXT NOT NULL);
+        kind TEXT NOT NULL, body TEXT);
     CREATE INDEX IF NOT EXISTS incidents_changed ON incidents (changed);
     CREATE TABLE IF NOT EXISTS units (unit INTEGER PRIMARY KEY, taken REAL NOT NULL);
     CREATE TABLE IF NOT EXISTS staged (unit INTEGER PRIMARY KEY, pid INTEGER NOT NULL, staged REAL NOT NULL,
@@ -187,14 +187,14 @@ class Outbox:
         now = time.time()
         waiting = self.db.execute("SELECT COUNT(*) FROM alarms WHERE waiting > 0").fetchone()[0]
         added = dropped = 0
-        for alarm in alarms:
+        for alarm in self._with_superseded(alarms):
             change = self._change(alarm, now)
             if change is None:
                 continue
             if waiting >= self.limit or not targets:
                 dropped += bool(targets)
                 continue
-            body = numbered({k: v for k, v in alarm.items() if k != REOPENED}, *change)
+            body = numbered({k: v for k, v in alarm.items() if k not in PRIVATE}, *change)
             cursor = self.db.execute("INSERT OR IGNORE INTO alarms (id, body, enqueued, waiting, incident, state) "
                                      "VALUES (?, ?, ?, ?, ?, ?)", (body["id"], json.dumps(body), now, len(targets),
                                                                    body["incident"], body["state"]))
@@ -217,6 +217,29 @@ class Outbox:
             self.db.execute("INSERT INTO units (unit, taken) VALUES (?, ?)", (unit, now))
         return added
 
+    def _with_superseded(self, alarms: list[dict]) -> list[dict]:
+        """The alarms, and after those of a correction's match row key (SUPERSEDES: all its matches
+        now) the retractions of the key's incidents not among them (their last alarm, resolved)."""
+        keys: dict[str, tuple[set[str], dict]] = {}
+        found = []
+        for alarm in alarms:
+            prefix = alarm.get(SUPERSEDES)
+            if prefix is None:
+                found.append(alarm)
+                continue
+            kept, _ = keys.setdefault(prefix, (set(), alarm))
+            if alarm["state"] == FIRING:
+                kept.add(alarm["incident"])
+                found.append(alarm)
+        for prefix, (kept, alarm) in keys.items():
+            rows = self.db.execute("SELECT incident, body FROM incidents WHERE substr(incident, 1, ?) = ? "
+                                   "AND state != 'resolved' ORDER BY incident", (len(prefix), prefix)).fetchall()
+            for incident, body in rows:
+                if incident not in kept and body:
+                    last = json.loads(body)
+                    found.append({**last, "state": RESOLVED, "retracted": True, "version": alarm["version"],
+                                  "value": None})
+        return sorted(found, key=in_time) if keys else found
     def _change(self, alarm: dict, now: float) -> tuple[int, str] | None:
         """The incident's next revision and state this alarm makes, or None when it changes nothing
         (the same state and version found again); the incident updated."""
@@ -238,11 +261,13 @@ class Outbox:
         else:
             change = (row[0] + 1, RESOLVED)
         if change is not None:
-            self.db.execute("INSERT INTO incidents (incident, revision, state, version, retracted, changed, kind) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (incident) DO UPDATE SET "
+            last = json.dumps({k: v for k, v in alarm.items() if k not in PRIVATE and k not in ("id", "revision")})
+            self.db.execute("INSERT INTO incidents (incident, revision, state, version, retracted, changed, kind, body) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (incident) DO UPDATE SET "
                             "revision = excluded.revision, state = excluded.state, version = excluded.version, "
-                            "retracted = excluded.retracted, changed = excluded.changed",
-                            (key, change[0], change[1], version, int(bool(alarm.get("retracted"))), now, alarm["kind"]))
+                            "retracted = excluded.retracted, changed = excluded.changed, body = excluded.body",
+                            (key, change[0], change[1], version, int(bool(alarm.get("retracted"))), now, alarm["kind"],
+                             last))
         return change
 
     def stage(self, unit: int, alarms: list[dict], flags: dict[str, FlagState]) -> None:

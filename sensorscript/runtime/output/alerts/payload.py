@@ -1,7 +1,7 @@
 """An alarm as delivered: one JSON object (`alarm_object`) made from a result row, the same for
 every target. Alarms are the states of incidents (Alertmanager's alerts, PagerDuty's dedup_key):
 
-- an incident is a pattern's match (its row: stream, time and bounds), or a flag's run of 1s (from the
+- an incident is a pattern's match (its row: stream, time and bounds; and the events it bound), or a flag's run of 1s (from the
   row where it turns on); its `incident` key stays the same from firing through updates to resolution;
 - `state`: `firing` (a match, a flag turning on; or again after a retraction was taken back), `updated`
   (a correction wrote a new version of the match), `resolved` (the flag's row turned 0, or a correction
@@ -24,9 +24,12 @@ import pandas as pd
 from sensorscript.runtime.output.alarms import MATCH
 
 FIRING, UPDATED, RESOLVED = "firing", "updated", "resolved"
-# A mark detection.py puts on a firing alarm of a flag's run that a correction made last to the end
-# again (it had resolved): the outbox takes it as the incident firing again. Not delivered.
-REOPENED = "reopened"
+# Marks detection.py puts on an alarm for the outbox, not delivered: REOPENED on a firing alarm of a
+# flag's run that a correction made last to the end again (it had resolved): the incident fires again;
+# SUPERSEDES on the alarms of a correction's rows of one match row key (all its matches at once, or
+# its tombstone): the row prefix (row_prefix) whose incidents not among them are retracted.
+REOPENED, SUPERSEDES = "reopened", "supersedes"
+PRIVATE = (REOPENED, SUPERSEDES)
 
 
 def iso(ms) -> str | None:
@@ -40,13 +43,20 @@ def _int(value) -> int | None:
     return None if value is None or pd.isna(value) else int(value)
 
 
-def incident_key(stream: str, ts: int, kind: str, start=None, end=None) -> str:
-    """STREAM/TS of a flag's turning on; STREAM/TS/HASH of a match (several matches may end at one
-    time: their bounds tell them apart; a correction's new version of the match keeps them)."""
-    key = f"{stream}/{int(ts)}"
-    if kind == MATCH:
-        key += "/" + hashlib.sha1(f"{_int(start)}/{_int(end)}".encode()).hexdigest()[:12]
-    return key
+def row_prefix(stream: str, ts: int, start=None, end=None) -> str:
+    """What the incident keys of a match row's key (stream, time, bounds) begin with: STREAM/TS/HASH/."""
+    return f"{stream}/{int(ts)}/" + hashlib.sha1(f"{_int(start)}/{_int(end)}".encode()).hexdigest()[:12] + "/"
+
+
+def incident_key(stream: str, ts: int, kind: str, start=None, end=None, events: list | None = None) -> str:
+    """STREAM/TS of a flag's turning on; STREAM/TS/HASH/HASH of a match: its row's key (several
+    matches may end at one time: their bounds tell them apart) and the events it bound (a pattern
+    partitioned by sensor matches on several sensors at the same instants), by variable, sensor and
+    time, not value: a correction's new version of the match (a value late data changed) keeps it."""
+    if kind != MATCH:
+        return f"{stream}/{int(ts)}"
+    bound = json.dumps([[e.get("var"), e.get("sensor"), e.get("ts")] for e in events or ()])
+    return row_prefix(stream, ts, start, end) + hashlib.sha1(bound.encode()).hexdigest()[:8]
 
 
 def stream_of(incident: str) -> str:
@@ -63,7 +73,8 @@ def alarm_object(row: dict, kind: str, state: str = FIRING, retracted: bool = Fa
     value = None if row.get("value") is None or pd.isna(row["value"]) else float(row["value"])
     events = row.get("events") if isinstance(row.get("events"), str) else None
     started = ts if started_ms is None else int(started_ms)
-    incident = incident_key(stream, started, kind, row.get("start_ts"), row.get("end_ts"))
+    bound = json.loads(events) if events else None
+    incident = incident_key(stream, started, kind, row.get("start_ts"), row.get("end_ts"), bound)
     found = {"incident": incident, "fingerprint": hashlib.sha1(incident.encode()).hexdigest()[:16], "state": state, "stream": stream, "workflow": stream.rsplit(".", 1)[0], "kind": kind,
              "ts": iso(ts), "ts_ms": ts, "started": iso(started), "started_ms": started}
     if kind == MATCH:
@@ -74,7 +85,7 @@ def alarm_object(row: dict, kind: str, state: str = FIRING, retracted: bool = Fa
         found.update(window_start=iso(window_start), window_start_ms=window_start, window_end=iso(window_end),
                      window_end_ms=window_end)
     plan_version = _int(row.get("plan_version"))
-    found.update(value=value, events=json.loads(events) if events else None, version=version,
+    found.update(value=value, events=bound, version=version,
                  plan_version=plan_version, retracted=retracted)
     found["summary"] = summary(found)
     return found
