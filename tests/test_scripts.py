@@ -51,6 +51,12 @@ class Case:
 SMOKE: dict[str, tuple[Case, ...]] = {
     "bench_alerts.py": (Case(("--rate", "20", "--seconds", "3"),
                              (r'"alarms": 60', r'"waiting_at_end": 0', r'"http_p99_ms": [\d.]+')),),
+    "bench_alarm_storm.py": (Case(("--matches", "20", "--receivers", "failing"),
+                                  (r'"alarms_received_unique": 20', r'"matches_written": 20', r'"repeats": 0'),
+                                  spark=True),),
+    "bench_alarm_latency.py": (Case(("--", "--rate", "400", "--sensors", "20", "--workflows", "4", "--minutes", "0.3",
+                                     "--warmup", "5", "--out", "{work}"),
+                                    (r'"reading_to_receipt_after_warmup"',), spark=True),),
     "bench_archive.py": (Case(("--rate", "2000", "--sensors", "40", "--hours", "0.02"),
                               (r"small files: 144 files, .* bytes a reading", r"merged: +2 files, .* in [\d.]+ s",
                                r"a correction's read of 4 sensors", r"GiB a day; with the default horizon of 7 days")),),
