@@ -34,7 +34,6 @@ import bisect
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +46,7 @@ sys.path.insert(0, str(SCRIPTS))
 
 import soaking.workload  # noqa: E402  (scripts/soaking: EXAMPLES is where prepare() takes the examples)
 from alarm_receiver import Receiver  # noqa: E402
+from bench_alarm_storm import code_version  # noqa: E402
 from soak import arguments  # noqa: E402
 from soaking.report import report  # noqa: E402
 from soaking.run import run  # noqa: E402
@@ -74,15 +74,6 @@ def stats(values: np.ndarray) -> dict:
     return {"count": int(len(values)), "p50_s": round(float(np.percentile(values, 50)), 3),
             "p99_s": round(float(np.percentile(values, 99)), 3), "max_s": round(float(values.max()), 3),
             "min_s": round(float(values.min()), 3)}
-
-
-def code_version(root: Path) -> str:
-    """The commit the product's code is at, and whether sensorscript/ differs from it."""
-    def git(*args):
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout
-    head, changed = git("rev-parse", "--short", "HEAD").strip(), git("status", "--short", "--", "sensorscript")
-    changed = [line[3:] for line in changed.splitlines() if line.strip()]
-    return head + (f" (sensorscript/ changed: {', '.join(changed)})" if changed else "")
 
 
 def main() -> int:
