@@ -123,8 +123,13 @@ def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int
         return runs, False
 
     within = matcher.within
-    li, ri = range_join(runs["grp"], runs["scan"], np.full(size(runs), last_id + 1, _I64),
-                         events["grp"], events[f"e{element}"])
+    # A run looks no further than `within` from its first event: the store holds the events in time
+    # order, so the first id at or past min + within bounds its candidates (without this bound every
+    # run paired with every later candidate of the batch: memory grew with the square of a key's
+    # events in one batch, issue #38).
+    store = state.store
+    high = np.minimum(np.searchsorted(store.ts, runs["min"] + within, "left") + store.base, last_id + 1)
+    li, ri = range_join(runs["grp"], runs["scan"], high.astype(_I64), events["grp"], events[f"e{element}"])
     ok = events["max"][ri] - runs["min"][li] < within
     li, ri = li[ok], ri[ok]
     pairs = _pairs(matcher, runs, events, li, ri, element)
