@@ -66,6 +66,11 @@ def evaluate(expression: tuple, columns: dict[str, np.ndarray], rows: int,
             return ((left != 0) | (right != 0)).astype(np.float64)
         raise ValueError(f"unknown operator {kind!r}")
 
-    with np.errstate(over="ignore", invalid="ignore"):  # huge values: infinities and NaN, as in IEEE arithmetic
-        values = ev(expression)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):  # huge values: infinities and NaN, as in IEEE arithmetic
+            values = ev(expression)
+    finally:
+        # `ev` refers to itself (a cycle through its closure) and holds `columns` and `leaf`: a
+        # pattern's whole pair table. Cleared here, they go now, not when the cycle collector runs (#38).
+        del ev
     return np.asarray(values, dtype=np.float64), bad
