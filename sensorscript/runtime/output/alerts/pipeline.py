@@ -253,21 +253,24 @@ def deliver(out: Path, timeout_s: float | None = None, echo=print) -> dict | Non
     return counts
 
 
-def _sink_spec(out: Path) -> str | None:
-    import json
+def _status(out: Path) -> dict | None:
+    """OUT/status.json (runtime/output/status.py), or None before the job's first run."""
+    from sensorscript.runtime.output.status import read_status
 
-    path = Path(out) / "status.json"
-    return json.loads(path.read_text()).get("sink_spec") if path.exists() else None
+    try:
+        return read_status(out)
+    except FileNotFoundError:
+        return None
+
+
+def _sink_spec(out: Path) -> str | None:
+    status = _status(out)
+    return None if status is None else status.get("sink_spec")
 
 
 def running_elsewhere(out: Path) -> bool:
     """Whether a job runs in OUT (its delivery threads send what a command adds to the outbox)."""
     from sensorscript.runtime.output.status import run_state
 
-    path = Path(out) / "status.json"
-    if not path.exists():
-        return False
-    import json
-
-    status = json.loads(path.read_text())
-    return run_state(status) == "running" and status.get("pid") != os.getpid()
+    status = _status(out)
+    return status is not None and run_state(status) == "running" and status.get("pid") != os.getpid()
