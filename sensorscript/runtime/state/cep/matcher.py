@@ -38,6 +38,10 @@ from sensorscript.runtime.state.cep.tables import (ClosureStore, EventStore, Tab
 NEG_INF = np.iinfo(np.int64).min
 POS_INF = np.iinfo(np.int64).max
 _I64 = np.int64
+_PENDING = ("ts", "value", "src", "k")
+# Events a batch releases at a time (`Matcher.step`): the working memory of one slice is a few
+# MB, and a slice's fixed cost (a few ms) is small beside its events'.
+SLICE = 1 << 15
 
 
 @dataclass
@@ -78,6 +82,29 @@ class Matches:
 
     def __len__(self) -> int:
         return len(self.ts)
+
+    @staticmethod
+    def joined(many: list["Matches"]) -> "Matches":
+        """The matches of several slices of a batch as one, in time order (`Matcher.step`)."""
+        many = [m for m in many if len(m)]
+        if len(many) <= 1:
+            return many[0] if many else Matches.empty()
+        parts = []
+        for at, (element, *_) in enumerate(many[0].parts):
+            offsets, lengths, columns, shift = [], [], [[], [], []], 0
+            for m in many:
+                _, offset, length, ts, value, sensor = m.parts[at]
+                offsets.append(offset + shift)
+                lengths.append(length)
+                for column, part in zip(columns, (ts, value, sensor)):
+                    column.append(part)
+                shift += len(ts)
+            parts.append((element, np.concatenate(offsets), np.concatenate(lengths),
+                          *(np.concatenate(column) for column in columns)))
+        whole = Matches(*(np.concatenate([getattr(m, name) for m in many]) for name in ("ts", "value", "start", "end")),
+                        parts)
+        order = np.argsort(whole.ts, kind="stable")
+        return whole if (order == np.arange(len(order))).all() else whole.take(order)
 
     def take(self, mask: np.ndarray) -> "Matches":
         """The matches where `mask` holds (their events stay where the parts keep them)."""
@@ -156,9 +183,20 @@ class Matcher:
 
     def step(self, state: PatternState, arrivals: list[tuple[int, object]], watermark: int) -> Matches:
         """Take this batch's events (stream number, Tuples) and the watermark in force; emit the
-        matches completed by the events it makes final."""
+        matches completed by the events it makes final.
+
+        A batch is swept in event time: the events it makes final are released `SLICE` at a time,
+        each slice under a watermark of its own (the time of the first event after it), as if the
+        batch had come in many. Matches do not depend on how the input is cut, so they are the same;
+        memory holds one slice and what `within` keeps, whatever the size of the batch (a day
+        of readings caught up at once, a backfill: issue #38)."""
         watermark = max(watermark, state.watermark)
-        new = self.release(state, arrivals, watermark)
+        return Matches.joined([self._advance(state, final, mark)
+                               for mark, final in self._slices(state, arrivals, watermark)])
+
+    def _advance(self, state: PatternState, final: dict, watermark: int) -> Matches:
+        """One slice: number its events, match, emit, forget."""
+        new = self.release(state, final)
         if self.pattern.strategy == "next":
             whole = advance_runs(self, state, new, watermark)
         else:
@@ -186,27 +224,39 @@ class Matcher:
 
     # ------------------------------------------------------------------ release
 
-    def release(self, state: PatternState, arrivals: list[tuple[int, object]], watermark: int) -> np.ndarray:
-        """Add arrivals to the pending events; make final (number and store) those below the
-        watermark, in the total order. Returns their ids."""
+    def _slices(self, state: PatternState, arrivals: list[tuple[int, object]], watermark: int) -> list:
+        """Add arrivals to the pending events; the events below the watermark, as (watermark, events)
+        slices of about `SLICE` events in time order, each watermark the time of the next slice's
+        first event (the last: `watermark`). The events still above it stay pending."""
         parts = [state.pending] if state.pending else []
         for k, tuples in arrivals:
             if len(tuples):
                 parts.append({"ts": tuples.ts.astype(_I64), "value": tuples.value.astype(np.float64),
                               "src": tuples.source.astype(_I64), "k": np.full(len(tuples), k, _I64)})
-        pending = {name: np.concatenate([part[name] for part in parts]) for name in ("ts", "value", "src", "k")} \
-            if parts else {}
+        pending = {name: np.concatenate([part[name] for part in parts]) for name in _PENDING} if parts else {}
+        state.pending = {}
         if not pending or not len(pending["ts"]):
-            state.pending = {}
-            return np.empty(0, _I64)
+            return [(watermark, {})]
         final = pending["ts"] < watermark
-        if final.all():
-            state.pending = {}
-            ts, value, src, k = (pending[name] for name in ("ts", "value", "src", "k"))
-        else:
-            held = ~final
-            state.pending = {name: column[held] for name, column in pending.items()}
-            ts, value, src, k = (pending[name][final] for name in ("ts", "value", "src", "k"))
+        if not final.all():
+            state.pending = take(pending, ~final)
+            pending = take(pending, final)
+        if len(pending["ts"]) <= SLICE:
+            return [(watermark, pending)]
+        pending = take(pending, np.argsort(pending["ts"], kind="stable"))
+        ts = pending["ts"]
+        marks = np.unique(ts[SLICE::SLICE])
+        marks = [int(m) for m in marks[marks > state.watermark]] + [watermark]
+        cuts = [0, *np.searchsorted(ts, marks[:-1], side="left").tolist(), len(ts)]
+        return [(mark, {name: column[a:b] for name, column in pending.items()})
+                for mark, a, b in zip(marks, cuts, cuts[1:])]
+
+    def release(self, state: PatternState, final: dict) -> np.ndarray:
+        """Make a slice's events final: in the total order, numbered, with their places in their
+        keys' input, in the store. Returns their ids."""
+        if not final or not len(final["ts"]):
+            return np.empty(0, _I64)
+        ts, value, src, k = (final[name] for name in _PENDING)
         order = _total_order(ts, value, self._by_name(src), k)
         ts, value, src, k = ts[order], value[order], src[order], k[order]
         grp = src if self.pattern.by_sensor else np.zeros(len(ts), _I64)
@@ -434,7 +484,10 @@ class Matcher:
             high = table["min"] + self.within
         else:
             high = store.ts[table[f"e{after}"] - store.base]
-        rows = np.flatnonzero(store.k == self.stream[element])
+        # The events in some gap: a binary search in the time-ordered store, not a scan of it all.
+        begin = int(np.searchsorted(store.ts, low.min(), "right")) if len(low) else 0
+        stop = int(np.searchsorted(store.ts, high.max(), "left")) if len(high) else 0
+        rows = begin + np.flatnonzero(store.k[begin:max(begin, stop)] == self.stream[element])
         mine = [c for c, condition in enumerate(self.pattern.conditions) if condition.negation == var]
         only_here = [c for c in mine if set(self.pattern.conditions[c].reads) == {var}]
         if only_here:  # conditions on the negated event alone: filter the candidates once

@@ -15,9 +15,11 @@ import numpy as np
 
 from sensorscript.runtime.state.cep.conditions import Frame, holds
 from sensorscript.runtime.state.cep.operators import Composite
-from sensorscript.runtime.state.cep.tables import Table, concat, range_join, size, take
+from sensorscript.runtime.state.cep.tables import Table, blocks, concat, range_candidates, ranges, size, take
 
 _I64 = np.int64
+FIRST_LOOK = 16  # candidates a waiting run looks at first (then four times as many, and so on)
+BUDGET = 1 << 18  # (run, candidate) pairs tested at once
 
 
 def advance_runs(matcher, state, new: np.ndarray, watermark: int) -> Table:
@@ -33,6 +35,8 @@ def advance_runs(matcher, state, new: np.ndarray, watermark: int) -> Table:
         candidates[element] = events
     first = steps[0]
     started = _bind_first(matcher, state, candidates[matcher.index[first.element]], first)
+    # At most `limit` runs per key: the newest beyond it are cut, and counted (status says so).
+    started = matcher.cap(started, state.runs, state)
     runs = concat([state.runs, started]) if size(state.runs) else started
     last_id = state.store.end - 1
     whole = []
@@ -115,43 +119,45 @@ def _advance_once(matcher, state, runs: Table, candidates: dict, steps, last_id:
 
 
 def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int):
-    """Each run takes the earliest later event that qualifies for the element of `step`."""
+    """Each run takes the earliest later event that qualifies for the element of `step`.
+
+    A run looks no further than `within` from its first event (the store holds the events in time
+    order: a binary search bounds its candidates), and at those a few at a time: its first
+    `FIRST_LOOK` candidates, then four times as many, and so on, until one qualifies. A run that
+    finds its event early costs that much, however long the window or the batch; the pairs tested
+    at once are at most `BUDGET`, so a window of many waiting runs costs time, never the worker's
+    memory (issue #38)."""
     element = matcher.index[step.element]
     events = candidates[element]
     if not size(events):
         runs["scan"] = np.maximum(runs["scan"], last_id)
         return runs, False
-
-    within = matcher.within
-    # A run looks no further than `within` from its first event: the store holds the events in time
-    # order, so the first id at or past min + within bounds its candidates (without this bound every
-    # run paired with every later candidate of the batch: memory grew with the square of a key's
-    # events in one batch, issue #38).
     store = state.store
-    high = np.minimum(np.searchsorted(store.ts, runs["min"] + within, "left") + store.base, last_id + 1)
-    li, ri = range_join(runs["grp"], runs["scan"], high.astype(_I64), events["grp"], events[f"e{element}"])
-    ok = events["max"][ri] - runs["min"][li] < within
-    li, ri = li[ok], ri[ok]
-    pairs = _pairs(matcher, runs, events, li, ri, element)
-    link = matcher.links[element]
-    if matcher.monotone:
-        keep = runs["end"][li] < events["start"][ri]
-        start, end = runs["start"][li], events["end"][ri]
-    else:
-        keep, start, end = _link(link, runs, events, li, ri)
-    pairs = take(pairs, keep)
-    li, ri, start, end = li[keep], ri[keep], start[keep], end[keep]
-    pairs["start"], pairs["end"] = start, end
-    pairs["_row"] = li
-    pairs = matcher.test(pairs, step.conditions, step.negations, state) if size(pairs) else pairs
+    high = np.minimum(np.searchsorted(store.ts, runs["min"] + matcher.within, "left") + store.base, last_id + 1)
+    order, first, counts = range_candidates(runs["grp"], runs["scan"], high.astype(_I64), events["grp"],
+                                            events[f"e{element}"])
+    found = np.full(size(runs), -1, _I64)  # per run: the row of `events` it binds
+    starts, ends = np.zeros(size(runs), _I64), np.zeros(size(runs), _I64)
+    looked = np.zeros(size(runs), _I64)
+    waiting, width = np.flatnonzero(counts), FIRST_LOOK
+    while len(waiting):
+        now = np.minimum(counts[waiting] - looked[waiting], width)
+        for block in blocks(now, BUDGET):
+            rows, n = waiting[block], now[block]
+            li = np.repeat(rows, n)
+            ri = order[np.repeat(first[rows] + looked[rows], n) + ranges(n)]
+            li, ri, start, end = _qualifying(matcher, state, runs, events, li, ri, element, step)
+            firsts = np.flatnonzero(np.r_[True, li[1:] != li[:-1]]) if len(li) else li
+            found[li[firsts]], starts[li[firsts]], ends[li[firsts]] = ri[firsts], start[firsts], end[firsts]
+        looked[waiting] += now
+        waiting = waiting[(found[waiting] < 0) & (looked[waiting] < counts[waiting])]
+        width *= 4
     runs["scan"] = np.maximum(runs["scan"], last_id)
-    if not size(pairs):
+    bound = np.flatnonzero(found >= 0)
+    if not len(bound):
         return runs, False
-    # The earliest qualifying candidate per run: pairs are in (run, event id) order.
-    rows = pairs["_row"]
-    firsts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    chosen = take(pairs, firsts)
-    bound = chosen.pop("_row")
+    chosen = _pairs(matcher, runs, events, bound, found[bound], element)
+    chosen["start"], chosen["end"] = starts[bound], ends[bound]
     kleene = matcher.elements[element].kleene
     chosen["at"] = runs["at"][bound] + 1
     chosen["open"] = np.full(len(bound), int(kleene), _I64)
@@ -159,6 +165,36 @@ def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int
     rest = np.ones(size(runs), bool)
     rest[bound] = False
     return concat([take(runs, rest), chosen]), True
+
+
+def _qualifying(matcher, state, runs: Table, events: Table, li, ri, element: int, step):
+    """The (run, candidate) pairs whose event qualifies for `step`: in the window, after the run
+    (its link), passing the step's conditions and negations. Conditions read the bound events
+    only, so they are tested on those columns alone. Returns li, ri and the pairs' intervals."""
+    ok = events["max"][ri] - runs["min"][li] < matcher.within
+    li, ri = li[ok], ri[ok]
+    if matcher.monotone:
+        keep = runs["end"][li] < events["start"][ri]
+        start, end = runs["start"][li], events["end"][ri]
+    else:
+        keep, start, end = _link(matcher.links[element], runs, events, li, ri)
+    li, ri, start, end = li[keep], ri[keep], start[keep], end[keep]
+    if not len(li) or not (step.conditions or step.negations):
+        return li, ri, start, end
+    bound = {"grp": runs["grp"][li], "min": np.minimum(runs["min"][li], events["min"][ri]),
+             "max": np.maximum(runs["max"][li], events["max"][ri])}
+    for i in matcher.positives:
+        names = (f"e{i}", f"o{i}", f"n{i}") if i in matcher.kleene else (f"e{i}",)
+        for name in names:
+            bound[name] = runs[name][li]
+    bound[f"e{element}"] = events[f"e{element}"][ri]
+    if element in matcher.kleene:
+        bound[f"o{element}"] = events[f"o{element}"][ri] if f"o{element}" in events else np.zeros(len(ri), _I64)
+        bound[f"n{element}"] = np.ones(len(ri), _I64)
+    bound["_pair"] = np.arange(len(li), dtype=_I64)
+    passed = matcher.test(bound, step.conditions, step.negations, state)
+    kept = passed["_pair"] if size(passed) else np.empty(0, _I64)
+    return li[kept], ri[kept], start[kept], end[kept]
 
 
 def _pairs(matcher, runs: Table, events: Table, li, ri, element: int) -> Table:
@@ -199,16 +235,21 @@ def _walk_closures(matcher, state, runs: Table, candidates: dict, steps, positio
     after = matcher.index[following.element] if following is not None else None
     nxt = candidates[after] if after is not None else {}
     out, moved = [], False
+    # Each run's options: the events of its key after its scan and within `within` of its first
+    # (binary searches in the candidates sorted by key and id, not a pass over them all per run).
+    high = np.minimum(np.searchsorted(store.ts, runs["min"] + within, "left") + store.base, last_id + 1)
+    sides = []
+    for kind, table, at in (("next", nxt, after), ("own", own, element)):
+        if size(table):
+            order, first, counts = range_candidates(runs["grp"], runs["scan"], high.astype(_I64), table["grp"],
+                                                    table[f"e{at}"])
+            sides.append((kind, table[f"e{at}"], order, first, counts))
     for row in range(size(runs)):
         run = take(runs, np.array([row]))
-        scan, key = int(run["scan"][0]), int(run["grp"][0])
         options = []
-        if size(nxt):
-            mask = (nxt["grp"] == key) & (nxt[f"e{after}"] > scan)
-            options += [(int(i), "next", j) for i, j in zip(nxt[f"e{after}"][mask], np.flatnonzero(mask))]
-        if size(own):
-            mask = (own["grp"] == key) & (own[f"e{element}"] > scan)
-            options += [(int(i), "own", j) for i, j in zip(own[f"e{element}"][mask], np.flatnonzero(mask))]
+        for kind, ids, order, first, counts in sides:
+            mine = order[first[row]:first[row] + counts[row]]
+            options += [(i, kind, j) for i, j in zip(ids[mine].tolist(), mine.tolist())]
         options.sort(key=lambda option: (option[0], option[1] != "next"))
         closed = False
         for event_id, kind, index in options:

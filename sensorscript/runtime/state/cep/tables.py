@@ -63,9 +63,17 @@ def segment_keys(groups: list[np.ndarray], values: list[np.ndarray]) -> list[np.
     return [np.searchsorted(ranks, g).astype(_I64) * span + (v.astype(_I64) - low) for g, v in zip(groups, values)]
 
 
+_COLUMNS = ("ts", "value", "src", "grp", "seq", "k")
+
+
 @dataclass
 class EventStore:
-    """The final events still needed, in id order. Columns by id - base."""
+    """The final events still needed, in id order. Columns by id - base.
+
+    The columns are views of buffers with room to grow: an append writes after the last event
+    (doubling a buffer when it is full) and forgetting moves the views' start, so a batch swept in
+    many slices copies each event about twice, not once per slice (issue #38). What a view shows
+    is never written again, so tables may keep views of the columns."""
 
     base: int = 0
     ts: np.ndarray = field(default_factory=lambda: _EMPTY)
@@ -74,6 +82,15 @@ class EventStore:
     grp: np.ndarray = field(default_factory=lambda: _EMPTY)
     seq: np.ndarray = field(default_factory=lambda: _EMPTY)
     k: np.ndarray = field(default_factory=lambda: _EMPTY)
+    # The buffers behind the columns and where the columns start in them (not pickled).
+    room: dict | None = field(default=None, repr=False, compare=False)
+    start: int = field(default=0, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        return {"base": self.base, **{name: np.array(getattr(self, name)) for name in _COLUMNS}}
+
+    def __setstate__(self, values: dict) -> None:
+        self.__dict__.update(values, room=None, start=0)
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -85,12 +102,18 @@ class EventStore:
 
     def append(self, ts, value, src, grp, seq, k) -> np.ndarray:
         ids = np.arange(self.end, self.end + len(ts), dtype=_I64)
-        self.ts = np.concatenate([self.ts, ts])
-        self.value = np.concatenate([self.value, value])
-        self.src = np.concatenate([self.src, src])
-        self.grp = np.concatenate([self.grp, grp])
-        self.seq = np.concatenate([self.seq, seq])
-        self.k = np.concatenate([self.k, k])
+        added = dict(zip(_COLUMNS, (ts, value, src, grp, seq, k)))
+        count, more = len(self.ts), len(ts)
+        stop = self.start + count
+        if self.room is None or stop + more > len(self.room["ts"]):
+            capacity = max(2 * (count + more), 1024)
+            room = {name: np.empty(capacity, getattr(self, name).dtype) for name in _COLUMNS}
+            for name in _COLUMNS:
+                room[name][:count] = getattr(self, name)
+            self.room, self.start, stop = room, 0, count
+        for name in _COLUMNS:
+            self.room[name][stop:stop + more] = added[name]
+            setattr(self, name, self.room[name][self.start:stop + more])
         return ids
 
     def forget_before(self, ts: int) -> None:
@@ -98,8 +121,14 @@ class EventStore:
         cut = int(np.searchsorted(self.ts, ts, side="left"))
         if cut:
             self.base += cut
-            for name in ("ts", "value", "src", "grp", "seq", "k"):
+            if self.room is not None:
+                self.start += cut
+            for name in _COLUMNS:
                 setattr(self, name, getattr(self, name)[cut:])
+            if not len(self.ts):  # let go of the buffers
+                self.room, self.start = None, 0
+                for name in _COLUMNS:
+                    setattr(self, name, getattr(self, name).copy())
 
     def column(self, attr: str, ids: np.ndarray) -> np.ndarray:
         rows = ids - self.base
@@ -146,17 +175,46 @@ class ClosureStore:
 
 def range_join(left_grp, low, high, right_grp, right_value):
     """Index pairs (l, r) with equal keys and low[l] < right_value[r] < high[l]."""
+    order, first, counts = range_candidates(left_grp, low, high, right_grp, right_value)
+    return pairs_of(order, first, counts)
+
+
+def range_candidates(left_grp, low, high, right_grp, right_value):
+    """The pairs of `range_join` before they are made: the right rows of left row l are
+    order[first[l]:first[l] + counts[l]], in (key, value) order. For callers that take them a
+    part at a time (`pairs_of`, `blocks`)."""
     if not len(left_grp) or not len(right_grp):
-        return np.empty(0, _I64), np.empty(0, _I64)
+        return _EMPTY, np.zeros(len(left_grp), _I64), np.zeros(len(left_grp), _I64)
     low_key, high_key, right_key = segment_keys([left_grp, left_grp, right_grp], [low, high, right_value])
     order = stable_order(right_key)
     sorted_keys = right_key[order]
     first = np.searchsorted(sorted_keys, low_key, side="right")
     last = np.searchsorted(sorted_keys, high_key, side="left")
-    counts = np.maximum(last - first, 0)
-    li = np.repeat(np.arange(len(left_grp), dtype=_I64), counts)
-    ri = order[np.repeat(first, counts) + ranges(counts)]
+    return order, first.astype(_I64), np.maximum(last - first, 0).astype(_I64)
+
+
+def pairs_of(order, first, counts, rows=None):
+    """Index pairs (l, r) for left rows `rows` (all: None), counts[l] candidates from first[l]."""
+    rows = np.arange(len(first), dtype=_I64) if rows is None else rows
+    counts = counts[rows]
+    li = np.repeat(rows, counts)
+    ri = order[np.repeat(first[rows], counts) + ranges(counts)]
     return li, ri
+
+
+def blocks(counts: np.ndarray, budget: int):
+    """Left rows in consecutive blocks of at most `budget` pairs each (a row with more alone): a
+    join made a block at a time holds `budget` pairs at once, whatever the batch."""
+    total = np.cumsum(counts)
+    if not len(counts) or int(total[-1]) <= budget:
+        yield np.arange(len(counts), dtype=_I64)
+        return
+    begin = 0
+    while begin < len(counts):
+        done = int(total[begin - 1]) if begin else 0
+        end = max(int(np.searchsorted(total, done + budget, side="right")), begin + 1)
+        yield np.arange(begin, end, dtype=_I64)
+        begin = end
 
 
 def equal_join(left_grp, left_value, right_grp, right_value):
