@@ -325,6 +325,57 @@ def test_next_in_one_large_batch_works_in_memory_bounded_by_within():
     assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB"
 
 
+# Issue #38: keys of tens of thousands of events in one batch. Shapes over four sensors read as one
+# key (A common, B rare, N sometimes, C for the end), their conditions with a comparison the
+# threshold search of strategy next serves (`b.value OP a.value + d`, either side) or not.
+LARGE_SHAPES = {
+    "a->b": ("a: A -> b: C", "a.value > 80 and {compare}"),
+    "a->!n->b": ("a: A -> !n: N -> b: C", "a.value > 80 and n.value > 90 and {compare}"),
+    "a->b+->c": ("a: A -> b: B+ -> c: C", "a.value > 80 and b.value < 50 and {compare}"),
+    "a->b, two reads": ("a: A -> b: C", "a.value > 80 and {compare} and b.ts - a.ts > 300"),
+}
+COMPARES = ("c.value > a.value + 5", "a.value - 5 <= c.value", "c.value < a.value - 60", "a.value + 60 >= c.value")
+
+
+LARGE_CASES = [  # shape, comparison, strategy, emit, within (ms; readings come every 10 ms)
+    ("a->b", 0, "next", "all", 500), ("a->b", 1, "next", "first", 200), ("a->b", 2, "next", "all", 500),
+    ("a->b", 3, "strict", "all", 200), ("a->b", 0, "any", "all", 200), ("a->b, two reads", 0, "next", "all", 500),
+    ("a->!n->b", 0, "next", "all", 500), ("a->!n->b", 1, "any", "first", 200), ("a->b+->c", 2, "next", "all", 200),
+    ("a->b+->c", 0, "any", "first", 150),
+]
+
+
+def _large_case(case, count: int = 20_000):
+    shape, compare, strategy, emit, within = case
+    elements, where = LARGE_SHAPES[shape]
+    compare = COMPARES[compare] if "B+" in elements else COMPARES[compare].replace("c.", "b.")
+    script = f"P = pattern({elements}) where {where.format(compare=compare)} within {within} " \
+             f"strategy {strategy} emit {emit};"
+    rng = random.Random(f"{case}")
+    sensors = rng.choices("AABCCN" if "B+" in elements else "AACCN", k=count)
+    lines = [f"{sensor},{i * 10},{rng.randint(0, 100)}" for i, sensor in enumerate(sensors)]
+    return script, lines
+
+
+@pytest.mark.parametrize("case", LARGE_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_a_key_of_tens_of_thousands_of_events_in_one_batch_or_many(case, monkeypatch):
+    """The matcher against the reference where one key has 20,000 events, arriving in one batch
+    (swept in slices of 2,000 events here, 32,768 in the product) and in 10: the same matches.
+    Strategies any, next (its threshold search, and the pair search beside it) and strict, negation
+    and Kleene, emit all and first."""
+    import sensorscript.runtime.state.cep.matcher as matcher_module
+
+    script, lines = _large_case(case)
+    scripts = {"w": script}
+    many, _, _, _ = run_local(scripts, [lines[i:i + 2_000] for i in range(0, len(lines), 2_000)])
+    monkeypatch.setattr(matcher_module, "SLICE", 2_000)
+    one, _, plan, counters = run_local(scripts, [lines])
+    expected, _ = reference_rows(scripts, [lines], plan=plan)
+    same_rows(one, expected)
+    same_rows(many, expected)
+    assert len(expected) > 100 and counters.get("cut", 0) == 0
+
+
 # ------------------------------------------------------------------------------ plan
 
 

@@ -32,8 +32,8 @@ from sensorscript.runtime.state.cep.conditions import Frame, holds, rename_eleme
 from sensorscript.runtime.state.cep.operators import (FOLLOWED_BY, BinaryOperator, Composite, Event, registered)
 from sensorscript.runtime.state.cep.runs import advance_runs
 from sensorscript.runtime.state.kernels.sorting import stable_order
-from sensorscript.runtime.state.cep.tables import (ClosureStore, EventStore, Table, concat, equal_join, range_join, ranges,
-                                                   size, take)
+from sensorscript.runtime.state.cep.tables import (ClosureStore, EventStore, Table, blocks, concat, equal_join,
+                                                   pairs_of, range_candidates, range_join, ranges, size, take)
 
 NEG_INF = np.iinfo(np.int64).min
 POS_INF = np.iinfo(np.int64).max
@@ -42,6 +42,7 @@ _PENDING = ("ts", "value", "src", "k")
 # Events a batch releases at a time (`Matcher.step`): the working memory of one slice is a few
 # MB, and a slice's fixed cost (a few ms) is small beside its events'.
 SLICE = 1 << 15
+BUDGET = 1 << 18  # candidate pairs a join makes and tests at once
 
 
 @dataclass
@@ -310,11 +311,11 @@ class Matcher:
             new_right = self.evaluate(node.right, path + "R", state, new, watermark)
             link = self.links[self.index[node.right.elements[0]]]
             every_left = state.tables.get(path + "L", {})
-            made = self.join(every_left, new_right, link, state)
+            tests = (node.conditions, node.negations)
+            made = self.join(every_left, new_right, link, state, *tests)
             if not self.monotone and size(new_left):
                 old_right = _older(state.tables.get(path + "R", {}), new_right)
-                made = concat([made, self.join(new_left, old_right, link, state)])
-            made = self.test(made, node.conditions, node.negations, state)
+                made = concat([made, self.join(new_left, old_right, link, state, *tests)])
         if not path:
             return made  # whole matches: output, not state
         if path.endswith("L") or not self.monotone:  # kept while it may still join (`forget` caps it)
@@ -422,17 +423,32 @@ class Matcher:
         out[f"o{element}"], out[f"n{element}"] = offsets.astype(_I64), new_lengths
         return out
 
-    def join(self, left: Table, right: Table, link: BinaryOperator, state: PatternState) -> Table:
-        """Pairs of partial matches the link accepts, within the window."""
+    def join(self, left: Table, right: Table, link: BinaryOperator, state: PatternState,
+             conditions: tuple[str, ...] = (), negations: tuple[str, ...] = ()) -> Table:
+        """Pairs of partial matches the link accepts, within the window, that pass the conditions
+        and negations given. The pairs are made and tested `BUDGET` at a time: working memory holds
+        a block of them and what passes, however many the window and the batch make (issue #38)."""
         if not size(left) or not size(right):
             return {}
         within = self.within
         if self.strict:
             li, ri = equal_join(left["grp"], left["lseq"] + 1, right["grp"], right["fseq"])
-        elif self.monotone:
-            li, ri = range_join(left["grp"], left["end"], left["min"] + within, right["grp"], right["start"])
+            return self.test(self._paired(left, right, link, li, ri), conditions, negations, state)
+        if self.monotone:
+            order, first, counts = range_candidates(left["grp"], left["end"], left["min"] + within, right["grp"],
+                                                    right["start"])
         else:  # any order in time: the window bounds the candidates
-            li, ri = range_join(left["grp"], left["max"] - within, left["min"] + within, right["grp"], right["min"])
+            order, first, counts = range_candidates(left["grp"], left["max"] - within, left["min"] + within,
+                                                    right["grp"], right["min"])
+        made = []
+        for block in blocks(counts, BUDGET):
+            li, ri = pairs_of(order, first, counts, block)
+            made.append(self.test(self._paired(left, right, link, li, ri), conditions, negations, state))
+        return concat(made)
+
+    def _paired(self, left: Table, right: Table, link: BinaryOperator, li: np.ndarray, ri: np.ndarray) -> Table:
+        """The candidate pairs (li, ri) the link accepts within the window, as partial matches."""
+        within = self.within
         low = np.minimum(left["min"][li], right["min"][ri])
         high = np.maximum(left["max"][li], right["max"][ri])
         ok = high - low < within
@@ -650,6 +666,13 @@ class Matcher:
                     keep &= table["lseq"] + 1 >= self.next_seq_of(state, table["grp"])
                 state.tables[key] = self.cap(take(table, keep), {}, state)
         emitted = state.emitted
+        if self.pattern.emit == "first" and len(emitted["id"]):
+            # A partial match whose start event has had its match can never be emitted: it goes, so
+            # an `emit first` pattern keeps only the starts still waiting (a cost per event like next's).
+            first = f"e{self.positives[0]}"
+            for key, table in list(state.tables.items()):
+                if size(table) and first in table:
+                    state.tables[key] = take(table, ~np.isin(table[first], emitted["id"]))
         if len(emitted["id"]):
             keep = emitted["ts"] > horizon
             state.emitted = {"id": emitted["id"][keep], "ts": emitted["ts"][keep]}
