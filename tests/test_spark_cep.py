@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import random
 import sqlite3
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -189,3 +192,54 @@ def test_an_operator_that_raises_stops_the_job_with_its_error_in_one_sentence(sp
     message = str(failed.value)
     assert "\n" not in message and "raise ValueError" not in message, message
     assert message.endswith(f"ValueError: cannot judge 7.0 (at {out / 'operators' / 'ops.py'}, line 8, in Q)"), message
+
+
+def _spike_then_higher(ts, value, within_ms: int) -> set[tuple[int, int]]:
+    """The user's reading of `a -> b where a.value > 9 and b.value > a.value + 0.95 within 1s
+    strategy next partition by sensor` over one sensor's readings in time order: each reading above 9
+    takes the first later one within the window that is higher by more than 0.95. (start, end)."""
+    found = set()
+    for i in range(len(ts)):
+        if value[i] > 9:
+            for j in range(i + 1, len(ts)):
+                if ts[j] - ts[i] >= within_ms:
+                    break
+                if value[j] > value[i] + 0.95:
+                    found.add((int(ts[i]), int(ts[j])))
+                    break
+    return found
+
+
+def test_a_long_batch_of_next_matches_in_capped_worker_memory(tmp_path):
+    """Issue #38: 8 sensors x 20,000 readings in one micro-batch (a day caught up at once) through
+    `sscript run --once`, strategy next, with the Python workers' address space capped at 1.5 GB
+    (spark.executor.pyspark.memory, as a cluster would): the matcher of before paired every run with
+    every later candidate of its key (400 million pairs here) and died; now the batch is swept in
+    slices. Its own Spark (the cap is set when a JVM starts), in a child process."""
+    import numpy as np
+
+    sensors, count = 8, 20_000
+    names = [f"U{i:02d}" for i in range(sensors)]
+    script = ("U = union(" + ", ".join(f'"{n}"' for n in names) + ");\n"
+              "P = pattern(a: U -> b: U) where a.value > 9 and b.value > a.value + 0.95 within 1s strategy next "
+              "partition by sensor;\n")
+    (tmp_path / "w.ss").write_text(script)
+    rng = np.random.default_rng(38)
+    ts = np.arange(count, dtype=np.int64) * 100 + 1_700_000_000_000
+    values = {name: np.round(rng.random(count) * 10, 4) for name in names}
+    data = tmp_path / "data"
+    data.mkdir()
+    with open(data / "readings.csv", "w") as f:
+        for i in range(count):
+            f.writelines(f"{name},{ts[i]},{values[name][i]}\n" for name in names)
+    out = tmp_path / "out"
+    environment = {**os.environ, "PYSPARK_SUBMIT_ARGS": "--conf spark.executor.pyspark.memory=1536m pyspark-shell"}
+    for arguments in (["compile", str(tmp_path / "w.ss"), "-o", str(out), "--partitions", "2"],
+                      ["run", str(out), "--input", str(data), "--once"]):
+        done = subprocess.run([sys.executable, "-m", "sensorscript.cli", *arguments], env=environment,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    found = {(s, e) for s, e in sqlite3.connect(out / "results.db").execute(
+        "SELECT start_ts, end_ts FROM results WHERE stream = 'w.P'")}
+    expected = set().union(*(_spike_then_higher(ts, values[name], 1000) for name in names))
+    assert len(expected) > 20 and found == expected
