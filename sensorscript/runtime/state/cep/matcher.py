@@ -195,6 +195,9 @@ class Matcher:
         return Matches.joined([self._advance(state, final, mark)
                                for mark, final in self._slices(state, arrivals, watermark)])
 
+    def _partial_matches(self, state: PatternState) -> int:
+        return size(state.runs) + sum(size(t) for t in state.tables.values())
+
     def _advance(self, state: PatternState, final: dict, watermark: int) -> Matches:
         """One slice: number its events, match, emit, forget."""
         new = self.release(state, final)
@@ -225,10 +228,13 @@ class Matcher:
 
     # ------------------------------------------------------------------ release
 
-    def _slices(self, state: PatternState, arrivals: list[tuple[int, object]], watermark: int) -> list:
+    def _slices(self, state: PatternState, arrivals: list[tuple[int, object]], watermark: int):
         """Add arrivals to the pending events; the events below the watermark, as (watermark, events)
-        slices of about `SLICE` events in time order, each watermark the time of the next slice's
-        first event (the last: `watermark`). The events still above it stay pending."""
+        slices in time order, each watermark the time of the next slice's first event (the last:
+        `watermark`). The events still above it stay pending. A slice holds `SLICE` events, or four
+        times the partial matches kept when they are more: a slice's fixed cost is a pass over
+        them, so it is spread over at least as many events (memory stays within a few times what
+        `within` keeps)."""
         parts = [state.pending] if state.pending else []
         for k, tuples in arrivals:
             if len(tuples):
@@ -237,20 +243,29 @@ class Matcher:
         pending = {name: np.concatenate([part[name] for part in parts]) for name in _PENDING} if parts else {}
         state.pending = {}
         if not pending or not len(pending["ts"]):
-            return [(watermark, {})]
+            yield watermark, {}
+            return
         final = pending["ts"] < watermark
         if not final.all():
             state.pending = take(pending, ~final)
             pending = take(pending, final)
         if len(pending["ts"]) <= SLICE:
-            return [(watermark, pending)]
+            yield watermark, pending
+            return
         pending = take(pending, np.argsort(pending["ts"], kind="stable"))
-        ts = pending["ts"]
-        marks = np.unique(ts[SLICE::SLICE])
-        marks = [int(m) for m in marks[marks > state.watermark]] + [watermark]
-        cuts = [0, *np.searchsorted(ts, marks[:-1], side="left").tolist(), len(ts)]
-        return [(mark, {name: column[a:b] for name, column in pending.items()})
-                for mark, a, b in zip(marks, cuts, cuts[1:])]
+        ts, begin = pending["ts"], 0
+        while begin < len(ts):
+            end = begin + max(SLICE, 4 * self._partial_matches(state))
+            # The slice ends before the first event of a later time (and after the watermark so far).
+            cut = int(np.searchsorted(ts, max(int(ts[min(end, len(ts) - 1)]), state.watermark + 1), "left"))
+            if cut <= begin:
+                cut = int(np.searchsorted(ts, max(int(ts[begin]), state.watermark), "right"))
+            if end >= len(ts) or cut >= len(ts):
+                cut, mark = len(ts), watermark
+            else:
+                mark = int(ts[cut])
+            yield mark, {name: column[begin:cut] for name, column in pending.items()}
+            begin = cut
 
     def release(self, state: PatternState, final: dict) -> np.ndarray:
         """Make a slice's events final: in the total order, numbered, with their places in their

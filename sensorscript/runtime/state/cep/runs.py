@@ -15,7 +15,8 @@ import numpy as np
 
 from sensorscript.runtime.state.cep.conditions import Frame, holds, value_of
 from sensorscript.runtime.state.cep.operators import Composite
-from sensorscript.runtime.state.cep.tables import Table, blocks, concat, range_candidates, ranges, size, take
+from sensorscript.runtime.state.cep.tables import (Table, blocks, concat, pairs_of, range_candidates, ranges, size,
+                                                   take)
 
 _I64 = np.int64
 FIRST_LOOK = 16  # candidates a waiting run looks at first (then four times as many, and so on)
@@ -111,7 +112,9 @@ def _advance_once(matcher, state, runs: Table, candidates: dict, steps, last_id:
         opened = (at == position) & open_
         if opened.any():
             group = take(runs, opened)
-            group, progressed = _walk_closures(matcher, state, group, candidates, steps, position, last_id)
+            swept = _sweep_closures(matcher, state, group, candidates, steps, position, last_id)
+            group, progressed = swept if swept is not None else \
+                _walk_closures(matcher, state, group, candidates, steps, position, last_id)
             moved |= progressed
             parts.append(group)
     runs = concat(parts)
@@ -344,6 +347,106 @@ def _link(link, runs: Table, events: Table, li, ri):
             keep[n] = True
             start[n], end[n] = link.F(left, right)
     return keep, start, end
+
+
+def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, position: int, last_id: int):
+    """`_walk_closures` for all runs at once, where the event that ends a closure does not depend
+    on the closure (the next step's conditions do not read the closure's element, and no negation
+    waits there) and the closure's own conditions read its event alone: then a run's closure ends
+    at the first event that qualifies for the next step (`_bind_next`: a search, or pairs), and takes
+    every qualifying event of its stream before that, one per time. None where that does not hold,
+    or where an event that ends a closure comes at the time of one the closure took (the walk
+    decides those, event by event)."""
+    element = matcher.index[steps[position].element]
+    step = steps[position]
+    following = steps[position + 1] if position + 1 < len(steps) else None
+    var = steps[position].element
+    reads = {c.text: set(c.reads) for c in matcher.pattern.conditions}
+    if not matcher.monotone or (following is not None and (
+            following.negations or any(var in reads[text] for text in following.conditions))):
+        return None
+    if any(reads[text] != {var} for text in step.closure):
+        return None
+    store, closures = state.store, state.closures
+    own = candidates[element]
+    if size(own):  # the closure's conditions, on each event of its stream once
+        for text in step.closure:
+            c = matcher.number[text]
+            frame = Frame(own, store, closures, matcher.kleene)
+            frame.single = {element}
+            ok = holds(matcher.expressions[c], frame)
+            state.tested[c] += len(ok)
+            state.passed[c] += int(ok.sum())
+            own = take(own, ok)
+    high = np.minimum(np.searchsorted(store.ts, runs["min"] + matcher.within, "left") + store.base, last_id + 1)
+    high = high.astype(_I64)
+    ended = np.full(size(runs), -1, _I64)
+    if following is not None:
+        after = matcher.index[following.element]
+        trial = dict(runs)
+        trial["_row"] = np.arange(size(runs), dtype=_I64)
+        bound, _ = _bind_next(matcher, state, trial, candidates, following, last_id)
+        closed = bound["at"] > runs["at"][bound["_row"]] if size(bound) else np.zeros(0, bool)
+        ended[bound["_row"][closed]] = bound[f"e{after}"][closed]
+        high = np.where(ended >= 0, np.minimum(high, ended), high)
+    # The closure's new events: its stream's qualifying events after the scan, before the end.
+    if size(own):
+        order, first, counts = range_candidates(runs["grp"], runs["scan"], high, own["grp"], own[f"e{element}"])
+        li, ri = pairs_of(order, first, counts)
+    else:
+        li = ri = np.empty(0, _I64)
+    ids = own[f"e{element}"][ri] if len(ri) else ri
+    ts = store.ts[ids - store.base]
+    later = ts > runs["max"][li]
+    later[1:] &= ~((li[1:] == li[:-1]) & (ts[1:] == ts[:-1]))  # one event per time
+    li, ids, ts = li[later], ids[later], ts[later]
+    counts = np.bincount(li, minlength=size(runs)).astype(_I64)
+    # An end at the time of the closure's last new event: not after it; the walk decides.
+    last_at = np.cumsum(counts) - 1
+    grew = counts > 0
+    if following is not None and size(runs):
+        end_ts = np.where(ended >= 0, store.ts[np.maximum(ended, store.base) - store.base], -1)
+        if (grew & (ended >= 0) & (ts[np.maximum(last_at, 0)] == end_ts)).any() if len(ts) else False:
+            return None
+    moved = bool(grew.any())
+    grown = dict(runs)
+    if moved:
+        lengths = runs[f"n{element}"]
+        old = closures.members(runs[f"o{element}"], lengths)
+        # Each run's closure, then its new events, laid out one run after another.
+        total = lengths + counts
+        flat = np.empty(int(total.sum()), _I64)
+        starts = np.cumsum(total) - total
+        flat[np.repeat(starts, lengths) + ranges(lengths)] = old
+        flat[np.repeat(starts + lengths, counts) + ranges(counts)] = ids
+        offsets = closures.add([flat], np.array([len(flat)], _I64))[0] + starts
+        grown[f"o{element}"] = np.where(grew, offsets, runs[f"o{element}"]).astype(_I64)
+        grown[f"n{element}"] = total.astype(_I64)
+        last = ids[np.maximum(last_at, 0)] if len(ids) else np.zeros(size(runs), _I64)
+        rows = last - store.base
+        grown["max"] = np.where(grew, store.ts[rows] if len(ids) else runs["max"], runs["max"])
+        grown["end"] = np.where(grew, store.ts[rows] if len(ids) else runs["end"], runs["end"])
+        grown["lseq"] = np.where(grew, store.seq[rows] if len(ids) else runs["lseq"], runs["lseq"])
+    grown["scan"] = np.maximum(runs["scan"], last_id)
+    if following is None or not (ended >= 0).any():
+        return grown, moved
+    # Closed: the ending event bound to the next element, as _bind_next bound it.
+    closing = np.flatnonzero(ended >= 0)
+    events = candidates[after]
+    at = np.searchsorted(events[f"e{after}"], ended[closing]) if _sorted(events[f"e{after}"]) else \
+        np.array([int(np.flatnonzero(events[f"e{after}"] == e)[0]) for e in ended[closing].tolist()], _I64)
+    chosen = _pairs(matcher, take(grown, closing), events, np.arange(len(closing), dtype=_I64), at, after)
+    chosen["start"], chosen["end"] = grown["start"][closing], events["end"][at]
+    chosen["at"] = runs["at"][closing] + 1
+    chosen["open"] = np.full(len(closing), int(matcher.elements[after].kleene), _I64)
+    chosen["scan"] = chosen[f"e{after}"].copy()
+    rest = np.ones(size(runs), bool)
+    rest[closing] = False
+    return concat([take(grown, rest), chosen]), True
+
+
+def _sorted(values: np.ndarray) -> bool:
+    return bool(len(values) < 2 or (values[1:] > values[:-1]).all())
 
 
 def _walk_closures(matcher, state, runs: Table, candidates: dict, steps, position: int, last_id: int):

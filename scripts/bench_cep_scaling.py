@@ -1,0 +1,150 @@
+"""How the pattern matcher scales with `within` and with the events of one key in one batch (issue #38).
+
+    .venv/bin/python scripts/bench_cep_scaling.py [--keys 4] [--per-key 1000,10000,100000,1000000]
+                                                  [--within 1s,1min,1h] [--patterns ab,akc,neg]
+                                                  [--strategies next,any] [--timeout 600] [--json PATH]
+    .venv/bin/python scripts/bench_cep_scaling.py --target [--keys 400] [--per-key 10000]
+
+Each case is one batch handed to the job's matcher (`Matcher.step`, the code the Spark job's
+workers run per partition, without Spark around it) in a child process of its own: `--keys` sensors
+at 10 Hz, values uniform in [0, 10) (seed 38), every sensor in one batch, patterns per sensor:
+
+  ab   P = pattern(a: U -> b: U) where a.value > 9 and b.value > a.value + 0.95
+  akc  P = pattern(a: U -> b: U+ -> c: U) where a.value > 9 and b.value < 1 and c.value > a.value + 0.95
+  neg  P = pattern(a: U -> !n: U -> b: U) where a.value > 9 and n.value > 9.9 and b.value > a.value + 0.95
+
+each `within W strategy S partition by sensor`, S = next, or any with `emit first` (one match per
+start: `any` with `emit all` makes every pair in the window a match, its cost is its output). Printed
+per case: seconds, events per second, matches, partial matches cut by the pattern limit, and the
+child's peak resident memory (ru_maxrss) less what it held before the batch (the input's arrays):
+the matcher's own peak. A case that runs past `--timeout` seconds is reported as such.
+
+`--target`: the issue's target, 400 sensors x 10,000 readings (4 M) in one batch, `ab` with `next`
+for within 1 s, 1 min and 10 min and with `strict` on the same data (the throughput to be within
+2x of), peak memory of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PATTERNS = {
+    "ab": ("a: U -> b: U", "a.value > 9 and b.value > a.value + 0.95"),
+    "akc": ("a: U -> b: U+ -> c: U", "a.value > 9 and b.value < 1 and c.value > a.value + 0.95"),
+    "neg": ("a: U -> !n: U -> b: U", "a.value > 9 and n.value > 9.9 and b.value > a.value + 0.95"),
+}
+
+
+def script(keys: int, pattern: str, within: str, strategy: str) -> str:
+    elements, where = PATTERNS[pattern]
+    emit = " emit first" if strategy == "any" else ""
+    names = ", ".join(f'"U{i:04d}"' for i in range(keys))
+    return (f"U = union({names});\nP = pattern({elements}) where {where} within {within} strategy {strategy}{emit} "
+            f"partition by sensor;\n")
+
+
+def one_case(keys: int, per_key: int, pattern: str, within: str, strategy: str) -> dict:
+    """In this process: the batch, matched once; its figures."""
+    import numpy as np
+
+    from sensorscript.codegen.program import programs
+    from sensorscript.parser import load
+    from sensorscript.partition.plan import make_plan
+    from sensorscript.runtime.state.cep.matcher import POS_INF, Matcher
+    from sensorscript.runtime.state.engine import Tuples
+
+    text = script(keys, pattern, within, strategy)
+    plan = make_plan(load(["w.ss"], texts={"w.ss": text}).workflows, None, 1)
+    (program,), _ = programs(plan)
+    node = next(n for n in program.nodes if hasattr(n, "tree"))
+    rng = np.random.default_rng(38)
+    codes = {f"U{i:04d}": plan.codes[f"U{i:04d}"] for i in range(keys)}
+    ts = np.arange(per_key, dtype=np.int64) * 100
+    feeds = {}
+    for feed in node.feeds:
+        name = feed.stream.split(":", 1)[1]
+        feeds[feed.stream] = Tuples(ts, rng.random(per_key) * 10, np.full(per_key, codes[name], np.int32))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    matcher = Matcher(node)
+    state = matcher.new_state()
+    start = time.perf_counter()
+    found = matcher.step(state, matcher.arrivals(feeds), POS_INF)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"keys": keys, "per_key": per_key, "pattern": pattern, "within": within, "strategy": strategy,
+            "seconds": round(seconds, 3), "events_per_s": round(keys * per_key / seconds),
+            "matches": len(found), "cut": state.cut, "matcher_mib": round(peak - before),
+            "input_mib": round(before)}
+
+
+def run_case(keys: int, per_key: int, pattern: str, within: str, strategy: str, timeout: float) -> dict:
+    command = [sys.executable, __file__, "--case", json.dumps([keys, per_key, pattern, within, strategy])]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"keys": keys, "per_key": per_key, "pattern": pattern, "within": within, "strategy": strategy,
+                "timeout": timeout}
+    if done.returncode:
+        return {"keys": keys, "per_key": per_key, "pattern": pattern, "within": within, "strategy": strategy,
+                "failed": (done.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def row(result: dict) -> str:
+    head = (f"| {result['pattern']} | {result['strategy']} | {result['within']} | {result['keys']} x "
+            f"{result['per_key']:,} |")
+    if "timeout" in result:
+        return head + f" over {result['timeout']:.0f} s | | | | |"
+    if "failed" in result:
+        return head + f" failed: {result['failed']} | | | | |"
+    return head + (f" {result['seconds']:.2f} | {result['events_per_s']:,} | {result['matches']:,} | {result['cut']:,} |"
+                   f" {result['matcher_mib']:,} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keys", type=int, default=None)
+    parser.add_argument("--per-key", default=None)
+    parser.add_argument("--within", default="1s,1min,1h")
+    parser.add_argument("--patterns", default="ab,akc,neg")
+    parser.add_argument("--strategies", default="next,any")
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--target", action="store_true")
+    parser.add_argument("--json")
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(one_case(*json.loads(args.case))))
+        return 0
+    if args.target:
+        keys, sizes = args.keys or 400, [int(n) for n in (args.per_key or "10000").split(",")]
+        cases = [(keys, n, "ab", w, "next") for n in sizes for w in ("1s", "1min", "10min")]
+        cases += [(keys, n, "ab", "1s", "strict") for n in sizes]
+    else:
+        keys, sizes = args.keys or 4, [int(n) for n in (args.per_key or "1000,10000,100000,1000000").split(",")]
+        cases = [(keys, n, pattern, within, strategy) for pattern in args.patterns.split(",")
+                 for strategy in args.strategies.split(",") for within in args.within.split(",") for n in sizes]
+    print("| pattern | strategy | within | sensors x readings in the batch | seconds | events/s | matches | cut |"
+          " matcher's peak MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    results = []
+    for case in cases:
+        result = run_case(*case, timeout=args.timeout)
+        results.append(result)
+        print(row(result), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
