@@ -185,8 +185,13 @@ def _threshold_search(matcher, step, element: int):
     expression of them (`b.value > a.value + 0.95`). Returns (unary condition numbers, the
     comparison's number, its operator with the event's value on the left, the threshold
     expression), or None."""
-    if not matcher.monotone or step.negations or element in matcher.kleene:
+    if not matcher.monotone or element in matcher.kleene:
         return None
+    for var in step.negations:  # a negation on the negated event alone, in the gap before this element
+        negated = matcher.index[var]
+        mine = [c for c in matcher.pattern.conditions if c.negation == var]
+        if matcher.gaps[negated][1] != element or any(set(c.reads) != {var} for c in mine):
+            return None
     unary, compared = [], []
     for text in step.conditions:
         number = matcher.number[text]
@@ -237,6 +242,8 @@ def _bind_by_threshold(matcher, state, runs: Table, events: Table, step, element
     # scan, before the end of its window.
     after_end = np.searchsorted(store.ts, runs["end"], "right") + store.base - 1
     low = np.maximum(runs["scan"], after_end.astype(_I64))
+    for var in step.negations:
+        high = np.minimum(high, _before_violation(matcher, state, runs, var))
     order, first, counts = range_candidates(runs["grp"], low, high, events["grp"], events[f"e{element}"])
     limits, divided = value_of(threshold, Frame(runs, store, state.closures, matcher.kleene))
     values = store.value[events[f"e{element}"][order] - store.base]
@@ -260,6 +267,33 @@ def _bind_by_threshold(matcher, state, runs: Table, events: Table, step, element
     rest = np.ones(size(runs), bool)
     rest[bound] = False
     return concat([take(runs, rest), chosen]), True
+
+
+def _before_violation(matcher, state, runs: Table, var: str) -> np.ndarray:
+    """Per run, the first id its next event may not have under the negation `var` (on the negated
+    event alone): past the time of the first event after the run's last that violates it (an event
+    at that very time may still be bound: the gap is open at both ends)."""
+    negated = matcher.index[var]
+    store = state.store
+    low = matcher._last_ts(matcher.gaps[negated][0], runs, state)
+    begin = int(np.searchsorted(store.ts, low.min(), "right"))
+    rows = begin + np.flatnonzero(store.k[begin:] == matcher.stream[negated])
+    ids = rows + store.base
+    candidates = {"grp": store.grp[rows], f"e{negated}": ids}
+    keep = np.ones(len(rows), bool)
+    for number, condition in enumerate(matcher.pattern.conditions):
+        if condition.negation == var and len(rows):
+            keep &= holds(matcher.expressions[number], Frame(candidates, store, state.closures, matcher.kleene))
+    rows = rows[keep]
+    end = np.full(size(runs), store.end, _I64)
+    if not len(rows):
+        return end
+    top = np.full(size(runs), int(store.ts[-1]) + 1, _I64)
+    order, first, counts = range_candidates(runs["grp"], low, top, store.grp[rows], store.ts[rows])
+    hit = np.flatnonzero(counts)
+    violation = store.ts[rows[order[first[hit]]]]
+    end[hit] = np.searchsorted(store.ts, violation, "right") + store.base
+    return end
 
 
 def _first_passing(values: np.ndarray, operator: str, limits: np.ndarray, low: np.ndarray, high: np.ndarray):
