@@ -241,6 +241,7 @@ class Matcher:
                 parts.append({"ts": tuples.ts.astype(_I64), "value": tuples.value.astype(np.float64),
                               "src": tuples.source.astype(_I64), "k": np.full(len(tuples), k, _I64)})
         pending = {name: np.concatenate([part[name] for part in parts]) for name in _PENDING} if parts else {}
+        del parts  # the arrivals' copies: the batch is held once
         state.pending = {}
         if not pending or not len(pending["ts"]):
             yield watermark, {}
@@ -252,7 +253,10 @@ class Matcher:
         if len(pending["ts"]) <= SLICE:
             yield watermark, pending
             return
-        pending = take(pending, np.argsort(pending["ts"], kind="stable"))
+        order = np.argsort(pending["ts"], kind="stable")
+        for name in _PENDING:  # a column at a time: the batch is not held twice
+            pending[name] = pending[name][order]
+        del order
         ts, begin = pending["ts"], 0
         while begin < len(ts):
             end = begin + max(SLICE, 4 * self._partial_matches(state))
