@@ -48,6 +48,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # cep_rivals.py beside it
 
 PATTERNS = {
     "ab": ("a: U -> b: U", "a.value > 9 and b.value > a.value + 0.95"),
@@ -177,7 +178,7 @@ def ours_on(events_csv: Path, pattern: str, within_ms: int) -> dict:
     from sensorscript.partition.plan import make_plan
     from sensorscript.runtime.state.cep.matcher import POS_INF, Matcher
     from sensorscript.runtime.state.engine import Tuples
-    from scripts.cep_rivals import load_events
+    from cep_rivals import load_events
 
     events = load_events(events_csv)
     names = sorted({sensor for sensor, _, _ in events})
@@ -212,7 +213,7 @@ def rivals(patterns: list[str], withins: list[str], timeout: float) -> list[dict
     import tempfile
 
     from sensorscript.times import duration_ms
-    from scripts.cep_rivals import make_events, run_rival
+    from cep_rivals import make_events, run_rival
 
     results = []
     with tempfile.TemporaryDirectory() as folder:

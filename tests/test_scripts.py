@@ -60,6 +60,8 @@ SMOKE: dict[str, tuple[Case, ...]] = {
     "bench_cep_scaling.py": (Case(("--keys", "2", "--per-key", "2000", "--within", "1s,1min", "--patterns", "ab,akc,neg"),
                                   (r"\| ab \| next \| 1min \| 2 x 2,000 \| [\d.]+ \| [\d,]+ \| \d+ \| 0 \|",
                                    r"\| neg \| any \| 1s \| 2 x 2,000 \|")),),
+    # Esper and Flink themselves: `--fetch` (Maven Central, PyPI) and bench_cep_scaling.py --rivals, by hand.
+    "cep_rivals.py": (Case(("--make-events", "{work}/ev.csv"), (r"400,000 events in .*ev\.csv",), ("{work}/ev.csv",)),),
     "bench_archive.py": (Case(("--rate", "2000", "--sensors", "40", "--hours", "0.02"),
                               (r"small files: 144 files, .* bytes a reading", r"merged: +2 files, .* in [\d.]+ s",
                                r"a correction's read of 4 sensors", r"GiB a day; with the default horizon of 7 days")),),
