@@ -230,7 +230,7 @@ def plan_pattern(node_id: str, key: tuple, variables: tuple[str, ...], rates: di
                                 if condition.negation in gaps and gaps[condition.negation][1] is None)
     trailing = tuple(var for var, (_, after) in gaps.items() if after is None)
     named_links = any(link is not None for link in d.links)
-    if d.strategy == "next":
+    if d.strategy == "next" or _first_is_next(d, elements, positives, trailing, named_links):
         tree, end, placement, negation_placement = _chain(spec, options)
         whole = rt.Whole(conditions=end.conditions, negations=end.negations + trailing)
         compared = [(shape_text(left_deep(positives)), _cost(spec, left_deep(positives), options))]
@@ -263,6 +263,17 @@ def plan_pattern(node_id: str, key: tuple, variables: tuple[str, ...], rates: di
         yield_=_declared(d.yield_, variables, sensor_codes) if d.yield_ is not None else None,
         limit=d.limit or limit)
     return PatternPlan(pattern, compared, chosen, is_measured, placement, negation_placement)
+
+
+def _first_is_next(d, elements: tuple, positives: tuple[str, ...], trailing: tuple, named_links: bool) -> bool:
+    """Whether `strategy any emit first` emits what `next` does, so that it runs as runs (#38: a
+    start that waits costs each event a search, not a pair per partial match of the window): two
+    plain positive elements, negations between them alone, no operator of the user's. The match
+    emitted for a start is then the one with the earliest second event that qualifies (the first in
+    (ts, assignment) order), which is the one next takes."""
+    plain = all(not e.kleene and e.operator is None for e in elements)
+    return d.strategy == "any" and d.emit == "first" and len(positives) == 2 and plain and not trailing \
+        and not named_links
 
 
 def _right_deep(positives: tuple[str, ...]) -> Tree:
@@ -497,7 +508,8 @@ def describe(plan: PatternPlan) -> list[str]:
     """The operator tree for people: shape, where each condition is tested and in which order, the
     shapes compared and where the probabilities came from."""
     pattern = plan.pattern
-    lines = [f"tree {plan.chosen} (strategy {pattern.strategy}, emit {pattern.emit}"
+    runs = ", as runs: one per start event" if isinstance(pattern.tree, rt.Chain) and pattern.strategy != "next" else ""
+    lines = [f"tree {plan.chosen} (strategy {pattern.strategy}, emit {pattern.emit}{runs}"
              + (", partitioned by sensor" if pattern.by_sensor else "") + f", at most {pattern.limit:,} partial "
              f"matches per key and operator)"]
     for index, condition in enumerate(pattern.conditions):

@@ -201,7 +201,7 @@ class Matcher:
     def _advance(self, state: PatternState, final: dict, watermark: int) -> Matches:
         """One slice: number its events, match, emit, forget."""
         new = self.release(state, final)
-        if self.pattern.strategy == "next":
+        if isinstance(self.pattern.tree, p.Chain):  # strategy next (and what runs as it: cep/plan.py)
             whole = advance_runs(self, state, new, watermark)
         else:
             whole = self.evaluate(self.pattern.tree, "", state, new, watermark) if len(new) or self.unary else {}
@@ -219,7 +219,7 @@ class Matcher:
         starts = []
         if not self.monotone:
             starts += [t["start"] for t in state.tables.values() if size(t)]
-        if self.pattern.strategy == "next" and self.positives[-1] in self.kleene and size(state.runs):
+        if isinstance(self.pattern.tree, p.Chain) and self.positives[-1] in self.kleene and size(state.runs):
             starts.append(state.runs["min"])  # a trailing closure is emitted when its window ends
         for column in starts:
             if len(column):
