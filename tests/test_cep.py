@@ -259,6 +259,14 @@ def test_the_cap_cuts_partial_matches_and_counts_them():
     assert len([r for r in rows if r[0] == "w.P"]) == 10
 
 
+def test_the_cap_cuts_the_runs_of_strategy_next_and_counts_them():
+    """Issue #38: a run per start event, at most `limit` per key waiting; the newest beyond it are cut."""
+    lines = [f"A,{t},0" for t in range(30)] + ["B,40,0"]
+    rows, _, _, counters = run_local({"w": "P = pattern(a: A -> b: B) within 100 strategy next limit 10;"}, [lines])
+    assert counters["cut"] == 20
+    assert sorted(r[5] for r in rows if r[0] == "w.P") == list(range(10))
+
+
 def test_state_stays_bounded_on_endless_input():
     """Events and partial matches older than `within` behind the watermark are dropped."""
     plan = make_plan(loaded({"w": "P = pattern(a: A -> !n: N -> b: B+) where count(b) >= 2 within 50;"}).workflows,
