@@ -110,17 +110,18 @@ def _classpath(lib: Path, classes: Path) -> str:
 
 
 def _compile(cache: Path, engine: str) -> Path:
-    """javac scripts/rivals/<Engine>Bench.java into the cache (again when the source changed)."""
+    """javac scripts/rivals/<Engine>Bench.java (and Rss.java) into the cache (again when a source changed)."""
     source = SOURCES / ("EsperBench.java" if engine == "esper" else "FlinkBench.java")
+    shared = SOURCES / "Rss.java"
     lib = _esper_lib(cache) if engine == "esper" else _flink_lib(cache)
     classes = cache / "classes" / engine
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(source.read_bytes() + shared.read_bytes()).hexdigest()[:16]
     stamp = classes / f".source-{digest}"
     if not stamp.exists():
         shutil.rmtree(classes, ignore_errors=True)
         classes.mkdir(parents=True)
         done = subprocess.run([_need("javac", "apt-get install openjdk-17-jdk-headless"), "-nowarn", "-cp",
-                               f"{lib}/*", "-d", str(classes), str(source)], capture_output=True, text=True)
+                               f"{lib}/*", "-d", str(classes), str(source), str(shared)], capture_output=True, text=True)
         if done.returncode:
             shutil.rmtree(classes, ignore_errors=True)
             raise RuntimeError(f"javac {source.name} failed:\n{done.stdout}\n{done.stderr}")

@@ -77,18 +77,6 @@ public class EsperBench {
         }
     }
 
-    static long peakRssKiB() {
-        try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-                if (line.startsWith("VmHWM:")) {
-                    return Long.parseLong(line.replaceAll("[^0-9]", ""));
-                }
-            }
-        } catch (Exception ignored) {
-        }
-        return -1;
-    }
-
     public static void main(String[] args) throws Exception {
         Path csv = Path.of(args[0]);
         String pattern = args[1];
@@ -151,7 +139,7 @@ public class EsperBench {
         System.out.println(String.format(Locale.ROOT,
                 "RESULT {\"events\": %d, \"matches\": %d, \"seconds\": %.6f, \"load_seconds\": %.6f, "
                         + "\"setup_seconds\": %.6f, \"peak_rss_kib\": %d, \"epl\": \"%s\"}",
-                events.size(), matches.size(), (t3 - t2) / 1e9, (t1 - t0) / 1e9, (t2 - t1) / 1e9, peakRssKiB(),
+                events.size(), matches.size(), (t3 - t2) / 1e9, (t1 - t0) / 1e9, (t2 - t1) / 1e9, Rss.peakKiB(),
                 text.replace("\\", "\\\\").replace("\"", "\\\"")));
         runtime.destroy();
     }

@@ -64,18 +64,6 @@ public class FlinkBench {
         }
     }
 
-    static long peakRssKiB() {
-        try {
-            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-                if (line.startsWith("VmHWM:")) {
-                    return Long.parseLong(line.replaceAll("[^0-9]", ""));
-                }
-            }
-        } catch (Exception ignored) {
-        }
-        return -1;
-    }
-
     public static void main(String[] args) throws Exception {
         Path csv = Path.of(args[0]).toAbsolutePath();
         String pattern = args[1];
@@ -124,7 +112,7 @@ public class FlinkBench {
         System.out.println(String.format(Locale.ROOT,
                 "RESULT {\"matches\": %d, \"seconds\": %.6f, \"net_seconds\": %.6f, \"setup_seconds\": %.6f, "
                         + "\"peak_rss_kib\": %d, \"parallelism\": %d, \"sql\": \"%s\"}",
-                matches.size(), (t2 - t1) / 1e9, net, (t1 - t0) / 1e9, peakRssKiB(), parallelism,
+                matches.size(), (t2 - t1) / 1e9, net, (t1 - t0) / 1e9, Rss.peakKiB(), parallelism,
                 sql.replace("\\", "\\\\").replace("\"", "\\\"")));
         System.exit(0);  // the mini cluster's threads would keep the JVM up a while
     }
