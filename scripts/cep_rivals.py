@@ -110,9 +110,9 @@ def _classpath(lib: Path, classes: Path) -> str:
 
 
 def _compile(cache: Path, engine: str) -> Path:
-    """javac scripts/rivals/<Engine>Bench.java (and Rss.java) into the cache (again when a source changed)."""
+    """javac scripts/rivals/<Engine>Bench.java (and Shared.java) into the cache (again when a source changed)."""
     source = SOURCES / ("EsperBench.java" if engine == "esper" else "FlinkBench.java")
-    shared = SOURCES / "Rss.java"
+    shared = SOURCES / "Shared.java"
     lib = _esper_lib(cache) if engine == "esper" else _flink_lib(cache)
     classes = cache / "classes" / engine
     digest = hashlib.sha256(source.read_bytes() + shared.read_bytes()).hexdigest()[:16]

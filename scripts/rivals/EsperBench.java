@@ -20,7 +20,6 @@ import com.espertech.esper.runtime.client.EPRuntimeProvider;
 import com.espertech.esper.runtime.client.EPStatement;
 
 import java.io.BufferedReader;
-import java.io.BufferedWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -130,17 +129,12 @@ public class EsperBench {
         }
         long t3 = System.nanoTime();
 
-        try (BufferedWriter w = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
-            for (String m : matches) {
-                w.write(m);
-                w.write('\n');
-            }
-        }
+        Shared.writeLines(out, matches);
         System.out.println(String.format(Locale.ROOT,
                 "RESULT {\"events\": %d, \"matches\": %d, \"seconds\": %.6f, \"load_seconds\": %.6f, "
                         + "\"setup_seconds\": %.6f, \"peak_rss_kib\": %d, \"epl\": \"%s\"}",
-                events.size(), matches.size(), (t3 - t2) / 1e9, (t1 - t0) / 1e9, (t2 - t1) / 1e9, Rss.peakKiB(),
-                text.replace("\\", "\\\\").replace("\"", "\\\"")));
+                events.size(), matches.size(), (t3 - t2) / 1e9, (t1 - t0) / 1e9, (t2 - t1) / 1e9, Shared.peakKiB(),
+                Shared.quoted(text)));
         runtime.destroy();
     }
 }

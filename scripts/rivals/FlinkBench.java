@@ -16,7 +16,6 @@ import org.apache.flink.table.api.TableResult;
 import org.apache.flink.types.Row;
 import org.apache.flink.util.CloseableIterator;
 
-import java.io.BufferedWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -103,17 +102,12 @@ public class FlinkBench {
             net = result.getJobClient().get().getJobExecutionResult().get().getNetRuntime() / 1000.0;
         } catch (Exception ignored) {  // the net runtime is a bonus; the wall time above is what is compared
         }
-        try (BufferedWriter wr = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
-            for (String m : matches) {
-                wr.write(m);
-                wr.write('\n');
-            }
-        }
+        Shared.writeLines(out, matches);
         System.out.println(String.format(Locale.ROOT,
                 "RESULT {\"matches\": %d, \"seconds\": %.6f, \"net_seconds\": %.6f, \"setup_seconds\": %.6f, "
                         + "\"peak_rss_kib\": %d, \"parallelism\": %d, \"sql\": \"%s\"}",
-                matches.size(), (t2 - t1) / 1e9, net, (t1 - t0) / 1e9, Rss.peakKiB(), parallelism,
-                sql.replace("\\", "\\\\").replace("\"", "\\\"")));
+                matches.size(), (t2 - t1) / 1e9, net, (t1 - t0) / 1e9, Shared.peakKiB(), parallelism,
+                Shared.quoted(sql)));
         System.exit(0);  // the mini cluster's threads would keep the JVM up a while
     }
 }
