@@ -109,6 +109,14 @@ def test_a_division_by_zero_in_yield_skips_the_match_and_is_counted():
     assert [e for _, e in found] == [(("a", 1), ("b", 3))] and counters["divided"] == 1
 
 
+def test_emit_first_skips_a_match_its_yield_divides_by_zero():
+    """The match a division by zero skips is no match: the start's next one is emitted (SPEC §4: no
+    other match after one is emitted). Found by the review of #38."""
+    found, counters = matches("P = pattern(a: A -> b: B) within 100 strategy any emit first yield 1 / (b.value - 3);",
+                              ["A,1,0", "B,2,3", "B,3,7"])
+    assert [e for _, e in found] == [(("a", 1), ("b", 3))] and counters["divided"] == 1
+
+
 def test_matches_do_not_depend_on_how_the_input_is_cut():
     rng = random.Random(3)
     lines = [f"{rng.choice('ABC')},{rng.randint(0, 200)},{rng.randint(0, 3)}" for _ in range(60)]
@@ -260,11 +268,24 @@ def test_the_cap_cuts_partial_matches_and_counts_them():
 
 
 def test_the_cap_cuts_the_runs_of_strategy_next_and_counts_them():
-    """Issue #38: a run per start event, at most `limit` per key waiting; the newest beyond it are cut."""
-    lines = [f"A,{t},0" for t in range(30)] + ["B,40,0"]
-    rows, _, _, counters = run_local({"w": "P = pattern(a: A -> b: B) within 100 strategy next limit 10;"}, [lines])
+    """Issue #38: a run per start event, at most `limit` per key waiting; the newest beyond it are cut.
+    Runs that complete where they start never count (a backfill of many short matches loses none)."""
+    script = "P = pattern(a: A -> b: B) within 100 strategy next limit 10;"
+    waiting = [f"A,{t},0" for t in range(30)]
+    rows, _, _, counters = run_local({"w": script}, [waiting, ["B,40,0"]])
     assert counters["cut"] == 20
     assert sorted(r[5] for r in rows if r[0] == "w.P") == list(range(10))
+    quick = [line for t in range(0, 60, 2) for line in (f"A,{t},0", f"B,{t + 1},0")]
+    rows, _, _, counters = run_local({"w": script}, [quick])
+    assert counters.get("cut", 0) == 0 and len([r for r in rows if r[0] == "w.P"]) == 30
+
+
+def test_a_closure_in_a_threshold_holds_for_each_of_its_events():
+    """A comparison with a Kleene element read without an aggregate holds for each of the closure's
+    events (the review of #38: the threshold search read its first event alone)."""
+    found, _ = matches("P = pattern(a: A+ -> b: B -> c: C) where c.value > a.value within 100 strategy next;",
+                       ["A,1,1", "A,2,9", "B,3,0", "C,4,5", "C,5,10"])
+    assert [ts for ts, _ in found] == [5, 5]
 
 
 def test_state_stays_bounded_on_endless_input():

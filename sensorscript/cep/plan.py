@@ -230,7 +230,8 @@ def plan_pattern(node_id: str, key: tuple, variables: tuple[str, ...], rates: di
                                 if condition.negation in gaps and gaps[condition.negation][1] is None)
     trailing = tuple(var for var, (_, after) in gaps.items() if after is None)
     named_links = any(link is not None for link in d.links)
-    if d.strategy == "next" or _first_is_next(d, elements, positives, trailing, named_links):
+    declared_yield = _declared(d.yield_, variables, sensor_codes) if d.yield_ is not None else None
+    if d.strategy == "next" or _first_is_next(d, elements, positives, trailing, named_links, declared_yield):
         tree, end, placement, negation_placement = _chain(spec, options)
         whole = rt.Whole(conditions=end.conditions, negations=end.negations + trailing)
         compared = [(shape_text(left_deep(positives)), _cost(spec, left_deep(positives), options))]
@@ -260,20 +261,28 @@ def plan_pattern(node_id: str, key: tuple, variables: tuple[str, ...], rates: di
         id=node_id, feeds=tuple(rt.Feed(stream=s, elements=read) for s, read in streams.items()), elements=elements,
         within=d.within, tree=tree, conditions=tuple(conditions), whole=whole,
         strategy=d.strategy, emit=d.emit, by_sensor=d.partition_by == "sensor",
-        yield_=_declared(d.yield_, variables, sensor_codes) if d.yield_ is not None else None,
+        yield_=declared_yield,
         limit=d.limit or limit)
     return PatternPlan(pattern, compared, chosen, is_measured, placement, negation_placement)
 
 
-def _first_is_next(d, elements: tuple, positives: tuple[str, ...], trailing: tuple, named_links: bool) -> bool:
+def _first_is_next(d, elements: tuple, positives: tuple[str, ...], trailing: tuple, named_links: bool,
+                   yield_) -> bool:
     """Whether `strategy any emit first` emits what `next` does, so that it runs as runs (#38: a
     start that waits costs each event a search, not a pair per partial match of the window): two
-    plain positive elements, negations between them alone, no operator of the user's. The match
-    emitted for a start is then the one with the earliest second event that qualifies (the first in
-    (ts, assignment) order), which is the one next takes."""
+    plain positive elements, negations between them alone, no operator of the user's, and no
+    division in `yield` (a match it divides by zero is skipped and the start's next one emitted,
+    which next would not look for). The match emitted for a start is then the one with the earliest
+    second event that qualifies (the first in (ts, assignment) order), which is the one next takes."""
     plain = all(not e.kleene and e.operator is None for e in elements)
     return d.strategy == "any" and d.emit == "first" and len(positives) == 2 and plain and not trailing \
-        and not named_links
+        and not named_links and not _divides(yield_)
+
+
+def _divides(expression) -> bool:
+    if not isinstance(expression, tuple) or not expression:
+        return False
+    return expression[0] == "/" or any(_divides(e) for e in expression[1:])
 
 
 def _right_deep(positives: tuple[str, ...]) -> Tree:

@@ -598,15 +598,17 @@ class Matcher:
             start = whole["start"] if size(whole) else np.empty(0, _I64)
         if not size(whole):
             return Matches.empty()
-        order = self._emit_order(whole, ts_column, state)
-        whole, ts_column, start = take(whole, order), ts_column[order], start[order]
-        if self.yield_ is not None:
+        if self.yield_ is not None:  # a match whose yield divides by zero is no match: emit first skips it
             values, divided = value_of(self.yield_, Frame(whole, state.store, state.closures, self.kleene))
             state.divided += int(divided.sum())
             keep = ~divided
             whole, ts_column, start, values = take(whole, keep), ts_column[keep], start[keep], values[keep]
+            if not size(whole):
+                return Matches.empty()
         else:
             values = np.ones(size(whole))
+        order = self._emit_order(whole, ts_column, state)
+        whole, ts_column, start, values = take(whole, order), ts_column[order], start[order], values[order]
         return Matches(ts_column.astype(_I64), values.astype(np.float64), start.astype(_I64),
                        ts_column.astype(_I64), self._bound_events(whole, state))
 

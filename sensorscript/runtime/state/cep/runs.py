@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sensorscript.runtime.state.cep.conditions import Frame, holds, value_of
+from sensorscript.runtime.state.cep.conditions import Frame, bare_kleene, holds, value_of
 from sensorscript.runtime.state.cep.operators import Composite
 from sensorscript.runtime.state.cep.tables import (Table, blocks, concat, pairs_of, range_candidates, ranges, size,
                                                    take)
@@ -36,8 +36,6 @@ def advance_runs(matcher, state, new: np.ndarray, watermark: int) -> Table:
         candidates[element] = events
     first = steps[0]
     started = _bind_first(matcher, state, candidates[matcher.index[first.element]], first)
-    # At most `limit` runs per key: the newest beyond it are cut, and counted (status says so).
-    started = matcher.cap(started, state.runs, state)
     runs = concat([state.runs, started]) if size(state.runs) else started
     last_id = state.store.end - 1
     whole = []
@@ -56,10 +54,12 @@ def advance_runs(matcher, state, new: np.ndarray, watermark: int) -> Table:
             done["open"] = np.zeros(size(done), _I64)
             whole.append(done)
             runs = take(runs, ~due)
-    # Runs that can no longer be completed go.
+    # Runs that can no longer be completed go; of those still waiting, at most `limit` per key stay
+    # (the newest beyond it are cut, and counted: status says so). A run that completed in this
+    # slice never counts against it.
     if size(runs):
         alive = runs["min"] + matcher.within > watermark
-        runs = take(runs, alive)
+        runs = matcher.cap(take(runs, alive), {}, state)
     state.runs = runs
     whole = concat(whole)
     return matcher.check_final(_strip(whole), state) if not matcher.trailing else _strip(whole)
@@ -204,8 +204,8 @@ def _threshold_search(matcher, step, element: int):
         return None
     expression = matcher.expressions[compared[0]]
     operator, left, right = expression[0], expression[1], expression[2] if len(expression) > 2 else None
-    if operator not in _FLIP:
-        return None
+    if operator not in _FLIP or bare_kleene(expression, matcher.kleene):
+        return None  # a closure read without an aggregate holds for each of its events: pairs decide
     mine = ("attr", element, "value")
     if left == mine and not _reads(right, element):
         return tuple(unary), compared[0], operator, right
