@@ -32,8 +32,9 @@ from sensorscript.runtime.state.cep.conditions import Frame, holds, rename_eleme
 from sensorscript.runtime.state.cep.operators import (FOLLOWED_BY, BinaryOperator, Composite, Event, registered)
 from sensorscript.runtime.state.cep.runs import advance_runs
 from sensorscript.runtime.state.kernels.sorting import stable_order
-from sensorscript.runtime.state.cep.tables import (ClosureStore, EventStore, Table, blocks, concat, equal_join,
-                                                   pairs_of, range_candidates, range_join, ranges, size, take)
+from sensorscript.runtime.state.cep.tables import (BUDGET, ClosureStore, EventStore, Table, blocks, concat,
+                                                   equal_join, pairs_of, range_candidates, range_join, ranges, size,
+                                                   take)
 
 NEG_INF = np.iinfo(np.int64).min
 POS_INF = np.iinfo(np.int64).max
@@ -42,7 +43,6 @@ _PENDING = ("ts", "value", "src", "k")
 # Events a batch releases at a time (`Matcher.step`): the working memory of one slice is a few
 # MB, and a slice's fixed cost (a few ms) is small beside its events'.
 SLICE = 1 << 15
-BUDGET = 1 << 18  # candidate pairs a join makes and tests at once
 
 
 @dataclass
@@ -525,16 +525,7 @@ class Matcher:
         rows = begin + np.flatnonzero(store.k[begin:max(begin, stop)] == self.stream[element])
         mine = [c for c, condition in enumerate(self.pattern.conditions) if condition.negation == var]
         only_here = [c for c in mine if set(self.pattern.conditions[c].reads) == {var}]
-        if only_here:  # conditions on the negated event alone: filter the candidates once
-            ids = rows + store.base
-            candidates = {"grp": store.grp[rows], "min": store.ts[rows], "max": store.ts[rows],
-                          "start": store.ts[rows], "end": store.ts[rows], "fseq": store.seq[rows],
-                          "lseq": store.seq[rows], f"e{element}": ids}
-            frame = Frame(candidates, store, state.closures, self.kleene)
-            keep = np.ones(len(rows), bool)
-            for c in only_here:
-                keep &= holds(self.expressions[c], frame)
-            rows = rows[keep]
+        rows = self.passing_alone(element, rows, only_here, state)  # filtered once, not per pair
         rest = [c for c in mine if c not in only_here]
         li, ri = range_join(table["grp"], low, high, store.grp[rows], store.ts[rows])
         if not rest:
@@ -546,6 +537,18 @@ class Matcher:
         for c in rest:
             violates &= holds(self.expressions[c], frame)
         return np.bincount(li[violates], minlength=size(table)) == 0
+
+    def passing_alone(self, element: int, rows: np.ndarray, numbers: list[int], state: PatternState) -> np.ndarray:
+        """The store rows whose events, bound to `element`, pass the conditions `numbers` (which
+        read that element alone)."""
+        if not numbers or not len(rows):
+            return rows
+        store = state.store
+        frame = Frame({"grp": store.grp[rows], f"e{element}": rows + store.base}, store, state.closures, self.kleene)
+        keep = np.ones(len(rows), bool)
+        for c in numbers:
+            keep &= holds(self.expressions[c], frame)
+        return rows[keep]
 
     def _last_ts(self, element: int, table: Table, state: PatternState) -> np.ndarray:
         store = state.store

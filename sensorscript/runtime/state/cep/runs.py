@@ -15,12 +15,11 @@ import numpy as np
 
 from sensorscript.runtime.state.cep.conditions import Frame, bare_kleene, holds, value_of
 from sensorscript.runtime.state.cep.operators import Composite
-from sensorscript.runtime.state.cep.tables import (Table, blocks, concat, pairs_of, range_candidates, ranges, size,
-                                                   take)
+from sensorscript.runtime.state.cep.tables import (BUDGET, Table, blocks, concat, pairs_of, range_candidates, ranges,
+                                                   size, take)
 
 _I64 = np.int64
 FIRST_LOOK = 16  # candidates a waiting run looks at first (then four times as many, and so on)
-BUDGET = 1 << 18  # (run, candidate) pairs tested at once
 
 
 def advance_runs(matcher, state, new: np.ndarray, watermark: int) -> Table:
@@ -121,6 +120,27 @@ def _advance_once(matcher, state, runs: Table, candidates: dict, steps, last_id:
     return runs, done, moved
 
 
+def _window_end(matcher, state, runs: Table, last_id: int) -> np.ndarray:
+    """Per run, the first event id past its window (`within` of its first event) or past the batch:
+    the store holds the events in time order, so a binary search finds it."""
+    store = state.store
+    end = np.searchsorted(store.ts, runs["min"] + matcher.within, "left") + store.base
+    return np.minimum(end, last_id + 1).astype(_I64)
+
+
+def _moved_on(matcher, runs: Table, events: Table, rows, chosen, element: int, start, end) -> Table:
+    """The runs with the runs `rows` moved on: each bound to its event `chosen` (rows of `events`)
+    for `element`, with its new interval."""
+    moved = _pairs(matcher, runs, events, rows, chosen, element)
+    moved["start"], moved["end"] = start, end
+    moved["at"] = runs["at"][rows] + 1
+    moved["open"] = np.full(len(rows), int(matcher.elements[element].kleene), _I64)
+    moved["scan"] = moved[f"e{element}"].copy()
+    rest = np.ones(size(runs), bool)
+    rest[rows] = False
+    return concat([take(runs, rest), moved])
+
+
 def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int):
     """Each run takes the earliest later event that qualifies for the element of `step`.
 
@@ -135,13 +155,11 @@ def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int
     if not size(events):
         runs["scan"] = np.maximum(runs["scan"], last_id)
         return runs, False
-    store = state.store
-    high = np.minimum(np.searchsorted(store.ts, runs["min"] + matcher.within, "left") + store.base, last_id + 1)
+    high = _window_end(matcher, state, runs, last_id)
     search = _threshold_search(matcher, step, element)
     if search is not None:
-        return _bind_by_threshold(matcher, state, runs, events, step, element, search, high.astype(_I64), last_id)
-    order, first, counts = range_candidates(runs["grp"], runs["scan"], high.astype(_I64), events["grp"],
-                                            events[f"e{element}"])
+        return _bind_by_threshold(matcher, state, runs, events, step, element, search, high, last_id)
+    order, first, counts = range_candidates(runs["grp"], runs["scan"], high, events["grp"], events[f"e{element}"])
     found = np.full(size(runs), -1, _I64)  # per run: the row of `events` it binds
     starts, ends = np.zeros(size(runs), _I64), np.zeros(size(runs), _I64)
     looked = np.zeros(size(runs), _I64)
@@ -162,15 +180,7 @@ def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int
     bound = np.flatnonzero(found >= 0)
     if not len(bound):
         return runs, False
-    chosen = _pairs(matcher, runs, events, bound, found[bound], element)
-    chosen["start"], chosen["end"] = starts[bound], ends[bound]
-    kleene = matcher.elements[element].kleene
-    chosen["at"] = runs["at"][bound] + 1
-    chosen["open"] = np.full(len(bound), int(kleene), _I64)
-    chosen["scan"] = chosen[f"e{element}"].copy()
-    rest = np.ones(size(runs), bool)
-    rest[bound] = False
-    return concat([take(runs, rest), chosen]), True
+    return _moved_on(matcher, runs, events, bound, found[bound], element, starts[bound], ends[bound]), True
 
 
 # ------------------------------------------------------------------ a threshold search
@@ -182,7 +192,7 @@ def _threshold_search(matcher, step, element: int):
     """How to find a run's next event by a search rather than pair by pair, if the step allows:
     its element is a plain one, read with its link `->`, no negation waits on it, and of its
     conditions those that read other elements are one comparison of the event's value with an
-    expression of them (`b.value > a.value + 0.95`). Returns (unary condition numbers, the
+    expression of them (`b.value > a.value + 0.95`). Returns (the conditions on the event alone, the
     comparison's number, its operator with the event's value on the left, the threshold
     expression), or None."""
     if not matcher.monotone or element in matcher.kleene:
@@ -195,9 +205,8 @@ def _threshold_search(matcher, step, element: int):
     unary, compared = [], []
     for text in step.conditions:
         number = matcher.number[text]
-        condition = matcher.pattern.conditions[number]
-        if set(condition.reads) == {step.element}:
-            unary.append(number)
+        if set(matcher.pattern.conditions[number].reads) == {step.element}:
+            unary.append(text)
         else:
             compared.append(number)
     if len(compared) != 1:
@@ -229,12 +238,7 @@ def _bind_by_threshold(matcher, state, runs: Table, events: Table, step, element
     does not grow with the window or with the runs that wait in it (issue #38)."""
     unary, number, operator, threshold = search
     store = state.store
-    for c in unary:  # conditions on the event alone: tested once per event, not per run
-        frame = Frame(events, store, state.closures, matcher.kleene)
-        ok = holds(matcher.expressions[c], frame)
-        state.tested[c] += len(ok)
-        state.passed[c] += int(ok.sum())
-        events = take(events, ok)
+    events = matcher.test(events, unary, (), state)  # on the event alone: once per event, not per run
     if not size(events):
         runs["scan"] = np.maximum(runs["scan"], last_id)
         return runs, False
@@ -259,14 +263,7 @@ def _bind_by_threshold(matcher, state, runs: Table, events: Table, step, element
     if not len(bound):
         return runs, False
     rows = order[at[bound]]
-    chosen = _pairs(matcher, runs, events, bound, rows, element)
-    chosen["start"], chosen["end"] = runs["start"][bound], events["end"][rows]
-    chosen["at"] = runs["at"][bound] + 1
-    chosen["open"] = np.zeros(len(bound), _I64)
-    chosen["scan"] = chosen[f"e{element}"].copy()
-    rest = np.ones(size(runs), bool)
-    rest[bound] = False
-    return concat([take(runs, rest), chosen]), True
+    return _moved_on(matcher, runs, events, bound, rows, element, runs["start"][bound], events["end"][rows]), True
 
 
 def _before_violation(matcher, state, runs: Table, var: str) -> np.ndarray:
@@ -278,13 +275,8 @@ def _before_violation(matcher, state, runs: Table, var: str) -> np.ndarray:
     low = matcher._last_ts(matcher.gaps[negated][0], runs, state)
     begin = int(np.searchsorted(store.ts, low.min(), "right"))
     rows = begin + np.flatnonzero(store.k[begin:] == matcher.stream[negated])
-    ids = rows + store.base
-    candidates = {"grp": store.grp[rows], f"e{negated}": ids}
-    keep = np.ones(len(rows), bool)
-    for number, condition in enumerate(matcher.pattern.conditions):
-        if condition.negation == var and len(rows):
-            keep &= holds(matcher.expressions[number], Frame(candidates, store, state.closures, matcher.kleene))
-    rows = rows[keep]
+    mine = [c for c, condition in enumerate(matcher.pattern.conditions) if condition.negation == var]
+    rows = matcher.passing_alone(negated, rows, mine, state)
     end = np.full(size(runs), store.end, _I64)
     if not len(rows):
         return end
@@ -402,18 +394,9 @@ def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, positi
     if any(reads[text] != {var} for text in step.closure):
         return None
     store, closures = state.store, state.closures
-    own = candidates[element]
-    if size(own):  # the closure's conditions, on each event of its stream once
-        for text in step.closure:
-            c = matcher.number[text]
-            frame = Frame(own, store, closures, matcher.kleene)
-            frame.single = {element}
-            ok = holds(matcher.expressions[c], frame)
-            state.tested[c] += len(ok)
-            state.passed[c] += int(ok.sum())
-            own = take(own, ok)
-    high = np.minimum(np.searchsorted(store.ts, runs["min"] + matcher.within, "left") + store.base, last_id + 1)
-    high = high.astype(_I64)
+    # The closure's conditions, on each event of its stream once.
+    own = matcher.test(candidates[element], step.closure, (), state, single=frozenset((element,)))
+    high = _window_end(matcher, state, runs, last_id)
     ended = np.full(size(runs), -1, _I64)
     if following is not None:
         after = matcher.index[following.element]
@@ -464,23 +447,12 @@ def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, positi
     grown["scan"] = np.maximum(runs["scan"], last_id)
     if following is None or not (ended >= 0).any():
         return grown, moved
-    # Closed: the ending event bound to the next element, as _bind_next bound it.
+    # Closed: the ending event bound to the next element, as _bind_next bound it (a step's
+    # candidates are in id order: element_events keeps the store's).
     closing = np.flatnonzero(ended >= 0)
     events = candidates[after]
-    at = np.searchsorted(events[f"e{after}"], ended[closing]) if _sorted(events[f"e{after}"]) else \
-        np.array([int(np.flatnonzero(events[f"e{after}"] == e)[0]) for e in ended[closing].tolist()], _I64)
-    chosen = _pairs(matcher, take(grown, closing), events, np.arange(len(closing), dtype=_I64), at, after)
-    chosen["start"], chosen["end"] = grown["start"][closing], events["end"][at]
-    chosen["at"] = runs["at"][closing] + 1
-    chosen["open"] = np.full(len(closing), int(matcher.elements[after].kleene), _I64)
-    chosen["scan"] = chosen[f"e{after}"].copy()
-    rest = np.ones(size(runs), bool)
-    rest[closing] = False
-    return concat([take(grown, rest), chosen]), True
-
-
-def _sorted(values: np.ndarray) -> bool:
-    return bool(len(values) < 2 or (values[1:] > values[:-1]).all())
+    at = np.searchsorted(events[f"e{after}"], ended[closing])
+    return _moved_on(matcher, grown, events, closing, at, after, grown["start"][closing], events["end"][at]), True
 
 
 def _walk_closures(matcher, state, runs: Table, candidates: dict, steps, position: int, last_id: int):
@@ -496,12 +468,11 @@ def _walk_closures(matcher, state, runs: Table, candidates: dict, steps, positio
     out, moved = [], False
     # Each run's options: the events of its key after its scan and within `within` of its first
     # (binary searches in the candidates sorted by key and id, not a pass over them all per run).
-    high = np.minimum(np.searchsorted(store.ts, runs["min"] + within, "left") + store.base, last_id + 1)
+    high = _window_end(matcher, state, runs, last_id)
     sides = []
     for kind, table, at in (("next", nxt, after), ("own", own, element)):
         if size(table):
-            order, first, counts = range_candidates(runs["grp"], runs["scan"], high.astype(_I64), table["grp"],
-                                                    table[f"e{at}"])
+            order, first, counts = range_candidates(runs["grp"], runs["scan"], high, table["grp"], table[f"e{at}"])
             sides.append((kind, table[f"e{at}"], order, first, counts))
     for row in range(size(runs)):
         run = take(runs, np.array([row]))

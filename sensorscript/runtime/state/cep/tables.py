@@ -202,6 +202,9 @@ def pairs_of(order, first, counts, rows=None):
     return li, ri
 
 
+BUDGET = 1 << 18  # candidate pairs a join makes and tests at once (`blocks`)
+
+
 def blocks(counts: np.ndarray, budget: int):
     """Left rows in consecutive blocks of at most `budget` pairs each (a row with more alone): a
     join made a block at a time holds `budget` pairs at once, whatever the batch."""
