@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from sensorscript.runtime.plan import program as rt
-from sensorscript.runtime.state.cep.conditions import rename_elements
+from sensorscript.runtime.state.cep.conditions import reads, rename_elements
 from sensorscript.runtime.state.cep.operators import FOLLOWED_BY, registered
 
 DEFAULT_LIMIT = 10_000  # partial matches per key and operator, unless the pattern or the job says otherwise
@@ -86,31 +86,6 @@ def split_conditions(where: tuple | None) -> list[tuple]:
     if where[0] == "and":
         return split_conditions(where[1]) + split_conditions(where[2])
     return [where]
-
-
-def reads(expression: tuple) -> tuple[set[int], set[int]]:
-    """(elements read, elements read inside an aggregate)."""
-    every, aggregated = set(), set()
-
-    def visit(e, inside: bool) -> None:
-        if not isinstance(e, tuple) or not e:
-            return
-        if e[0] in ("attr", "var"):
-            every.add(e[1])
-            if inside:
-                aggregated.add(e[1])
-            return
-        if e[0] in ("num", "code", "str", "stream", "sensor"):
-            return
-        if e[0] == "call":
-            for child in e[2:]:
-                visit(child, True)
-            return
-        for child in e[1:]:
-            visit(child, inside)
-
-    visit(expression, False)
-    return every, aggregated
 
 
 def estimate(expression: tuple) -> float:

@@ -30,6 +30,32 @@ def rename_elements(expression, rename):
     return tuple(rename_elements(e, rename) for e in expression)
 
 
+def reads(expression: tuple) -> tuple[set[int], set[int]]:
+    """(elements read, elements read inside an aggregate): the planner's, and the matcher's for a
+    threshold's side."""
+    every, aggregated = set(), set()
+
+    def visit(e, inside: bool) -> None:
+        if not isinstance(e, tuple) or not e:
+            return
+        if e[0] in ("attr", "var"):
+            every.add(e[1])
+            if inside:
+                aggregated.add(e[1])
+            return
+        if e[0] in ("num", "code", "str", "stream", "sensor"):
+            return
+        if e[0] == "call":
+            for child in e[2:]:
+                visit(child, True)
+            return
+        for child in e[1:]:
+            visit(child, inside)
+
+    visit(expression, False)
+    return every, aggregated
+
+
 def bare_kleene(expression: tuple, kleene: frozenset[int]) -> list[int]:
     """Kleene elements read outside any aggregate, in order of first reading."""
     found: list[int] = []

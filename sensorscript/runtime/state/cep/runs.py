@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sensorscript.runtime.state.cep.conditions import Frame, bare_kleene, holds, value_of
+from sensorscript.runtime.state.cep.conditions import Frame, bare_kleene, holds, reads, value_of
 from sensorscript.runtime.state.cep.operators import Composite
 from sensorscript.runtime.state.cep.tables import (BUDGET, Table, blocks, concat, pairs_of, range_candidates, ranges,
                                                    size, take)
@@ -216,19 +216,11 @@ def _threshold_search(matcher, step, element: int):
     if operator not in _FLIP or bare_kleene(expression, matcher.kleene):
         return None  # a closure read without an aggregate holds for each of its events: pairs decide
     mine = ("attr", element, "value")
-    if left == mine and not _reads(right, element):
+    if left == mine and element not in reads(right)[0]:
         return tuple(unary), compared[0], operator, right
-    if right == mine and not _reads(left, element):
+    if right == mine and element not in reads(left)[0]:
         return tuple(unary), compared[0], _FLIP[operator], left
     return None
-
-
-def _reads(expression, element: int) -> bool:
-    if not isinstance(expression, tuple) or not expression:
-        return False
-    if expression[0] in ("attr", "var"):
-        return expression[1] == element
-    return any(_reads(e, element) for e in expression[1:])
 
 
 def _bind_by_threshold(matcher, state, runs: Table, events: Table, step, element: int, search, high, last_id: int):
