@@ -57,16 +57,22 @@ PATTERNS = {
 }
 
 
-def script(keys: int, pattern: str, within: str, strategy: str) -> str:
+def script(names: list[str], pattern: str, within: str, strategy: str) -> str:
     elements, where = PATTERNS[pattern]
     emit = " emit first" if strategy == "any" else ""
-    names = ", ".join(f'"U{i:04d}"' for i in range(keys))
-    return (f"U = union({names});\nP = pattern({elements}) where {where} within {within} strategy {strategy}{emit} "
+    union = ", ".join(f'"{name}"' for name in names)
+    return (f"U = union({union});\nP = pattern({elements}) where {where} within {within} strategy {strategy}{emit} "
             f"partition by sensor;\n")
 
 
-def one_case(keys: int, per_key: int, pattern: str, within: str, strategy: str) -> dict:
-    """In this process: the batch, matched once; its figures."""
+def sensors(keys: int) -> list[str]:
+    return [f"U{i:04d}" for i in range(keys)]
+
+
+def matched(text: str, readings) -> dict:
+    """The pattern P of `text` run by the job's matcher over one batch, in this process:
+    `readings(name)` gives a sensor's (ts, values), asked in the order the pattern's feeds come.
+    Its matches, state and time, the plan, and the resident peak (MiB) before the batch."""
     import numpy as np
 
     from sensorscript.codegen.program import programs
@@ -75,27 +81,35 @@ def one_case(keys: int, per_key: int, pattern: str, within: str, strategy: str) 
     from sensorscript.runtime.state.cep.matcher import POS_INF, Matcher
     from sensorscript.runtime.state.engine import Tuples
 
-    text = script(keys, pattern, within, strategy)
     plan = make_plan(load(["w.ss"], texts={"w.ss": text}).workflows, None, 1)
     (program,), _ = programs(plan)
     node = next(n for n in program.nodes if hasattr(n, "tree"))
-    rng = np.random.default_rng(38)
-    codes = {f"U{i:04d}": plan.codes[f"U{i:04d}"] for i in range(keys)}
-    ts = np.arange(per_key, dtype=np.int64) * 100
     feeds = {}
     for feed in node.feeds:
         name = feed.stream.split(":", 1)[1]
-        feeds[feed.stream] = Tuples(ts, rng.random(per_key) * 10, np.full(per_key, codes[name], np.int32))
+        ts, values = readings(name)
+        feeds[feed.stream] = Tuples(ts, values, np.full(len(ts), plan.codes[name], np.int32))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     matcher = Matcher(node)
     state = matcher.new_state()
     start = time.perf_counter()
     found = matcher.step(state, matcher.arrivals(feeds), POS_INF)
-    seconds = time.perf_counter() - start
+    return {"found": found, "state": state, "seconds": time.perf_counter() - start, "plan": plan,
+            "before_mib": before}
+
+
+def one_case(keys: int, per_key: int, pattern: str, within: str, strategy: str) -> dict:
+    """In this process: the batch, matched once; its figures."""
+    import numpy as np
+
+    rng = np.random.default_rng(38)
+    ts = np.arange(per_key, dtype=np.int64) * 100
+    run = matched(script(sensors(keys), pattern, within, strategy), lambda name: (ts, rng.random(per_key) * 10))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    seconds, before = run["seconds"], run["before_mib"]
     return {"keys": keys, "per_key": per_key, "pattern": pattern, "within": within, "strategy": strategy,
             "seconds": round(seconds, 3), "events_per_s": round(keys * per_key / seconds),
-            "matches": len(found), "cut": state.cut, "matcher_mib": round(peak - before),
+            "matches": len(run["found"]), "cut": run["state"].cut, "matcher_mib": round(peak - before),
             "input_mib": round(before)}
 
 
@@ -124,13 +138,13 @@ def spark_case(keys: int, per_key: int, within: str, worker_memory: str, folder:
     if not data.exists():
         data.mkdir(parents=True)
         rng = np.random.default_rng(38)
-        names = [f"U{i:04d}" for i in range(keys)]
+        names = sensors(keys)
         with open(data / "readings.csv", "w") as f:
             for i in range(per_key):
                 ts = 1_700_000_000_000 + i * 100
                 f.writelines(f"{name},{ts},{v:.4f}\n" for name, v in zip(names, rng.random(keys) * 10))
     out = folder / f"out-{within}"
-    (folder / "w.ss").write_text(script(keys, "ab", within, "next"))
+    (folder / "w.ss").write_text(script(sensors(keys), "ab", within, "next"))
     environment = {**os.environ, "PYSPARK_SUBMIT_ARGS": f"--conf spark.executor.pyspark.memory={worker_memory} "
                                                         "pyspark-shell"}
     sscript = [sys.executable, "-m", "sensorscript.cli"]
@@ -173,39 +187,24 @@ def ours_on(events_csv: Path, pattern: str, within_ms: int) -> dict:
     """Our matcher on the rivals' events: its matches as (sensor, first ts, last ts), its time."""
     import numpy as np
 
-    from sensorscript.codegen.program import programs
-    from sensorscript.parser import load
-    from sensorscript.partition.plan import make_plan
-    from sensorscript.runtime.state.cep.matcher import POS_INF, Matcher
-    from sensorscript.runtime.state.engine import Tuples
     from cep_rivals import load_events
 
     events = load_events(events_csv)
     names = sorted({sensor for sensor, _, _ in events})
-    elements, where = PATTERNS[pattern]
-    text = (f"U = union({', '.join(repr(n).replace(chr(39), chr(34)) for n in names)});\n"
-            f"P = pattern({elements}) where {where} within {within_ms} strategy next partition by sensor;\n")
-    plan = make_plan(load(["w.ss"], texts={"w.ss": text}).workflows, None, 1)
-    (program,), _ = programs(plan)
-    node = next(n for n in program.nodes if hasattr(n, "tree"))
     by_sensor = {name: [] for name in names}
     for sensor, ts, value in events:
         by_sensor[sensor].append((ts, value))
-    feeds = {}
-    for feed in node.feeds:
-        name = feed.stream.split(":", 1)[1]
+
+    def readings(name: str):
         rows = np.array(by_sensor[name], dtype=np.float64).reshape(-1, 2)
-        feeds[feed.stream] = Tuples(rows[:, 0].astype(np.int64), rows[:, 1],
-                                    np.full(len(rows), plan.codes[name], np.int32))
-    matcher = Matcher(node)
-    state = matcher.new_state()
-    start = time.perf_counter()
-    found = matcher.step(state, matcher.arrivals(feeds), POS_INF)
-    seconds = time.perf_counter() - start
-    sensor_of = {code: name for name, code in plan.codes.items()}
+        return rows[:, 0].astype(np.int64), rows[:, 1]
+
+    run = matched(script(names, pattern, str(within_ms), "next"), readings)
+    found, seconds = run["found"], run["seconds"]
+    sensor_of = {code: name for name, code in run["plan"].codes.items()}
     first_part = found.parts[0]
-    sensors = [sensor_of[int(c)] for c in first_part[5][first_part[1]]] if len(found) else []
-    matches = sorted(zip(sensors, found.start.tolist(), found.end.tolist()))
+    matched_sensors = [sensor_of[int(c)] for c in first_part[5][first_part[1]]] if len(found) else []
+    matches = sorted(zip(matched_sensors, found.start.tolist(), found.end.tolist()))
     return {"matches": matches, "seconds": seconds, "events_per_s": len(events) / seconds}
 
 
