@@ -186,6 +186,7 @@ def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int
 # ------------------------------------------------------------------ a threshold search
 
 _FLIP = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
+_PASSES = {">": np.greater, ">=": np.greater_equal, "<": np.less, "<=": np.less_equal}
 
 
 def _threshold_search(matcher, step, element: int):
@@ -285,8 +286,8 @@ def _first_passing(values: np.ndarray, operator: str, limits: np.ndarray, low: n
     where none): a jump over each block of 2^k values that holds none (its maximum, or minimum,
     says so), for k from the largest down, over a table of block extremes."""
     n = len(values)
-    larger = operator in (">", ">=")
-    reduce = np.maximum if larger else np.minimum
+    passes = _PASSES[operator]
+    reduce = np.maximum if operator in (">", ">=") else np.minimum
     levels = [values]
     while (1 << len(levels)) <= n:
         width = 1 << (len(levels) - 1)
@@ -297,15 +298,7 @@ def _first_passing(values: np.ndarray, operator: str, limits: np.ndarray, low: n
         table = levels[k]
         fits = at + (1 << k) <= high
         index = np.minimum(at, len(table) - 1)
-        extreme = table[index]
-        if operator == ">":
-            none = extreme <= limits
-        elif operator == ">=":
-            none = extreme < limits
-        elif operator == "<":
-            none = extreme >= limits
-        else:
-            none = extreme > limits
+        none = ~passes(table[index], limits)  # no value of the block passes (its extreme does not)
         at = np.where(fits & none & (at < len(table)), at + (1 << k), at)
     return at
 
