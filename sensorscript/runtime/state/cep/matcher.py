@@ -545,6 +545,7 @@ class Matcher:
             return rows
         store = state.store
         frame = Frame({"grp": store.grp[rows], f"e{element}": rows + store.base}, store, state.closures, self.kleene)
+        frame.single = {element}
         keep = np.ones(len(rows), bool)
         for c in numbers:
             keep &= holds(self.expressions[c], frame)
@@ -714,7 +715,7 @@ class Matcher:
         for table in list(state.tables.values()) + [state.waiting, state.runs]:
             for i in self.kleene:
                 if size(table) and f"n{i}" in table:
-                    total += int(table[f"n{i}"].sum())
+                    total += int(table[f"n{i}"][table[f"o{i}"] >= 0].sum())
         return total
 
 

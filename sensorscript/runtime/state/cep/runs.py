@@ -6,7 +6,15 @@ end), the window, and the conditions and negations the compiler scheduled for th
 is tested as soon as the variables it reads are bound). A run at a Kleene element keeps taking
 qualifying events of its stream until the earliest event that qualifies for the element after it,
 which ends the closure; a trailing closure ends with the window. The search for plain elements
-is vectorised over all runs and their candidate events; a Kleene closure is walked event by event.
+is vectorised over all runs and their candidate events; a Kleene closure is swept for all runs at
+once where its membership depends on its events alone, else walked event by event.
+
+A closure the sweep grows is kept open as a range, not as its events (`o{i}` = -1): its first event
+`e{i}`, its last `l{i}` and its length `n{i}`; its events are its first, then each qualifying event
+of its stream after it up to its last (the first of each time). The runs of one key that wait at
+a closure hold suffixes of one sequence of events, so ranges keep a run's state constant in the
+closure's length; the events are written to the closure store when the match is whole (or a later
+step reads the closure), from the event store, which keeps them while a run needs them (issue #38).
 """
 
 from __future__ import annotations
@@ -15,8 +23,9 @@ import numpy as np
 
 from sensorscript.runtime.state.cep.conditions import Frame, bare_kleene, holds, reads, value_of
 from sensorscript.runtime.state.cep.operators import Composite
-from sensorscript.runtime.state.cep.tables import (BUDGET, Table, blocks, concat, pairs_of, range_candidates, ranges,
-                                                   size, take)
+from sensorscript.runtime.state.cep.tables import (BUDGET, Table, blocks, concat, range_candidates, ranges,
+                                                   segment_keys, size, take)
+from sensorscript.runtime.state.kernels.sorting import stable_order
 
 _I64 = np.int64
 FIRST_LOOK = 16  # candidates a waiting run looks at first (then four times as many, and so on)
@@ -33,9 +42,14 @@ def advance_runs(matcher, state, new: np.ndarray, watermark: int) -> Table:
         if matcher.elements[element].kleene and size(events):  # each event a closure of its own
             events[f"o{element}"] = state.closures.add([events[f"e{element}"]], np.ones(size(events), _I64))
         candidates[element] = events
+    for i in matcher.kleene:  # runs saved before closures were kept as ranges
+        if size(state.runs) and f"l{i}" not in state.runs:
+            state.runs[f"l{i}"] = state.runs[f"e{i}"].copy()
     first = steps[0]
     started = _bind_first(matcher, state, candidates[matcher.index[first.element]], first)
     runs = concat([state.runs, started]) if size(state.runs) else started
+    if size(started) and size(state.runs):  # in key order, oldest first within a key: the searches
+        runs = take(runs, stable_order(runs["grp"]))  # below look up the runs' keys in that order
     last_id = state.store.end - 1
     whole = []
     for _ in range(2 * len(steps) + 2):
@@ -57,15 +71,19 @@ def advance_runs(matcher, state, new: np.ndarray, watermark: int) -> Table:
     # (the newest beyond it are cut, and counted: status says so). A run that completed in this
     # slice never counts against it.
     if size(runs):
-        alive = runs["min"] + matcher.within > watermark
-        runs = matcher.cap(take(runs, alive), {}, state)
+        runs = take(runs, runs["min"] + matcher.within > watermark)
+        if size(runs) > matcher.pattern.limit:  # oldest first within a key (by start event): the cap keeps those
+            runs = take(runs, np.lexsort((runs[f"e{matcher.index[steps[0].element]}"], runs["grp"])))
+        runs = matcher.cap(runs, {}, state)
     state.runs = runs
-    whole = concat(whole)
-    return matcher.check_final(_strip(whole), state) if not matcher.trailing else _strip(whole)
+    whole = _stripped(matcher, _stored(matcher, state, concat(whole)))
+    return matcher.check_final(whole, state) if not matcher.trailing else whole
 
 
-def _strip(table: Table) -> Table:
-    return {k: v for k, v in table.items() if k not in ("at", "open", "scan")} if size(table) else {}
+def _stripped(matcher, table: Table) -> Table:
+    """A whole match as the other strategies make it: without the columns of runs."""
+    drop = {"at", "open", "scan", *(f"l{i}" for i in matcher.kleene)}
+    return {k: v for k, v in table.items() if k not in drop} if size(table) else {}
 
 
 def _bind_first(matcher, state, events: Table, step) -> Table:
@@ -83,6 +101,7 @@ def _bind_first(matcher, state, events: Table, step) -> Table:
         if i in matcher.kleene:
             runs.setdefault(f"o{i}", np.zeros(size(events), _I64))
             runs.setdefault(f"n{i}", np.zeros(size(events), _I64))
+            runs[f"l{i}"] = runs[f"e{i}"].copy()
     runs["at"] = np.zeros(size(events), _I64)
     runs["open"] = np.full(size(events), int(kleene), _I64)
     runs["scan"] = events[f"e{element}"].copy()
@@ -99,21 +118,23 @@ def _advance_once(matcher, state, runs: Table, candidates: dict, steps, last_id:
     runs = take(runs, ~whole_mask)
     at, open_ = runs["at"], runs["open"].astype(bool) if size(runs) else np.zeros(0, bool)
     moved = False
-    parts = []
+    # A run that has looked at every event so far (it waited this step through) has nothing to do.
+    looked = runs["scan"] >= last_id if size(runs) else np.zeros(0, bool)
+    parts = [take(runs, looked)]
     for position in range(len(steps)):
         # Runs whose last bound element is `position`: waiting for the next (plain), or open (Kleene).
-        waiting = (at == position) & ~open_
+        waiting = (at == position) & ~open_ & ~looked
         if waiting.any() and position < final:
             group = take(runs, waiting)
             group, progressed = _bind_next(matcher, state, group, candidates, steps[position + 1], last_id)
             moved |= progressed
             parts.append(group)
-        opened = (at == position) & open_
+        opened = (at == position) & open_ & ~looked
         if opened.any():
             group = take(runs, opened)
             swept = _sweep_closures(matcher, state, group, candidates, steps, position, last_id)
             group, progressed = swept if swept is not None else \
-                _walk_closures(matcher, state, group, candidates, steps, position, last_id)
+                _walk_closures(matcher, state, _stored(matcher, state, group), candidates, steps, position, last_id)
             moved |= progressed
             parts.append(group)
     runs = concat(parts)
@@ -236,18 +257,27 @@ def _bind_by_threshold(matcher, state, runs: Table, events: Table, step, element
         runs["scan"] = np.maximum(runs["scan"], last_id)
         return runs, False
     # After the run's last event in time (`->`: equal times never follow each other), after its
-    # scan, before the end of its window.
-    after_end = np.searchsorted(store.ts, runs["end"], "right") + store.base - 1
-    low = np.maximum(runs["scan"], after_end.astype(_I64))
+    # scan, before the end of its window. Only a run whose scan is not past its end's time needs
+    # the search (a run that waited a slice is past it: slices end where a time does).
+    low = runs["scan"].copy()
+    near = np.flatnonzero(store.ts[low - store.base] <= runs["end"])
+    after_end = np.searchsorted(store.ts, runs["end"][near], "right") + store.base - 1
+    low[near] = np.maximum(low[near], after_end.astype(_I64))
     for var in step.negations:
         high = np.minimum(high, _before_violation(matcher, state, runs, var))
-    order, first, counts = range_candidates(runs["grp"], low, high, events["grp"], events[f"e{element}"])
     limits, divided = value_of(threshold, Frame(runs, store, state.closures, matcher.kleene))
-    values = store.value[events[f"e{element}"][order] - store.base]
-    if np.isnan(values).any():  # a NaN passes no comparison: it must not stop a search
-        values = np.where(np.isnan(values), -np.inf if operator in (">", ">=") else np.inf, values)
     divided = divided | np.isnan(limits)
-    at = _first_passing(values, operator, limits, first, first + counts)
+    # A candidate that passes no run's threshold (nor a NaN, which passes no comparison) is no
+    # run's next event: only the others are searched (a spike's few, not the slice's every event).
+    live = limits[~divided]
+    values = store.value[events[f"e{element}"] - store.base]
+    if len(live):
+        passing = _PASSES[operator](values, live.min() if operator in (">", ">=") else live.max())
+    else:
+        passing = np.zeros(len(values), bool)
+    events, values = take(events, passing), values[passing]
+    order, first, counts = range_candidates(runs["grp"], low, high, events["grp"], events[f"e{element}"])
+    at = _first_passing(values[order], operator, limits, first, first + counts)
     found_mask = (at < first + counts) & ~divided
     state.tested[number] += size(runs)
     state.passed[number] += int(found_mask.sum())
@@ -285,21 +315,38 @@ def _first_passing(values: np.ndarray, operator: str, limits: np.ndarray, low: n
     """Per query i, the first j in [low[i], high[i]) with `values[j] operator limits[i]` (high[i]
     where none): a jump over each block of 2^k values that holds none (its maximum, or minimum,
     says so), for k from the largest down, over a table of block extremes."""
-    n = len(values)
+    widest = int((high - low).max()) if len(low) else 0  # blocks no wider than the widest range
     passes = _PASSES[operator]
     reduce = np.maximum if operator in (">", ">=") else np.minimum
     levels = [values]
-    while (1 << len(levels)) <= n:
+    while (1 << len(levels)) <= min(len(values), widest):
         width = 1 << (len(levels) - 1)
         previous = levels[-1]
         levels.append(reduce(previous[:-width], previous[width:]))
-    at = low.copy()
-    for k in range(len(levels) - 1, -1, -1):
-        table = levels[k]
-        fits = at + (1 << k) <= high
-        index = np.minimum(at, len(table) - 1)
-        none = ~passes(table[index], limits)  # no value of the block passes (its extreme does not)
-        at = np.where(fits & none & (at < len(table)), at + (1 << k), at)
+    # First the queries whose whole range holds a passing value (its extreme, from two blocks that
+    # cover it): most runs wait for a value that never comes, and cost two lookups a slice.
+    width = high - low
+    some = np.flatnonzero(width > 0)
+    k = np.zeros(len(some), np.int64)
+    if len(some):
+        k = np.floor(np.log2(width[some])).astype(np.int64)
+    hit = np.zeros(len(some), bool)
+    for level in np.unique(k).tolist():
+        mine = np.flatnonzero(k == level)
+        rows = some[mine]
+        table = levels[level]
+        extreme = reduce(table[low[rows]], table[high[rows] - (1 << level)])
+        hit[mine] = passes(extreme, limits[rows])
+    at = high.copy()
+    rows = some[hit]
+    found, top, limit = low[rows], high[rows], limits[rows]
+    for level in range(len(levels) - 1, -1, -1):
+        table = levels[level]
+        fits = found + (1 << level) <= top
+        index = np.minimum(found, len(table) - 1)
+        none = ~passes(table[index], limit)  # no value of the block passes (its extreme does not)
+        found = np.where(fits & none & (found < len(table)), found + (1 << level), found)
+    at[rows] = found
     return at
 
 
@@ -340,6 +387,7 @@ def _pairs(matcher, runs: Table, events: Table, li, ri, element: int) -> Table:
     if matcher.elements[element].kleene:
         pairs[f"o{element}"] = events[f"o{element}"][ri] if f"o{element}" in events else np.zeros(len(ri), _I64)
         pairs[f"n{element}"] = np.ones(len(ri), _I64)
+        pairs[f"l{element}"] = pairs[f"e{element}"].copy()
     pairs["min"] = np.minimum(runs["min"][li], events["min"][ri])
     pairs["max"] = np.maximum(runs["max"][li], events["max"][ri])
     pairs["lseq"] = events["lseq"][ri]
@@ -391,53 +439,101 @@ def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, positi
         closed = bound["at"] > runs["at"][bound["_row"]] if size(bound) else np.zeros(0, bool)
         ended[bound["_row"][closed]] = bound[f"e{after}"][closed]
         high = np.where(ended >= 0, np.minimum(high, ended), high)
-    # The closure's new events: its stream's qualifying events after the scan, before the end.
-    if size(own):
-        order, first, counts = range_candidates(runs["grp"], runs["scan"], high, own["grp"], own[f"e{element}"])
-        li, ri = pairs_of(order, first, counts)
-    else:
-        li = ri = np.empty(0, _I64)
-    ids = own[f"e{element}"][ri] if len(ri) else ri
+    # The closure's new events, per run: its stream's qualifying events after its scan and its last
+    # event's time (the first of each time), before the end; counted by binary searches among them
+    # sorted by key and id (a key's ids follow time), never paired with the runs.
+    ids, grp = (own[f"e{element}"], own["grp"]) if size(own) else (np.empty(0, _I64), np.empty(0, _I64))
+    order = stable_order(grp)
+    ids, grp = ids[order], grp[order]
     ts = store.ts[ids - store.base]
-    later = ts > runs["max"][li]
-    later[1:] &= ~((li[1:] == li[:-1]) & (ts[1:] == ts[:-1]))  # one event per time
-    li, ids, ts = li[later], ids[later], ts[later]
-    counts = np.bincount(li, minlength=size(runs)).astype(_I64)
-    # An end at the time of the closure's last new event: not after it; the walk decides.
-    last_at = np.cumsum(counts) - 1
+    first_of_time = np.r_[True, (grp[1:] != grp[:-1]) | (ts[1:] != ts[:-1])] if len(ids) else np.zeros(0, bool)
+    ids, grp, ts = ids[first_of_time], grp[first_of_time], ts[first_of_time]
+    by_id, after_scan, before_end = segment_keys([grp, runs["grp"], runs["grp"]], [ids, runs["scan"], high])
+    by_ts, after_last = segment_keys([grp, runs["grp"]], [ts, runs["max"]])
+    low = np.maximum(np.searchsorted(by_id, after_scan, "right"), np.searchsorted(by_ts, after_last, "right"))
+    top = np.searchsorted(by_id, before_end, "left")
+    counts = np.maximum(top - low, 0)
     grew = counts > 0
-    if following is not None and size(runs):
+    last = ids[np.where(grew, top - 1, 0)] if len(ids) else np.zeros(size(runs), _I64)
+    # An end at the time of the closure's last new event: not after it; the walk decides.
+    if following is not None and size(runs) and len(ids):
         end_ts = np.where(ended >= 0, store.ts[np.maximum(ended, store.base) - store.base], -1)
-        if (grew & (ended >= 0) & (ts[np.maximum(last_at, 0)] == end_ts)).any() if len(ts) else False:
+        if (grew & (ended >= 0) & (store.ts[last - store.base] == end_ts)).any():
             return None
     moved = bool(grew.any())
     grown = dict(runs)
+    # Every closure here a range (o = -1): its last event, then its new ones counted.
+    stored = runs[f"o{element}"] >= 0
+    held = np.where(stored, runs[f"o{element}"] + runs[f"n{element}"] - 1, 0)
+    previous = np.where(stored, closures.ids[held] if len(closures.ids) else 0, runs[f"l{element}"])
+    grown[f"o{element}"] = np.full(size(runs), -1, _I64)
+    grown[f"l{element}"] = np.where(grew, last, previous).astype(_I64)
+    grown[f"n{element}"] = (runs[f"n{element}"] + counts).astype(_I64)
     if moved:
-        lengths = runs[f"n{element}"]
-        old = closures.members(runs[f"o{element}"], lengths)
-        # Each run's closure, then its new events, laid out one run after another.
-        total = lengths + counts
-        flat = np.empty(int(total.sum()), _I64)
-        starts = np.cumsum(total) - total
-        flat[np.repeat(starts, lengths) + ranges(lengths)] = old
-        flat[np.repeat(starts + lengths, counts) + ranges(counts)] = ids
-        offsets = closures.add([flat], np.array([len(flat)], _I64))[0] + starts
-        grown[f"o{element}"] = np.where(grew, offsets, runs[f"o{element}"]).astype(_I64)
-        grown[f"n{element}"] = total.astype(_I64)
-        last = ids[np.maximum(last_at, 0)] if len(ids) else np.zeros(size(runs), _I64)
         rows = last - store.base
-        grown["max"] = np.where(grew, store.ts[rows] if len(ids) else runs["max"], runs["max"])
-        grown["end"] = np.where(grew, store.ts[rows] if len(ids) else runs["end"], runs["end"])
-        grown["lseq"] = np.where(grew, store.seq[rows] if len(ids) else runs["lseq"], runs["lseq"])
+        grown["max"] = np.where(grew, store.ts[rows], runs["max"])
+        grown["end"] = np.where(grew, store.ts[rows], runs["end"])
+        grown["lseq"] = np.where(grew, store.seq[rows], runs["lseq"])
     grown["scan"] = np.maximum(runs["scan"], last_id)
     if following is None or not (ended >= 0).any():
         return grown, moved
     # Closed: the ending event bound to the next element, as _bind_next bound it (a step's
-    # candidates are in id order: element_events keeps the store's).
+    # candidates are in id order: element_events keeps the store's). A closure a later step
+    # reads is written out now; else it stays a range until the match is whole.
     closing = np.flatnonzero(ended >= 0)
     events = candidates[after]
     at = np.searchsorted(events[f"e{after}"], ended[closing])
-    return _moved_on(matcher, grown, events, closing, at, after, grown["start"][closing], events["end"][at]), True
+    runs = _moved_on(matcher, grown, events, closing, at, after, grown["start"][closing], events["end"][at])
+    if _read_later(matcher, steps, position):
+        runs = _stored(matcher, state, runs)
+    return runs, True
+
+
+def _read_later(matcher, steps, position: int) -> bool:
+    """Whether a later step reads the element of the closure at `position` (the step that closes
+    it does not, or the closure would not be swept; its own closure's conditions may)."""
+    var = steps[position].element
+    texts = [t for step in steps[position + 1:] for t in (*step.conditions, *step.closure)]
+    negated = {v for step in steps[position + 1:] for v in step.negations}
+    return any(var in c.reads for c in matcher.pattern.conditions if c.text in texts or c.negation in negated)
+
+
+def _stored(matcher, state, table: Table) -> Table:
+    """The table with its closures kept as ranges (`o{i}` = -1) written to the closure store: each
+    the range's first event, then the events of its element's stream from its first's time to its
+    last that pass the closure's conditions (the first of each time), as the sweep took them."""
+    for i in sorted(matcher.kleene):
+        if not size(table) or f"o{i}" not in table:
+            continue
+        lazy = np.flatnonzero(table[f"o{i}"] < 0)
+        if not len(lazy):
+            continue
+        store, closures = state.store, state.closures
+        first, last = table[f"e{i}"][lazy], table[f"l{i}"][lazy]
+        begin, stop = int(first.min()) - store.base + 1, int(last.max()) - store.base + 1
+        rows = begin + np.flatnonzero(store.k[begin:max(begin, stop)] == matcher.stream[i])
+        step = next(s for s in matcher.pattern.tree.steps if matcher.index[s.element] == i)
+        rows = matcher.passing_alone(i, rows, [matcher.number[t] for t in step.closure], state)
+        grp = store.grp[rows]
+        rows = rows[stable_order(grp)]
+        grp, ts = store.grp[rows], store.ts[rows]
+        first_of_time = np.r_[True, (grp[1:] != grp[:-1]) | (ts[1:] != ts[:-1])] if len(rows) else np.zeros(0, bool)
+        ids, grp, ts = rows[first_of_time] + store.base, grp[first_of_time], ts[first_of_time]
+        key = table["grp"][lazy]
+        by_ts, after_first = segment_keys([grp, key], [ts, store.ts[first - store.base]])
+        by_id, up_to_last = segment_keys([grp, key], [ids, last])
+        low = np.searchsorted(by_ts, after_first, "right")
+        counts = np.maximum(np.searchsorted(by_id, up_to_last, "right") - low, 0)
+        lengths = counts + 1
+        flat = np.empty(int(lengths.sum()), _I64)
+        starts = np.cumsum(lengths) - lengths
+        flat[starts] = first
+        flat[np.repeat(starts + 1, counts) + ranges(counts)] = ids[np.repeat(low, counts) + ranges(counts)]
+        table = dict(table)
+        table[f"o{i}"], table[f"n{i}"] = table[f"o{i}"].copy(), table[f"n{i}"].copy()
+        table[f"o{i}"][lazy] = closures.add([flat], np.array([len(flat)], _I64))[0] + starts
+        table[f"n{i}"][lazy] = lengths
+    return table
 
 
 def _walk_closures(matcher, state, runs: Table, candidates: dict, steps, position: int, last_id: int):

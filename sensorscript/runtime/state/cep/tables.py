@@ -59,6 +59,9 @@ def segment_keys(groups: list[np.ndarray], values: list[np.ndarray]) -> list[np.
         return [np.empty(0, _I64) for _ in groups]
     low, high = int(every_value.min()), int(every_value.max())
     span = high - low + 2
+    first, last = int(every_group.min()), int(every_group.max())
+    if (last - first + 1) * span < 1 << 62:  # keys (sensor codes) close together: as they are
+        return [(g.astype(_I64) - first) * span + (v.astype(_I64) - low) for g, v in zip(groups, values)]
     ranks = np.unique(every_group)
     return [np.searchsorted(ranks, g).astype(_I64) * span + (v.astype(_I64) - low) for g, v in zip(groups, values)]
 
@@ -157,15 +160,17 @@ class ClosureStore:
         return self.ids[np.repeat(offsets, lengths) + ranges(lengths)]
 
     def compact(self, tables: list[Table], kleene: list[int]) -> None:
-        """Keep only the runs the live tables still point to (their offsets are rewritten)."""
+        """Keep only the runs the live tables still point to (their offsets are rewritten). A
+        closure with offset -1 is not in the store (strategy next's open closures: runtime/state/cep/runs.py)."""
         pieces, total = [], 0
         for table in tables:
             for i in kleene:
                 name = f"o{i}"
                 if table and name in table and size(table):
-                    lengths = table[f"n{i}"]
-                    pieces.append(self.members(table[name], lengths))
-                    table[name] = total + np.cumsum(lengths) - lengths
+                    stored = table[name] >= 0
+                    lengths = np.where(stored, table[f"n{i}"], 0)
+                    pieces.append(self.members(np.where(stored, table[name], 0), lengths))
+                    table[name] = np.where(stored, total + np.cumsum(lengths) - lengths, -1)
                     total += int(lengths.sum())
         self.ids = np.concatenate(pieces) if pieces else _EMPTY
 
