@@ -288,6 +288,17 @@ def test_a_closure_in_a_threshold_holds_for_each_of_its_events():
     assert [ts for ts, _ in found] == [5, 5]
 
 
+def test_a_closure_read_with_other_elements_takes_one_event_per_time():
+    """A closure whose conditions read another element (swept as pairs, #38) takes the first of
+    the events that share a time and pass, as the walk did: times in a closure strictly increase."""
+    script = "U = union(B, D);\nP = pattern(a: A -> b: U+ -> c: C) where b.value > a.value within 100 strategy next;"
+    lines = ["A,1,4", "B,2,5", "D,2,6", "B,3,1", "D,3,7", "C,4,0"]
+    found, _ = matches(script, lines)
+    assert found == [(4, (("a", 1), ("b", 2), ("b", 3), ("c", 4)))]
+    found, _ = matches(script, lines, batches=3)
+    assert found == [(4, (("a", 1), ("b", 2), ("b", 3), ("c", 4)))]
+
+
 def test_state_stays_bounded_on_endless_input():
     """Events and partial matches older than `within` behind the watermark are dropped."""
     plan = make_plan(loaded({"w": "P = pattern(a: A -> !n: N -> b: B+) where count(b) >= 2 within 50;"}).workflows,
@@ -409,6 +420,9 @@ LARGE_SHAPES = {
     "a->!n->b": ("a: A -> !n: N -> b: C", "a.value > 80 and n.value > 90 and {compare}"),
     "a->b+->c": ("a: A -> b: B+ -> c: C", "a.value > 80 and b.value < 50 and {compare}"),
     "a->b, two reads": ("a: A -> b: C", "a.value > 80 and {compare} and b.ts - a.ts > 300"),
+    "a->b+->c, b over a": ("a: A -> b: B+ -> c: C", "a.value > 80 and b.value < a.value - 30 and {compare}"),
+    "a->!n->b+ (SURGE)": ("a: A -> !n: N -> b: B+", "a.value > 80 and n.value > 90 and b.value > a.value - 40 and "
+                                                  "count(b) >= 2"),
 }
 COMPARES = ("c.value > a.value + 5", "a.value - 5 <= c.value", "c.value < a.value - 60", "a.value + 60 >= c.value")
 
@@ -418,6 +432,7 @@ LARGE_CASES = [  # shape, comparison, strategy, emit, within (ms; readings come 
     ("a->b", 3, "strict", "all", 200), ("a->b", 0, "any", "all", 200), ("a->b, two reads", 0, "next", "all", 500),
     ("a->!n->b", 0, "next", "all", 500), ("a->!n->b", 1, "any", "first", 200), ("a->b+->c", 2, "next", "all", 200),
     ("a->b+->c", 0, "any", "first", 150), ("a->b+->c", 0, "next", "all", 2_000),
+    ("a->b+->c, b over a", 0, "next", "all", 1_000), ("a->!n->b+ (SURGE)", 0, "next", "first", 1_000),
 ]
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from sensorscript.runtime.state.cep.conditions import Frame, bare_kleene, holds, reads, value_of
 from sensorscript.runtime.state.cep.operators import Composite
-from sensorscript.runtime.state.cep.tables import (BUDGET, Table, blocks, concat, range_candidates, ranges,
+from sensorscript.runtime.state.cep.tables import (BUDGET, Table, blocks, concat, pairs_of, range_candidates, ranges,
                                                    segment_keys, size, take)
 from sensorscript.runtime.state.kernels.sorting import stable_order
 
@@ -411,11 +411,15 @@ def _link(link, runs: Table, events: Table, li, ri):
 def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, position: int, last_id: int):
     """`_walk_closures` for all runs at once, where the event that ends a closure does not depend
     on the closure (the next step's conditions do not read the closure's element, and no negation
-    waits there) and the closure's own conditions read its event alone: then a run's closure ends
-    at the first event that qualifies for the next step (`_bind_next`: a search, or pairs), and takes
-    every qualifying event of its stream before that, one per time. None where that does not hold,
-    or where an event that ends a closure comes at the time of one the closure took (the walk
-    decides those, event by event)."""
+    waits there): then a run's closure ends at the first event that qualifies for the next step
+    (`_bind_next`: a search, or pairs), and takes every qualifying event of its stream before that,
+    one per time. None where that does not hold, or where an event that ends a closure comes at
+    the time of one the closure took (the walk decides those, event by event).
+
+    Where the closure's conditions read its event alone, its events do not depend on the run: the
+    closure is kept as a range (see the module's notes). Where they read the run's other elements
+    too (`c.value > a.value`), each run's new events are tested as (run, event) pairs, `BUDGET` at
+    a time, and the closure is kept as its events."""
     element = matcher.index[steps[position].element]
     step = steps[position]
     following = steps[position + 1] if position + 1 < len(steps) else None
@@ -424,11 +428,11 @@ def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, positi
     if not matcher.monotone or (following is not None and (
             following.negations or any(var in reads[text] for text in following.conditions))):
         return None
-    if any(reads[text] != {var} for text in step.closure):
-        return None
-    store, closures = state.store, state.closures
-    # The closure's conditions, on each event of its stream once.
-    own = matcher.test(candidates[element], step.closure, (), state, single=frozenset((element,)))
+    alone = [text for text in step.closure if reads[text] == {var}]
+    others = [text for text in step.closure if reads[text] != {var}]
+    store = state.store
+    # The closure's conditions on its event alone, on each event of its stream once.
+    own = matcher.test(candidates[element], alone, (), state, single=frozenset((element,)))
     high = _window_end(matcher, state, runs, last_id)
     ended = np.full(size(runs), -1, _I64)
     if following is not None:
@@ -439,36 +443,16 @@ def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, positi
         closed = bound["at"] > runs["at"][bound["_row"]] if size(bound) else np.zeros(0, bool)
         ended[bound["_row"][closed]] = bound[f"e{after}"][closed]
         high = np.where(ended >= 0, np.minimum(high, ended), high)
-    # The closure's new events, per run: its stream's qualifying events after its scan and its last
-    # event's time (the first of each time), before the end; counted by binary searches among them
-    # sorted by key and id (a key's ids follow time), never paired with the runs.
-    ids, grp = (own[f"e{element}"], own["grp"]) if size(own) else (np.empty(0, _I64), np.empty(0, _I64))
-    order = stable_order(grp)
-    ids, grp = ids[order], grp[order]
-    ts = store.ts[ids - store.base]
-    first_of_time = np.r_[True, (grp[1:] != grp[:-1]) | (ts[1:] != ts[:-1])] if len(ids) else np.zeros(0, bool)
-    ids, grp, ts = ids[first_of_time], grp[first_of_time], ts[first_of_time]
-    by_id, after_scan, before_end = segment_keys([grp, runs["grp"], runs["grp"]], [ids, runs["scan"], high])
-    by_ts, after_last = segment_keys([grp, runs["grp"]], [ts, runs["max"]])
-    low = np.maximum(np.searchsorted(by_id, after_scan, "right"), np.searchsorted(by_ts, after_last, "right"))
-    top = np.searchsorted(by_id, before_end, "left")
-    counts = np.maximum(top - low, 0)
-    grew = counts > 0
-    last = ids[np.where(grew, top - 1, 0)] if len(ids) else np.zeros(size(runs), _I64)
+    if others:
+        grew, last, grown = _grown_by_pairs(matcher, state, runs, own, element, others, high)
+    else:
+        grew, last, grown = _grown_as_range(state, runs, own, element, high)
     # An end at the time of the closure's last new event: not after it; the walk decides.
-    if following is not None and size(runs) and len(ids):
+    if following is not None and grew.any():
         end_ts = np.where(ended >= 0, store.ts[np.maximum(ended, store.base) - store.base], -1)
         if (grew & (ended >= 0) & (store.ts[last - store.base] == end_ts)).any():
             return None
     moved = bool(grew.any())
-    grown = dict(runs)
-    # Every closure here a range (o = -1): its last event, then its new ones counted.
-    stored = runs[f"o{element}"] >= 0
-    held = np.where(stored, runs[f"o{element}"] + runs[f"n{element}"] - 1, 0)
-    previous = np.where(stored, closures.ids[held] if len(closures.ids) else 0, runs[f"l{element}"])
-    grown[f"o{element}"] = np.full(size(runs), -1, _I64)
-    grown[f"l{element}"] = np.where(grew, last, previous).astype(_I64)
-    grown[f"n{element}"] = (runs[f"n{element}"] + counts).astype(_I64)
     if moved:
         rows = last - store.base
         grown["max"] = np.where(grew, store.ts[rows], runs["max"])
@@ -487,6 +471,87 @@ def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, positi
     if _read_later(matcher, steps, position):
         runs = _stored(matcher, state, runs)
     return runs, True
+
+
+def _grown_as_range(state, runs: Table, own: Table, element: int, high: np.ndarray):
+    """Closures whose events are their stream's qualifying events (`own`: the closure's conditions
+    read the event alone), grown as ranges: per run, the events of `own` after its scan and its
+    last event's time (the first of each time), before `high`, counted by binary searches among
+    them sorted by key and id (a key's ids follow time), never paired with the runs. Returns
+    whether each run grew, its new last event, and the runs with their closures as ranges."""
+    store, closures = state.store, state.closures
+    ids, grp = (own[f"e{element}"], own["grp"]) if size(own) else (np.empty(0, _I64), np.empty(0, _I64))
+    order = stable_order(grp)
+    ids, grp = ids[order], grp[order]
+    ts = store.ts[ids - store.base]
+    first_of_time = np.r_[True, (grp[1:] != grp[:-1]) | (ts[1:] != ts[:-1])] if len(ids) else np.zeros(0, bool)
+    ids, grp, ts = ids[first_of_time], grp[first_of_time], ts[first_of_time]
+    by_id, after_scan, before_end = segment_keys([grp, runs["grp"], runs["grp"]], [ids, runs["scan"], high])
+    by_ts, after_last = segment_keys([grp, runs["grp"]], [ts, runs["max"]])
+    low = np.maximum(np.searchsorted(by_id, after_scan, "right"), np.searchsorted(by_ts, after_last, "right"))
+    top = np.searchsorted(by_id, before_end, "left")
+    counts = np.maximum(top - low, 0)
+    grew = counts > 0
+    last = ids[np.where(grew, top - 1, 0)] if len(ids) else np.zeros(size(runs), _I64)
+    grown = dict(runs)
+    # Every closure here a range (o = -1): its last event, then its new ones counted.
+    stored = runs[f"o{element}"] >= 0
+    held = np.where(stored, runs[f"o{element}"] + runs[f"n{element}"] - 1, 0)
+    previous = np.where(stored, closures.ids[held] if len(closures.ids) else 0, runs[f"l{element}"])
+    grown[f"o{element}"] = np.full(size(runs), -1, _I64)
+    grown[f"l{element}"] = np.where(grew, last, previous).astype(_I64)
+    grown[f"n{element}"] = (runs[f"n{element}"] + counts).astype(_I64)
+    return grew, last, grown
+
+
+def _grown_by_pairs(matcher, state, runs: Table, own: Table, element: int, conditions: list[str],
+                    high: np.ndarray):
+    """Closures whose conditions read the run's other elements: each run's candidates (the events
+    of `own` after its scan and its last event's time, before `high`) tested as (run, event) pairs,
+    `BUDGET` at a time; the first passing event of each time joins. Returns whether each run grew,
+    its new last event, and the runs with their closures grown (kept as their events)."""
+    store, closures = state.store, state.closures
+    taken_runs, taken_ids = [], []
+    if size(own):
+        order, first, counts = range_candidates(runs["grp"], runs["scan"], high, own["grp"], own[f"e{element}"])
+        for block in blocks(counts, BUDGET):
+            li, ri = pairs_of(order, first, counts, block)
+            ids = own[f"e{element}"][ri]
+            later = store.ts[ids - store.base] > runs["max"][li]
+            li, ids = li[later], ids[later]
+            if not len(li):
+                continue
+            pairs = take(runs, li)
+            pairs[f"e{element}"] = ids
+            pairs["_pair"] = np.arange(len(li), dtype=_I64)
+            passed = matcher.test(pairs, tuple(conditions), (), state, single=frozenset((element,)))
+            kept = passed["_pair"] if size(passed) else np.empty(0, _I64)
+            taken_runs.append(li[kept])
+            taken_ids.append(ids[kept])
+    li = np.concatenate(taken_runs) if taken_runs else np.empty(0, _I64)  # in run, then id order
+    ids = np.concatenate(taken_ids) if taken_ids else np.empty(0, _I64)
+    ts = store.ts[ids - store.base]
+    first_of_time = np.r_[True, (li[1:] != li[:-1]) | (ts[1:] != ts[:-1])] if len(li) else np.zeros(0, bool)
+    li, ids = li[first_of_time], ids[first_of_time]
+    counts = np.bincount(li, minlength=size(runs)).astype(_I64)
+    grew = counts > 0
+    last_at = np.cumsum(counts) - 1
+    last = ids[np.maximum(last_at, 0)] if len(ids) else np.zeros(size(runs), _I64)
+    grown = dict(runs)
+    if grew.any():
+        # Each run's closure, then its new events, laid out one run after another.
+        lengths = runs[f"n{element}"]
+        old = closures.members(runs[f"o{element}"], lengths)
+        total = lengths + counts
+        flat = np.empty(int(total.sum()), _I64)
+        starts = np.cumsum(total) - total
+        flat[np.repeat(starts, lengths) + ranges(lengths)] = old
+        flat[np.repeat(starts + lengths, counts) + ranges(counts)] = ids
+        offsets = closures.add([flat], np.array([len(flat)], _I64))[0] + starts
+        grown[f"o{element}"] = np.where(grew, offsets, runs[f"o{element}"]).astype(_I64)
+        grown[f"n{element}"] = total.astype(_I64)
+        grown[f"l{element}"] = np.where(grew, last, runs[f"l{element}"]).astype(_I64)
+    return grew, last, grown
 
 
 def _read_later(matcher, steps, position: int) -> bool:
