@@ -162,7 +162,7 @@ def _moved_on(matcher, runs: Table, events: Table, rows, chosen, element: int, s
     return concat([take(runs, rest), moved])
 
 
-def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int):
+def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int, grown: dict | None = None):
     """Each run takes the earliest later event that qualifies for the element of `step`.
 
     A run looks no further than `within` from its first event (the store holds the events in time
@@ -170,14 +170,15 @@ def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int
     `FIRST_LOOK` candidates, then four times as many, and so on, until one qualifies. A run that
     finds its event early costs that much, however long the window or the batch; the pairs tested
     at once are at most `BUDGET`, so a window of many waiting runs costs time, never the worker's
-    memory (issue #38)."""
+    memory (issue #38). `grown`: the runs' open closure has grown past some candidates (see
+    `_grown_before`); each candidate is tested with the closure as it stood before it."""
     element = matcher.index[step.element]
     events = candidates[element]
     if not size(events):
         runs["scan"] = np.maximum(runs["scan"], last_id)
         return runs, False
     high = _window_end(matcher, state, runs, last_id)
-    search = _threshold_search(matcher, step, element)
+    search = _threshold_search(matcher, step, element) if grown is None else None
     if search is not None:
         return _bind_by_threshold(matcher, state, runs, events, step, element, search, high, last_id)
     order, first, counts = range_candidates(runs["grp"], runs["scan"], high, events["grp"], events[f"e{element}"])
@@ -191,7 +192,7 @@ def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int
             rows, n = waiting[block], now[block]
             li = np.repeat(rows, n)
             ri = order[np.repeat(first[rows] + looked[rows], n) + ranges(n)]
-            li, ri, start, end = _qualifying(matcher, state, runs, events, li, ri, element, step)
+            li, ri, start, end = _qualifying(matcher, state, runs, events, li, ri, element, step, grown)
             firsts = np.flatnonzero(np.r_[True, li[1:] != li[:-1]]) if len(li) else li
             found[li[firsts]], starts[li[firsts]], ends[li[firsts]] = ri[firsts], start[firsts], end[firsts]
         looked[waiting] += now
@@ -350,13 +351,18 @@ def _first_passing(values: np.ndarray, operator: str, limits: np.ndarray, low: n
     return at
 
 
-def _qualifying(matcher, state, runs: Table, events: Table, li, ri, element: int, step):
+def _qualifying(matcher, state, runs: Table, events: Table, li, ri, element: int, step, grown: dict | None = None):
     """The (run, candidate) pairs whose event qualifies for `step`: in the window, after the run
     (its link), passing the step's conditions and negations. Conditions read the bound events
-    only, so they are tested on those columns alone. Returns li, ri and the pairs' intervals."""
+    only, so they are tested on those columns alone. Returns li, ri and the pairs' intervals.
+    `grown`: the runs' open closure as it stood before each candidate (`_grown_before`)."""
     ok = events["max"][ri] - runs["min"][li] < matcher.within
     li, ri = li[ok], ri[ok]
-    if matcher.monotone:
+    if grown is not None:  # the closure up to the candidate: its length, its last event's time
+        lengths, last = _grown_before(state, grown, runs["_row"][li], events[f"e{element}"][ri])
+        keep = state.store.ts[last - state.store.base] < events["start"][ri]
+        start, end = runs["start"][li], events["end"][ri]
+    elif matcher.monotone:
         keep = runs["end"][li] < events["start"][ri]
         start, end = runs["start"][li], events["end"][ri]
     else:
@@ -370,6 +376,8 @@ def _qualifying(matcher, state, runs: Table, events: Table, li, ri, element: int
         names = (f"e{i}", f"o{i}", f"n{i}") if i in matcher.kleene else (f"e{i}",)
         for name in names:
             bound[name] = runs[name][li]
+    if grown is not None:
+        bound[f"n{grown['element']}"] = lengths[keep]
     bound[f"e{element}"] = events[f"e{element}"][ri]
     if element in matcher.kleene:
         bound[f"o{element}"] = events[f"o{element}"][ri] if f"o{element}" in events else np.zeros(len(ri), _I64)
@@ -425,8 +433,7 @@ def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, positi
     following = steps[position + 1] if position + 1 < len(steps) else None
     var = steps[position].element
     reads = {c.text: set(c.reads) for c in matcher.pattern.conditions}
-    if not matcher.monotone or (following is not None and (
-            following.negations or any(var in reads[text] for text in following.conditions))):
+    if not matcher.monotone:
         return None
     alone = [text for text in step.closure if reads[text] == {var}]
     others = [text for text in step.closure if reads[text] != {var}]
@@ -434,6 +441,8 @@ def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, positi
     # The closure's conditions on its event alone, on each event of its stream once.
     own = matcher.test(candidates[element], alone, (), state, single=frozenset((element,)))
     high = _window_end(matcher, state, runs, last_id)
+    if following is not None and (following.negations or any(var in reads[text] for text in following.conditions)):
+        return _closed_by_reading(matcher, state, runs, candidates, steps, position, last_id, own, others, high)
     ended = np.full(size(runs), -1, _I64)
     if following is not None:
         after = matcher.index[following.element]
@@ -506,11 +515,17 @@ def _grown_as_range(state, runs: Table, own: Table, element: int, high: np.ndarr
 
 def _grown_by_pairs(matcher, state, runs: Table, own: Table, element: int, conditions: list[str],
                     high: np.ndarray):
-    """Closures whose conditions read the run's other elements: each run's candidates (the events
-    of `own` after its scan and its last event's time, before `high`) tested as (run, event) pairs,
-    `BUDGET` at a time; the first passing event of each time joins. Returns whether each run grew,
-    its new last event, and the runs with their closures grown (kept as their events)."""
-    store, closures = state.store, state.closures
+    """Closures whose conditions read the run's other elements, grown by `_new_events` (kept as
+    their events). Returns whether each run grew, its new last event, and the runs grown."""
+    return _grown_by(state, runs, element, *_new_events(matcher, state, runs, own, element, conditions, high))
+
+
+def _new_events(matcher, state, runs: Table, own: Table, element: int, conditions: list[str], high: np.ndarray):
+    """Each run's new closure events: its candidates (the events of `own` after its scan and its
+    last event's time, before `high`) that pass `conditions` (which read the run's other elements
+    too), tested as (run, event) pairs `BUDGET` at a time; the first passing event of each time.
+    Returns (run rows, event ids), in run, then id order."""
+    store = state.store
     taken_runs, taken_ids = [], []
     if size(own):
         order, first, counts = range_candidates(runs["grp"], runs["scan"], high, own["grp"], own[f"e{element}"])
@@ -521,18 +536,26 @@ def _grown_by_pairs(matcher, state, runs: Table, own: Table, element: int, condi
             li, ids = li[later], ids[later]
             if not len(li):
                 continue
-            pairs = take(runs, li)
-            pairs[f"e{element}"] = ids
-            pairs["_pair"] = np.arange(len(li), dtype=_I64)
-            passed = matcher.test(pairs, tuple(conditions), (), state, single=frozenset((element,)))
-            kept = passed["_pair"] if size(passed) else np.empty(0, _I64)
-            taken_runs.append(li[kept])
-            taken_ids.append(ids[kept])
-    li = np.concatenate(taken_runs) if taken_runs else np.empty(0, _I64)  # in run, then id order
+            if conditions:
+                pairs = take(runs, li)
+                pairs[f"e{element}"] = ids
+                pairs["_pair"] = np.arange(len(li), dtype=_I64)
+                passed = matcher.test(pairs, tuple(conditions), (), state, single=frozenset((element,)))
+                kept = passed["_pair"] if size(passed) else np.empty(0, _I64)
+                li, ids = li[kept], ids[kept]
+            taken_runs.append(li)
+            taken_ids.append(ids)
+    li = np.concatenate(taken_runs) if taken_runs else np.empty(0, _I64)
     ids = np.concatenate(taken_ids) if taken_ids else np.empty(0, _I64)
     ts = store.ts[ids - store.base]
     first_of_time = np.r_[True, (li[1:] != li[:-1]) | (ts[1:] != ts[:-1])] if len(li) else np.zeros(0, bool)
-    li, ids = li[first_of_time], ids[first_of_time]
+    return li[first_of_time], ids[first_of_time]
+
+
+def _grown_by(state, runs: Table, element: int, li: np.ndarray, ids: np.ndarray):
+    """The runs' closures (kept as their events) with the new events `ids` of runs `li` appended.
+    Returns whether each run grew, its new last event, and the runs grown."""
+    closures = state.closures
     counts = np.bincount(li, minlength=size(runs)).astype(_I64)
     grew = counts > 0
     last_at = np.cumsum(counts) - 1
@@ -552,6 +575,53 @@ def _grown_by_pairs(matcher, state, runs: Table, own: Table, element: int, condi
         grown[f"n{element}"] = total.astype(_I64)
         grown[f"l{element}"] = np.where(grew, last, runs[f"l{element}"]).astype(_I64)
     return grew, last, grown
+
+
+def _closed_by_reading(matcher, state, runs: Table, candidates: dict, steps, position: int, last_id: int,
+                       own: Table, others: list[str], high: np.ndarray):
+    """The sweep where the next step reads the closure (`count(b) >= 3`) or a negation waits
+    after it, so the event that ends a closure depends on it: every run's closure is first grown
+    to the end of its window in the slice (kept as its events), then the next step's candidates
+    are tested as pairs, each with the closure as it stood before it (a prefix of the grown one:
+    its length and last event, `_grown_before`). A run's closure ends at its first candidate that
+    qualifies so; the events the closure took after it are dropped with the prefix."""
+    element = matcher.index[steps[position].element]
+    following = steps[position + 1]
+    after = matcher.index[following.element]
+    store, closures = state.store, state.closures
+    runs = _stored(matcher, state, runs)
+    li, ids = _new_events(matcher, state, runs, own, element, others, high)
+    counts = np.bincount(li, minlength=size(runs)).astype(_I64)
+    held = runs[f"o{element}"] + runs[f"n{element}"] - 1
+    grown_before = {"element": element, "rows": li, "ids": ids, "starts": np.cumsum(counts) - counts,
+                    "counts": counts, "n": runs[f"n{element}"], "last": closures.ids[held]}
+    grew, last, grown = _grown_by(state, runs, element, li, ids)
+    if grew.any():
+        rows = last - store.base
+        grown["max"] = np.where(grew, store.ts[rows], runs["max"])
+        grown["end"] = np.where(grew, store.ts[rows], runs["end"])
+        grown["lseq"] = np.where(grew, store.seq[rows], runs["lseq"])
+    grown["_row"] = np.arange(size(runs), dtype=_I64)
+    bound, closed = _bind_next(matcher, state, grown, candidates, following, last_id, grown_before)
+    moved = bound["at"] > runs["at"][bound["_row"]]
+    if moved.any():  # the closed runs keep the closure as it stood before their event, which is their last
+        lengths, ended = _grown_before(state, grown_before, bound["_row"][moved], bound[f"e{after}"][moved])
+        latest = store.ts[bound[f"e{after}"][moved] - store.base]
+        for name, column in ((f"n{element}", lengths), (f"l{element}", ended), ("max", latest)):
+            bound[name] = bound[name].copy()
+            bound[name][moved] = column
+    del bound["_row"]
+    return bound, bool(grew.any() or closed)
+
+
+def _grown_before(state, grown: dict, rows: np.ndarray, before: np.ndarray):
+    """Per (run row, event id): the length and the last event of the run's open closure as it
+    stood before that event (`_closed_by_reading`: its old events, then its new ones before it)."""
+    ids, starts, counts = grown["ids"], grown["starts"], grown["counts"]
+    keys, queries = segment_keys([grown["rows"], rows], [ids, before])
+    taken = np.clip(np.searchsorted(keys, queries, "left") - starts[rows], 0, counts[rows])
+    last = np.where(taken > 0, ids[np.maximum(starts[rows] + taken - 1, 0)] if len(ids) else 0, grown["last"][rows])
+    return grown["n"][rows] + taken, last
 
 
 def _read_later(matcher, steps, position: int) -> bool:
