@@ -319,11 +319,10 @@ def test_state_stays_bounded_on_endless_input():
     assert max(sizes[10:]) <= 2 * min(sizes[10:]) + 100  # flat, not growing with the input
 
 
-def test_next_in_one_large_batch_works_in_memory_bounded_by_within():
-    """Issue #38, the first step: `a -> b` with strategy next over 4 sensors x 10,000 readings at 10 Hz in
-    one batch, `within 1s`: each run looks at the events within 1 s of its first, not at the rest of
-    the batch (which paired every run with every later candidate: 20 M pairs, some 700 MB, here).
-    The same matches as the batch cut in 50 (where that never showed), in a few MB."""
+def _matched_in_batches(script: str, keys: int, count: int, batches: int) -> tuple[list, int]:
+    """Pattern P of `script` by the job's matcher over `keys` sensors x `count` readings at 10 Hz
+    (values uniform in [0, 10), seed 38) cut into `batches` batches: its matches as (ts, value,
+    start, end, events bound) and the traced peak of memory while it ran."""
     import tracemalloc
 
     import numpy as np
@@ -331,37 +330,40 @@ def test_next_in_one_large_batch_works_in_memory_bounded_by_within():
     from sensorscript.runtime.state.cep.matcher import POS_INF
     from sensorscript.runtime.state.engine import Tuples
 
-    script = ("P = pattern(a: S -> b: S) where a.value > 9 and b.value > a.value + 0.95 within 1s strategy next "
-              "partition by sensor;")
     plan = make_plan(loaded({"w": script}).workflows, None, 1)
     (first,), _ = programs(plan)
     pattern = next(n for n in first.nodes if hasattr(n, "tree"))
     rng = np.random.default_rng(38)
-    keys, count = 4, 10_000
     ts = np.tile(np.arange(count, dtype=np.int64) * 100, keys)
     source = np.repeat(np.arange(keys, dtype=np.int32), count)
     value = rng.random(keys * count) * 10
     order = np.argsort(ts, kind="stable")
     ts, source, value = ts[order], source[order], value[order]
+    matcher = Matcher(pattern)
+    state = matcher.new_state()
+    bounds = np.linspace(0, int(ts.max()) + 1, batches + 1).astype(np.int64)
+    found = []
+    tracemalloc.start()
+    for b in range(batches):
+        mine = (ts >= bounds[b]) & (ts < bounds[b + 1])
+        arrivals = matcher.arrivals({f.stream: Tuples(ts[mine], value[mine], source[mine]) for f in pattern.feeds})
+        emitted = matcher.step(state, arrivals, int(bounds[b + 1]) if b < batches - 1 else POS_INF)
+        found += sorted(zip(emitted.ts.tolist(), emitted.value.tolist(), emitted.start.tolist(),
+                            emitted.end.tolist(), [len(e) for e in emitted.events]))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return found, peak
 
-    def run(batches: int) -> tuple[list, int]:
-        matcher = Matcher(pattern)
-        state = matcher.new_state()
-        bounds = np.linspace(0, int(ts.max()) + 1, batches + 1).astype(np.int64)
-        found = []
-        tracemalloc.start()
-        for b in range(batches):
-            mine = (ts >= bounds[b]) & (ts < bounds[b + 1])
-            arrivals = matcher.arrivals({f.stream: Tuples(ts[mine], value[mine], source[mine]) for f in pattern.feeds})
-            emitted = matcher.step(state, arrivals, int(bounds[b + 1]) if b < batches - 1 else POS_INF)
-            found += sorted(zip(emitted.ts.tolist(), emitted.value.tolist(), emitted.start.tolist(),
-                                emitted.end.tolist()))
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        return found, peak
 
-    whole, peak = run(1)
-    assert len(whole) >= 3 and whole == run(50)[0]
+def test_next_in_one_large_batch_works_in_memory_bounded_by_within():
+    """Issue #38, the first step: `a -> b` with strategy next over 4 sensors x 10,000 readings at 10 Hz in
+    one batch, `within 1s`: each run looks at the events within 1 s of its first, not at the rest of
+    the batch (which paired every run with every later candidate: 20 M pairs, some 700 MB, here).
+    The same matches as the batch cut in 50 (where that never showed), in a few MB."""
+    script = ("P = pattern(a: S -> b: S) where a.value > 9 and b.value > a.value + 0.95 within 1s strategy next "
+              "partition by sensor;")
+    whole, peak = _matched_in_batches(script, 4, 10_000, 1)
+    assert len(whole) >= 3 and whole == _matched_in_batches(script, 4, 10_000, 50)[0]
     assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB"
 
 
@@ -370,45 +372,12 @@ def test_kleene_closures_of_next_hold_state_constant_in_their_length():
     never comes) while their closures grow: each waiting run's closure is a range over one sequence
     of events its key's runs share, not a copy of its events (which held runs x closure length:
     15 GB for 4 sensors x 100,000 readings within 1 h). 4 x 6,000 readings at 10 Hz within 1 h: the
-    same matches in one batch and in 40, the matcher's peak a few MB (the copies: some 300 MB)."""
-    import tracemalloc
-
-    import numpy as np
-
-    from sensorscript.runtime.state.cep.matcher import POS_INF
-    from sensorscript.runtime.state.engine import Tuples
-
+    same matches in one batch and in 40, the matcher's peak a few MB (205c8c6's: 229 MiB)."""
     script = ("P = pattern(a: S -> b: S+ -> c: S) where a.value > 9 and b.value < 5 and c.value > a.value + 0.95 "
               "within 1h strategy next partition by sensor yield count(b) + avg(b.value);")
-    plan = make_plan(loaded({"w": script}).workflows, None, 1)
-    (first,), _ = programs(plan)
-    pattern = next(n for n in first.nodes if hasattr(n, "tree"))
-    rng = np.random.default_rng(38)
-    keys, count = 4, 6_000
-    ts = np.tile(np.arange(count, dtype=np.int64) * 100, keys)
-    source = np.repeat(np.arange(keys, dtype=np.int32), count)
-    value = rng.random(keys * count) * 10
-    order = np.argsort(ts, kind="stable")
-    ts, source, value = ts[order], source[order], value[order]
-
-    def run(batches: int) -> tuple[list, int]:
-        matcher = Matcher(pattern)
-        state = matcher.new_state()
-        bounds = np.linspace(0, int(ts.max()) + 1, batches + 1).astype(np.int64)
-        found = []
-        tracemalloc.start()
-        for b in range(batches):
-            mine = (ts >= bounds[b]) & (ts < bounds[b + 1])
-            arrivals = matcher.arrivals({f.stream: Tuples(ts[mine], value[mine], source[mine]) for f in pattern.feeds})
-            emitted = matcher.step(state, arrivals, int(bounds[b + 1]) if b < batches - 1 else POS_INF)
-            found += sorted(zip(emitted.ts.tolist(), emitted.value.tolist(), emitted.start.tolist(),
-                                [len(e) for e in emitted.events]))
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        return found, peak
-
-    whole, peak = run(1)
-    assert len(whole) >= 20 and max(events for *_, events in whole) > 1_000 and whole == run(40)[0]
+    whole, peak = _matched_in_batches(script, 4, 6_000, 1)
+    assert len(whole) >= 20 and max(events for *_, events in whole) > 1_000
+    assert whole == _matched_in_batches(script, 4, 6_000, 40)[0]
     assert peak < 32 * 2**20, f"{peak / 2**20:.0f} MiB"
 
 
