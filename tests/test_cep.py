@@ -392,6 +392,7 @@ LARGE_SHAPES = {
     "a->b+->c, b over a": ("a: A -> b: B+ -> c: C", "a.value > 80 and b.value < a.value - 30 and {compare}"),
     "a->b+->c, c reads b": ("a: A -> b: B+ -> c: C", "a.value > 80 and b.value < 50 and {compare} and count(b) >= 3 "
                                                     "and c.value > max(b.value) + 20"),
+    "a->b+->c, c counts b": ("a: A -> b: B+ -> c: C", "a.value > 80 and b.value < 50 and {compare} and count(b) >= 4"),
     "a->!n->b+ (SURGE)": ("a: A -> !n: N -> b: B+", "a.value > 80 and n.value > 90 and b.value > a.value - 40 and "
                                                   "count(b) >= 2"),
 }
@@ -404,7 +405,7 @@ LARGE_CASES = [  # shape, comparison, strategy, emit, within (ms; readings come 
     ("a->!n->b", 0, "next", "all", 500), ("a->!n->b", 1, "any", "first", 200), ("a->b+->c", 2, "next", "all", 200),
     ("a->b+->c", 0, "any", "first", 150), ("a->b+->c", 0, "next", "all", 2_000),
     ("a->b+->c, b over a", 0, "next", "all", 1_000), ("a->!n->b+ (SURGE)", 0, "next", "first", 1_000),
-    ("a->b+->c, c reads b", 0, "next", "all", 1_000),
+    ("a->b+->c, c reads b", 0, "next", "all", 1_000), ("a->b+->c, c counts b", 1, "next", "all", 1_000),
 ]
 
 

@@ -181,6 +181,7 @@ def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int
     search = _threshold_search(matcher, step, element) if grown is None else None
     if search is not None:
         return _bind_by_threshold(matcher, state, runs, events, step, element, search, high, last_id)
+    events = _plausible(matcher, state, runs, events, step, element)
     order, first, counts = range_candidates(runs["grp"], runs["scan"], high, events["grp"], events[f"e{element}"])
     found = np.full(size(runs), -1, _I64)  # per run: the row of `events` it binds
     starts, ends = np.zeros(size(runs), _I64), np.zeros(size(runs), _I64)
@@ -244,6 +245,34 @@ def _threshold_search(matcher, step, element: int):
     if right == mine and element not in reads(left)[0]:
         return tuple(unary), compared[0], _FLIP[operator], left
     return None
+
+
+def _plausible(matcher, state, runs: Table, events: Table, step, element: int) -> Table:
+    """The candidates of `step` that some run may take: for each of its conditions that compares
+    the event's value with an expression of other plain elements (`c.value > a.value + 0.95`
+    beside `count(b) >= 3`), those whose value passes at least the loosest run's threshold. The
+    pairs then test every condition as before; the others could pass with no run."""
+    store = state.store
+    mine = ("attr", element, "value")
+    for text in step.conditions:
+        expression = matcher.expressions[matcher.number[text]]
+        if expression[0] not in _FLIP or len(expression) != 3:
+            continue
+        if expression[1] == mine:
+            operator, other = expression[0], expression[2]
+        elif expression[2] == mine:
+            operator, other = _FLIP[expression[0]], expression[1]
+        else:
+            continue
+        if reads(other)[0] & (matcher.kleene | {element}):
+            continue
+        limits, divided = value_of(other, Frame(runs, store, state.closures, matcher.kleene))
+        live = limits[~(divided | np.isnan(limits))]
+        values = store.value[events[f"e{element}"] - store.base]
+        if not len(live):
+            return take(events, np.zeros(len(values), bool))
+        events = take(events, _PASSES[operator](values, live.min() if operator in (">", ">=") else live.max()))
+    return events
 
 
 def _bind_by_threshold(matcher, state, runs: Table, events: Table, step, element: int, search, high, last_id: int):
@@ -455,7 +484,7 @@ def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, positi
     if others:
         grew, last, grown = _grown_by_pairs(matcher, state, runs, own, element, others, high)
     else:
-        grew, last, grown = _grown_as_range(state, runs, own, element, high)
+        grew, last, grown, _ = _grown_as_range(state, runs, own, element, high)
     # An end at the time of the closure's last new event: not after it; the walk decides.
     if following is not None and grew.any():
         end_ts = np.where(ended >= 0, store.ts[np.maximum(ended, store.base) - store.base], -1)
@@ -487,7 +516,8 @@ def _grown_as_range(state, runs: Table, own: Table, element: int, high: np.ndarr
     read the event alone), grown as ranges: per run, the events of `own` after its scan and its
     last event's time (the first of each time), before `high`, counted by binary searches among
     them sorted by key and id (a key's ids follow time), never paired with the runs. Returns
-    whether each run grew, its new last event, and the runs with their closures as ranges."""
+    whether each run grew, its new last event, the runs with their closures as ranges, and the new
+    events (for `_grown_before`: run i's are ids[starts[i]:starts[i] + counts[i]])."""
     store, closures = state.store, state.closures
     ids, grp = (own[f"e{element}"], own["grp"]) if size(own) else (np.empty(0, _I64), np.empty(0, _I64))
     order = stable_order(grp)
@@ -510,7 +540,9 @@ def _grown_as_range(state, runs: Table, own: Table, element: int, high: np.ndarr
     grown[f"o{element}"] = np.full(size(runs), -1, _I64)
     grown[f"l{element}"] = np.where(grew, last, previous).astype(_I64)
     grown[f"n{element}"] = (runs[f"n{element}"] + counts).astype(_I64)
-    return grew, last, grown
+    new = {"ids": ids, "groups": grp, "starts": low, "counts": counts, "group": runs["grp"],
+           "n": runs[f"n{element}"], "last": previous}
+    return grew, last, grown, new
 
 
 def _grown_by_pairs(matcher, state, runs: Table, own: Table, element: int, conditions: list[str],
@@ -589,13 +621,20 @@ def _closed_by_reading(matcher, state, runs: Table, candidates: dict, steps, pos
     following = steps[position + 1]
     after = matcher.index[following.element]
     store, closures = state.store, state.closures
-    runs = _stored(matcher, state, runs)
-    li, ids = _new_events(matcher, state, runs, own, element, others, high)
-    counts = np.bincount(li, minlength=size(runs)).astype(_I64)
-    held = runs[f"o{element}"] + runs[f"n{element}"] - 1
-    grown_before = {"element": element, "rows": li, "ids": ids, "starts": np.cumsum(counts) - counts,
-                    "counts": counts, "n": runs[f"n{element}"], "last": closures.ids[held]}
-    grew, last, grown = _grown_by(state, runs, element, li, ids)
+    counted = not others and not following.negations and all(
+        _counted_only(matcher.expressions[matcher.number[text]], element) for text in following.conditions)
+    if counted:  # its conditions on its event alone, and the next step reads its length alone: a range
+        grew, last, grown, grown_before = _grown_as_range(state, runs, own, element, high)
+    else:
+        runs = _stored(matcher, state, runs)
+        li, ids = _new_events(matcher, state, runs, own, element, others, high)
+        counts = np.bincount(li, minlength=size(runs)).astype(_I64)
+        held = runs[f"o{element}"] + runs[f"n{element}"] - 1
+        grown_before = {"ids": ids, "groups": li, "starts": np.cumsum(counts) - counts, "counts": counts,
+                        "group": np.arange(size(runs), dtype=_I64), "n": runs[f"n{element}"],
+                        "last": closures.ids[held]}
+        grew, last, grown = _grown_by(state, runs, element, li, ids)
+    grown_before["element"] = element
     if grew.any():
         rows = last - store.base
         grown["max"] = np.where(grew, store.ts[rows], runs["max"])
@@ -610,15 +649,30 @@ def _closed_by_reading(matcher, state, runs: Table, candidates: dict, steps, pos
         for name, column in ((f"n{element}", lengths), (f"l{element}", ended), ("max", latest)):
             bound[name] = bound[name].copy()
             bound[name][moved] = column
+        if counted and _read_later(matcher, steps, position):
+            bound = concat([take(bound, ~moved), _stored(matcher, state, take(bound, moved))])
     del bound["_row"]
     return bound, bool(grew.any() or closed)
 
 
+def _counted_only(expression, element: int) -> bool:
+    """Whether `expression` reads `element` only as `count(element)`."""
+    if not isinstance(expression, tuple) or not expression:
+        return True
+    if expression[0] == "call" and expression[1] == "count":
+        return True
+    if expression[0] in ("attr", "var"):
+        return expression[1] != element
+    return all(_counted_only(e, element) for e in expression[1:])
+
+
 def _grown_before(state, grown: dict, rows: np.ndarray, before: np.ndarray):
     """Per (run row, event id): the length and the last event of the run's open closure as it
-    stood before that event (`_closed_by_reading`: its old events, then its new ones before it)."""
+    stood before that event (`_closed_by_reading`: its old events, then its new ones before it).
+    The new events are `ids`, sorted by (`groups`, id); run i's are ids[starts[i]:starts[i] +
+    counts[i]], of group `group[i]` (its row, or its key for closures kept as ranges)."""
     ids, starts, counts = grown["ids"], grown["starts"], grown["counts"]
-    keys, queries = segment_keys([grown["rows"], rows], [ids, before])
+    keys, queries = segment_keys([grown["groups"], grown["group"][rows]], [ids, before])
     taken = np.clip(np.searchsorted(keys, queries, "left") - starts[rows], 0, counts[rows])
     last = np.where(taken > 0, ids[np.maximum(starts[rows] + taken - 1, 0)] if len(ids) else 0, grown["last"][rows])
     return grown["n"][rows] + taken, last
