@@ -181,7 +181,7 @@ def _bind_next(matcher, state, runs: Table, candidates: dict, step, last_id: int
     search = _threshold_search(matcher, step, element) if grown is None else None
     if search is not None:
         return _bind_by_threshold(matcher, state, runs, events, step, element, search, high, last_id)
-    events = _plausible(matcher, state, runs, events, step, element)
+    events = _plausible(matcher, state, runs, events, step.conditions, element)
     order, first, counts = range_candidates(runs["grp"], runs["scan"], high, events["grp"], events[f"e{element}"])
     found = np.full(size(runs), -1, _I64)  # per run: the row of `events` it binds
     starts, ends = np.zeros(size(runs), _I64), np.zeros(size(runs), _I64)
@@ -247,14 +247,14 @@ def _threshold_search(matcher, step, element: int):
     return None
 
 
-def _plausible(matcher, state, runs: Table, events: Table, step, element: int) -> Table:
-    """The candidates of `step` that some run may take: for each of its conditions that compares
-    the event's value with an expression of other plain elements (`c.value > a.value + 0.95`
-    beside `count(b) >= 3`), those whose value passes at least the loosest run's threshold. The
-    pairs then test every condition as before; the others could pass with no run."""
+def _plausible(matcher, state, runs: Table, events: Table, conditions, element: int) -> Table:
+    """The candidates for `element` that some run may take: for each of the `conditions` that
+    compares the event's value with an expression of other plain elements (`c.value > a.value +
+    0.95` beside `count(b) >= 3`), those whose value passes at least the loosest run's threshold.
+    The pairs then test every condition as before; the others could pass with no run."""
     store = state.store
     mine = ("attr", element, "value")
-    for text in step.conditions:
+    for text in conditions:
         expression = matcher.expressions[matcher.number[text]]
         if expression[0] not in _FLIP or len(expression) != 3:
             continue
@@ -559,6 +559,7 @@ def _new_events(matcher, state, runs: Table, own: Table, element: int, condition
     Returns (run rows, event ids), in run, then id order."""
     store = state.store
     taken_runs, taken_ids = [], []
+    own = _plausible(matcher, state, runs, own, conditions, element) if size(own) else own
     if size(own):
         order, first, counts = range_candidates(runs["grp"], runs["scan"], high, own["grp"], own[f"e{element}"])
         for block in blocks(counts, BUDGET):
