@@ -12,6 +12,9 @@ at 10 Hz, values uniform in [0, 10) (seed 38), every sensor in one batch, patter
   ab   P = pattern(a: U -> b: U) where a.value > 9 and b.value > a.value + 0.95
   akc  P = pattern(a: U -> b: U+ -> c: U) where a.value > 9 and b.value < 5 and c.value > a.value + 0.95
   neg  P = pattern(a: U -> !n: U -> b: U) where a.value > 9 and n.value > 9.9 and b.value > a.value + 0.95
+  surge  P = pattern(a: U -> !calm: U -> c: U+) where a.value > 9.5 and calm.value < 0.1 and c.value > a.value
+         and count(c) >= 2   (workflows/pier_alarms.ss's SURGE: the closure's conditions read a)
+  akcr P = akc's pattern and count(b) >= 3 (the closure read by the step that ends it)
 
 each `within W strategy S partition by sensor`, S = next, or any with `emit first` (one match per
 start: `any` with `emit all` makes every pair in the window a match, its cost is its output). Printed
@@ -56,6 +59,9 @@ PATTERNS = {
     "ab": ("a: U -> b: U", "a.value > 9 and b.value > a.value + 0.95"),
     "akc": ("a: U -> b: U+ -> c: U", "a.value > 9 and b.value < 5 and c.value > a.value + 0.95"),
     "neg": ("a: U -> !n: U -> b: U", "a.value > 9 and n.value > 9.9 and b.value > a.value + 0.95"),
+    # Closures read by other elements (not for --rivals): the example's SURGE, and a count at c.
+    "surge": ("a: U -> !calm: U -> c: U+", "a.value > 9.5 and calm.value < 0.1 and c.value > a.value and count(c) >= 2"),
+    "akcr": ("a: U -> b: U+ -> c: U", "a.value > 9 and b.value < 5 and c.value > a.value + 0.95 and count(b) >= 3"),
 }
 
 
