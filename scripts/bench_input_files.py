@@ -91,8 +91,11 @@ def main() -> int:
                         lines = [f"{SENSORS[k % 4]},{ts + k * 50},{k % 7}.5" for k in range(10)]
                         ts += 500
                         path = work / "in" / f"r-{written:07d}.csv"
-                        path.with_suffix(".tmp").write_text("\n".join(lines) + "\n")
-                        path.with_suffix(".tmp").rename(path)  # whole files only
+                        # Whole files only, written under a hidden name (the source skips names
+                        # starting with '.'; a visible r-N.tmp could be listed, then gone when read).
+                        hidden = path.with_name(f".{path.name}.tmp")
+                        hidden.write_text("\n".join(lines) + "\n")
+                        hidden.rename(path)
                         written += 1
                     rounds += 1
                 time.sleep(0.02)
