@@ -7,9 +7,12 @@ is tested as soon as the variables it reads are bound). A run at a Kleene elemen
 qualifying events of its stream until the earliest event that qualifies for the element after it,
 which ends the closure; a trailing closure ends with the window. The search for plain elements
 is vectorised over all runs and their candidate events; a Kleene closure is swept for all runs at
-once where its membership depends on its events alone, else walked event by event.
+once (`_sweep_closures`: its events counted by binary searches where its conditions read its event
+alone, tested as (run, event) pairs where they read other elements; `_closed_by_reading` where the
+next step reads it); it is walked event by event under a registered link other than `->`, or where
+the event that ends a closure swept as a range shares a time with one the closure took.
 
-A closure the sweep grows is kept open as a range, not as its events (`o{i}` = -1): its first event
+A closure swept on its event alone is kept open as a range, not as its events (`o{i}` = -1): its first event
 `e{i}`, its last `l{i}` and its length `n{i}`; its events are its first, then each qualifying event
 of its stream after it up to its last (the first of each time). The runs of one key that wait at
 a closure hold suffixes of one sequence of events, so ranges keep a run's state constant in the
