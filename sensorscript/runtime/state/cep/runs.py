@@ -494,11 +494,6 @@ def _sweep_closures(matcher, state, runs: Table, candidates: dict, steps, positi
         if (grew & (ended >= 0) & (store.ts[last - store.base] == end_ts)).any():
             return None
     moved = bool(grew.any())
-    if moved:
-        rows = last - store.base
-        grown["max"] = np.where(grew, store.ts[rows], runs["max"])
-        grown["end"] = np.where(grew, store.ts[rows], runs["end"])
-        grown["lseq"] = np.where(grew, store.seq[rows], runs["lseq"])
     grown["scan"] = np.maximum(runs["scan"], last_id)
     if following is None or not (ended >= 0).any():
         return grown, moved
@@ -521,12 +516,12 @@ def _grown_as_range(state, runs: Table, own: Table, element: int, high: np.ndarr
     them sorted by key and id (a key's ids follow time), never paired with the runs. Returns
     whether each run grew, its new last event, the runs with their closures as ranges, and the new
     events (for `_grown_before`: run i's are ids[starts[i]:starts[i] + counts[i]])."""
-    store, closures = state.store, state.closures
+    store = state.store
     ids, grp = (own[f"e{element}"], own["grp"]) if size(own) else (np.empty(0, _I64), np.empty(0, _I64))
     order = stable_order(grp)
     ids, grp = ids[order], grp[order]
     ts = store.ts[ids - store.base]
-    first_of_time = np.r_[True, (grp[1:] != grp[:-1]) | (ts[1:] != ts[:-1])] if len(ids) else np.zeros(0, bool)
+    first_of_time = _first_of_each_time(grp, ts)
     ids, grp, ts = ids[first_of_time], grp[first_of_time], ts[first_of_time]
     by_id, after_scan, before_end = segment_keys([grp, runs["grp"], runs["grp"]], [ids, runs["scan"], high])
     by_ts, after_last = segment_keys([grp, runs["grp"]], [ts, runs["max"]])
@@ -535,11 +530,9 @@ def _grown_as_range(state, runs: Table, own: Table, element: int, high: np.ndarr
     counts = np.maximum(top - low, 0)
     grew = counts > 0
     last = ids[np.where(grew, top - 1, 0)] if len(ids) else np.zeros(size(runs), _I64)
-    grown = dict(runs)
+    grown = _with_last(store, runs, grew, last)
     # Every closure here a range (o = -1): its last event, then its new ones counted.
-    stored = runs[f"o{element}"] >= 0
-    held = np.where(stored, runs[f"o{element}"] + runs[f"n{element}"] - 1, 0)
-    previous = np.where(stored, closures.ids[held] if len(closures.ids) else 0, runs[f"l{element}"])
+    previous = _closure_last(state, runs, element)
     grown[f"o{element}"] = np.full(size(runs), -1, _I64)
     grown[f"l{element}"] = np.where(grew, last, previous).astype(_I64)
     grown[f"n{element}"] = (runs[f"n{element}"] + counts).astype(_I64)
@@ -583,8 +576,7 @@ def _new_events(matcher, state, runs: Table, own: Table, element: int, condition
             taken_ids.append(ids)
     li = np.concatenate(taken_runs) if taken_runs else np.empty(0, _I64)
     ids = np.concatenate(taken_ids) if taken_ids else np.empty(0, _I64)
-    ts = store.ts[ids - store.base]
-    first_of_time = np.r_[True, (li[1:] != li[:-1]) | (ts[1:] != ts[:-1])] if len(li) else np.zeros(0, bool)
+    first_of_time = _first_of_each_time(li, store.ts[ids - store.base])
     return li[first_of_time], ids[first_of_time]
 
 
@@ -596,7 +588,7 @@ def _grown_by(state, runs: Table, element: int, li: np.ndarray, ids: np.ndarray)
     grew = counts > 0
     last_at = np.cumsum(counts) - 1
     last = ids[np.maximum(last_at, 0)] if len(ids) else np.zeros(size(runs), _I64)
-    grown = dict(runs)
+    grown = _with_last(state.store, runs, grew, last)
     if grew.any():
         # Each run's closure, then its new events, laid out one run after another.
         lengths = runs[f"n{element}"]
@@ -624,7 +616,7 @@ def _closed_by_reading(matcher, state, runs: Table, candidates: dict, steps, pos
     element = matcher.index[steps[position].element]
     following = steps[position + 1]
     after = matcher.index[following.element]
-    store, closures = state.store, state.closures
+    store = state.store
     counted = not others and not following.negations and all(
         _counted_only(matcher.expressions[matcher.number[text]], element) for text in following.conditions)
     if counted:  # its conditions on its event alone, and the next step reads its length alone: a range
@@ -633,17 +625,11 @@ def _closed_by_reading(matcher, state, runs: Table, candidates: dict, steps, pos
         runs = _stored(matcher, state, runs)
         li, ids = _new_events(matcher, state, runs, own, element, others, high)
         counts = np.bincount(li, minlength=size(runs)).astype(_I64)
-        held = runs[f"o{element}"] + runs[f"n{element}"] - 1
         grown_before = {"ids": ids, "groups": li, "starts": np.cumsum(counts) - counts, "counts": counts,
                         "group": np.arange(size(runs), dtype=_I64), "n": runs[f"n{element}"],
-                        "last": closures.ids[held]}
+                        "last": _closure_last(state, runs, element)}
         grew, last, grown = _grown_by(state, runs, element, li, ids)
     grown_before["element"] = element
-    if grew.any():
-        rows = last - store.base
-        grown["max"] = np.where(grew, store.ts[rows], runs["max"])
-        grown["end"] = np.where(grew, store.ts[rows], runs["end"])
-        grown["lseq"] = np.where(grew, store.seq[rows], runs["lseq"])
     grown["_row"] = np.arange(size(runs), dtype=_I64)
     bound, closed = _bind_next(matcher, state, grown, candidates, following, last_id, grown_before)
     moved = bound["at"] > runs["at"][bound["_row"]]
@@ -682,6 +668,31 @@ def _grown_before(state, grown: dict, rows: np.ndarray, before: np.ndarray):
     return grown["n"][rows] + taken, last
 
 
+def _first_of_each_time(groups: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Over events sorted by group (a key, a run) then id: whether each is the first of its group
+    at its time (a closure takes one event per time)."""
+    return np.r_[True, (groups[1:] != groups[:-1]) | (ts[1:] != ts[:-1])] if len(ts) else np.zeros(0, bool)
+
+
+def _closure_last(state, runs: Table, element: int) -> np.ndarray:
+    """Per run, the last event of its closure at `element`, kept as its events or as a range."""
+    stored = runs[f"o{element}"] >= 0
+    held = np.where(stored, runs[f"o{element}"] + runs[f"n{element}"] - 1, 0)
+    return np.where(stored, state.closures.ids[held] if len(state.closures.ids) else 0, runs[f"l{element}"])
+
+
+def _with_last(store, runs: Table, grew: np.ndarray, last: np.ndarray) -> Table:
+    """The runs (a copy of the table) with the time and sequence number of each grown run's new
+    last event."""
+    grown = dict(runs)
+    if grew.any():
+        rows = last - store.base
+        grown["max"] = np.where(grew, store.ts[rows], runs["max"])
+        grown["end"] = np.where(grew, store.ts[rows], runs["end"])
+        grown["lseq"] = np.where(grew, store.seq[rows], runs["lseq"])
+    return grown
+
+
 def _read_later(matcher, steps, position: int) -> bool:
     """Whether a later step reads the element of the closure at `position` (the step that closes
     it does not, or the closure would not be swept; its own closure's conditions may)."""
@@ -710,7 +721,7 @@ def _stored(matcher, state, table: Table) -> Table:
         grp = store.grp[rows]
         rows = rows[stable_order(grp)]
         grp, ts = store.grp[rows], store.ts[rows]
-        first_of_time = np.r_[True, (grp[1:] != grp[:-1]) | (ts[1:] != ts[:-1])] if len(rows) else np.zeros(0, bool)
+        first_of_time = _first_of_each_time(grp, ts)
         ids, grp, ts = rows[first_of_time] + store.base, grp[first_of_time], ts[first_of_time]
         key = table["grp"][lazy]
         by_ts, after_first = segment_keys([grp, key], [ts, store.ts[first - store.base]])
