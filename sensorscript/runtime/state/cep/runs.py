@@ -239,14 +239,23 @@ def _threshold_search(matcher, step, element: int):
     if len(compared) != 1:
         return None
     expression = matcher.expressions[compared[0]]
-    operator, left, right = expression[0], expression[1], expression[2] if len(expression) > 2 else None
-    if operator not in _FLIP or bare_kleene(expression, matcher.kleene):
+    if bare_kleene(expression, matcher.kleene):
         return None  # a closure read without an aggregate holds for each of its events: pairs decide
-    mine = ("attr", element, "value")
+    comparison = _comparison(expression, element)
+    return None if comparison is None else (tuple(unary), compared[0], *comparison)
+
+
+def _comparison(expression: tuple, element: int):
+    """(operator, other side) if `expression` compares the value of `element`'s event with an
+    expression that does not read it, the operator read with the event's value on the left; else
+    None."""
+    if expression[0] not in _FLIP or len(expression) != 3:
+        return None
+    mine, (operator, left, right) = ("attr", element, "value"), expression
     if left == mine and element not in reads(right)[0]:
-        return tuple(unary), compared[0], operator, right
+        return operator, right
     if right == mine and element not in reads(left)[0]:
-        return tuple(unary), compared[0], _FLIP[operator], left
+        return _FLIP[operator], left
     return None
 
 
@@ -256,19 +265,11 @@ def _plausible(matcher, state, runs: Table, events: Table, conditions, element: 
     0.95` beside `count(b) >= 3`), those whose value passes at least the loosest run's threshold.
     The pairs then test every condition as before; the others could pass with no run."""
     store = state.store
-    mine = ("attr", element, "value")
     for text in conditions:
-        expression = matcher.expressions[matcher.number[text]]
-        if expression[0] not in _FLIP or len(expression) != 3:
+        comparison = _comparison(matcher.expressions[matcher.number[text]], element)
+        if comparison is None or reads(comparison[1])[0] & matcher.kleene:
             continue
-        if expression[1] == mine:
-            operator, other = expression[0], expression[2]
-        elif expression[2] == mine:
-            operator, other = _FLIP[expression[0]], expression[1]
-        else:
-            continue
-        if reads(other)[0] & (matcher.kleene | {element}):
-            continue
+        operator, other = comparison
         limits, divided = value_of(other, Frame(runs, store, state.closures, matcher.kleene))
         live = limits[~(divided | np.isnan(limits))]
         values = store.value[events[f"e{element}"] - store.base]
