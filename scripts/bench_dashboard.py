@@ -25,8 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -131,16 +131,16 @@ def measure(out: Path, pick: str) -> dict[str, float]:
     """One run against a dashboard started afresh."""
     output = reading.JobOutput(out)
     default = shown_by_default(output.plan(), output.alarms().by_workflow)  # what the page shows as it opens
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(SSCRIPT + ["dashboard", str(out), "--port", str(port)], stdout=subprocess.PIPE,
+    # --port 0: the system picks a free port as the server binds it (a port probed here first could be
+    # taken by another program before the dashboard binds it); the line it prints says which.
+    server = subprocess.Popen(SSCRIPT + ["dashboard", str(out), "--port", "0"], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
     try:
         line = server.stdout.readline()
-        if "http://" not in line:
+        found = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+        if not found:
             raise SystemExit(f"sscript dashboard did not start: {line}{server.stdout.read()}")
-        url = f"http://127.0.0.1:{port}/"
+        url = found.group(1)
         with chromium(1400, 1000) as (page, errors):
             page.add_init_script(WATCHER % dict(WATCH))
             page.goto(url)

@@ -456,7 +456,8 @@ def status(out, tz) -> None:
 
 @main.command()
 @click.argument("out", type=click.Path(file_okay=False))
-@click.option("--port", default=8050, show_default=True, type=click.IntRange(1, 65535), help="The port to serve on.")
+@click.option("--port", default=8050, show_default=True, type=click.IntRange(0, 65535),
+              help="The port to serve on (0: a free one the system picks; the line printed at the start says which).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="The address to serve on (127.0.0.1: this machine only; 0.0.0.0: every network interface, "
                    "which asks for a login).")
@@ -491,7 +492,7 @@ def dashboard(out, port, host, auth_file, no_auth, server_names, cert, key, tz) 
         _fail(exc)
         return
     if no_auth and not loopback(host):
-        click.echo(f"no login: anyone who reaches port {port} on {host} sees every result, alarm and the job's "
+        click.echo(f"no login: anyone who reaches port {page.port} on {host} sees every result, alarm and the job's "
                    f"health", err=True)
     elif not cert and not loopback(host):
         click.echo(f"warning: plain HTTP on {host}: the login and every page cross the network readable by anyone on "

@@ -170,7 +170,7 @@ CASES = [
     ("dashboard {t}/missing", "{t}/missing: no such folder; give the folder a job was compiled into"),
     ("dashboard {t}/never", "never/job.py: no compiled job here; run 'sscript compile"),
     ("dashboard {t}/a_file", "Directory '{t}/a_file' is a file"),
-    ("dashboard {t}/out --port 0", "'--port': 0 is not in the range 1<=x<=65535"),
+    ("dashboard {t}/out --port 65536", "'--port': 65536 is not in the range 0<=x<=65535"),
     ("dashboard {t}/out --tz Mars/Base", "'--tz': 'Mars/Base' is not a time zone"),
     # running: checked before Spark starts
     ("run {t}/out --input {t}/nowhere", "nowhere: no such input folder"),

@@ -197,24 +197,25 @@ def clean_environment() -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith("SSCRIPT_DASHBOARD_")}
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def served_port(line: str, process: subprocess.Popen) -> int:
+    """The port a dashboard started with --port 0 says it serves on (the system picked a free one as it
+    bound it: a port probed free by the test first may be taken by another before the command binds it)."""
+    found = re.search(r"https?://[^/]+:(\d+)/", line)
+    assert found, line + process.stderr.read()
+    return int(found.group(1))
 
 
 def test_the_command_refuses_every_interface_without_a_login(out):
-    port = free_port()
     result = subprocess.run([sys.executable, "-m", "sensorscript.cli", "dashboard", str(out), "--host", "0.0.0.0",
-                             "--port", str(port)], env={**clean_environment(), "PYTHONPATH": str(ROOT)},
+                             "--port", "0"], env={**clean_environment(), "PYTHONPATH": str(ROOT)},
                             capture_output=True, text=True, timeout=60)  # one that served would be cut short
     assert result.returncode == 1 and result.stdout == "" and "Traceback" not in result.stderr
+    port = re.search(r"reaches port (\d+):", result.stderr)
+    assert port and int(port.group(1)) > 0, result.stderr  # the port it bound, not the 0 asked for
     assert result.stderr.splitlines()[0] == (
         f"error: the dashboard on 0.0.0.0 would show every result, alarm and the job's health to anyone who reaches "
-        f"port {port}: give it a login (SSCRIPT_DASHBOARD_PASSWORD, SSCRIPT_DASHBOARD_TOKEN or --auth-file PATH) or, "
-        f"to serve it to all, --no-auth")
-    with socket.socket() as probe:  # nothing was bound
-        probe.bind(("0.0.0.0", port))
+        f"port {port.group(1)}: give it a login (SSCRIPT_DASHBOARD_PASSWORD, SSCRIPT_DASHBOARD_TOKEN or --auth-file "
+        f"PATH) or, to serve it to all, --no-auth")
 
 
 @contextlib.contextmanager
@@ -234,9 +235,9 @@ def test_the_command_with_no_auth_or_a_login(out, tmp_path):
     """--no-auth serves every interface to all, saying so; with a login from the environment it asks
     for it; Ctrl-C stops it cleanly (exit 0)."""
     env = {**clean_environment(), "PYTHONPATH": str(ROOT)}
-    port = free_port()
-    with command(str(out), "--host", "0.0.0.0", "--port", str(port), "--no-auth", env=env) as (process, line):
-        assert line.startswith(f"the dashboard of {out}: http://0.0.0.0:{port}/"), line + process.stderr.read()
+    with command(str(out), "--host", "0.0.0.0", "--port", "0", "--no-auth", env=env) as (process, line):
+        port = served_port(line, process)
+        assert line.startswith(f"the dashboard of {out}: http://0.0.0.0:{port}/"), line
         assert ask(f"http://127.0.0.1:{port}/metrics")[0] == 200
         assert ask(f"http://127.0.0.1:{port}/")[0] == 200
         process.send_signal(signal.SIGINT)
@@ -244,8 +245,8 @@ def test_the_command_with_no_auth_or_a_login(out, tmp_path):
         errors = process.stderr.read()
     assert errors.startswith(f"no login: anyone who reaches port {port} on 0.0.0.0 sees every result, alarm and the "
                              f"job's health\n") and errors.endswith("stopped\n"), errors
-    port = free_port()
-    with command(str(out), "--host", "0.0.0.0", "--port", str(port), env={**env, TOKEN: "t0k"}) as (process, line):
+    with command(str(out), "--host", "0.0.0.0", "--port", "0", env={**env, TOKEN: "t0k"}) as (process, line):
+        port = served_port(line, process)
         assert "login from SSCRIPT_DASHBOARD_TOKEN" in line, line + process.stderr.read()
         assert "t0k" not in line
         assert ask(f"http://127.0.0.1:{port}/metrics")[0] == 401
@@ -399,9 +400,9 @@ def test_the_command_over_https_does_not_warn(out, tmp_path):
 
     ca, cert, key = certificates(tmp_path / "certificates")
     env = {**clean_environment(), "PYTHONPATH": str(ROOT), TOKEN: "t0k"}
-    port = free_port()
-    with command(str(out), "--host", "0.0.0.0", "--port", str(port), "--cert", str(cert), "--key", str(key),
+    with command(str(out), "--host", "0.0.0.0", "--port", "0", "--cert", str(cert), "--key", str(key),
                  env=env) as (process, line):
+        port = served_port(line, process)
         assert line.startswith(f"the dashboard of {out}: https://0.0.0.0:{port}/"), line + process.stderr.read()
         trusting = ssl.create_default_context(cafile=str(ca))
         assert ask_tls(f"https://127.0.0.1:{port}/metrics", trusting, "Bearer t0k")[0] == 200

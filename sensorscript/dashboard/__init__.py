@@ -56,7 +56,8 @@ class Dashboard:
             RequireLogin(self.app.server, self.credentials, echo=echo or _to_stderr, guesses=guesses)
         served = ServedNames(served, served_names(host, server_names), content_security_policy(self.app.csp_hashes()))
         self.server = _Server(listening, served, adapter)
-        self.url = f"{'https' if tls else 'http'}://{_bracketed(host)}:{listening.getsockname()[1]}/"
+        self.port = listening.getsockname()[1]  # the one asked for, or the free one picked for port 0
+        self.url = f"{'https' if tls else 'http'}://{_bracketed(host)}:{self.port}/"
         self._lock = threading.Lock()  # serving starts, or it stops: one at a time
         self._stopped = False
 
