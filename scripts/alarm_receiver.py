@@ -22,16 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from sensorscript.hosts import free_port
 
 
 class Receiver:

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from sensorscript.hosts import free_port
+
 MOSQUITTO = shutil.which("mosquitto") or ("/usr/sbin/mosquitto" if Path("/usr/sbin/mosquitto").exists() else None)
 
 
@@ -32,12 +34,6 @@ def why_no_broker() -> str | None:
     if MOSQUITTO is None:
         return "Debian's mosquitto is not installed (scripts/setup.sh installs it where it may)"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Broker:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from sensorscript.hosts import free_ports
 from sensorscript.runtime.control.session import extra_jvm_options
 
 REGISTER_TIMEOUT = 90  # seconds for every worker to register with the master
@@ -61,17 +61,6 @@ def spark_environment() -> dict[str, str]:
     if extra:
         environment["SPARK_DAEMON_JAVA_OPTS"] = extra
     return environment
-
-
-def free_ports(count: int) -> list[int]:
-    ports: list[int] = []
-    while len(ports) < count:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        if port not in ports:
-            ports.append(port)
-    return ports
 
 
 def tail(path: Path, lines: int = 40) -> str:

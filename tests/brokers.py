@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from mosquitto import Broker, free_port, why_no_broker  # noqa: E402,F401  (free_port: tests/receivers.py)
+from mosquitto import Broker, why_no_broker  # noqa: E402
 
 
 def need_broker() -> None:
