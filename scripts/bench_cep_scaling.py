@@ -117,7 +117,8 @@ def one_case(keys: int, per_key: int, pattern: str, within: str, strategy: str) 
     seconds, before = run["seconds"], run["before_mib"]
     return {"keys": keys, "per_key": per_key, "pattern": pattern, "within": within, "strategy": strategy,
             "seconds": round(seconds, 3), "events_per_s": round(keys * per_key / seconds),
-            "matches": len(run["found"]), "cut": run["state"].cut, "matcher_mib": round(peak - before),
+            "matches": len(run["found"]), "bound": sum(int(part[2].sum()) for part in run["found"].parts),
+            "cut": run["state"].cut, "matcher_mib": round(peak - before),
             "input_mib": round(before)}
 
 
@@ -262,11 +263,32 @@ def row(result: dict) -> str:
     head = (f"| {result['pattern']} | {result['strategy']} | {result['within']} | {result['keys']} x "
             f"{result['per_key']:,} |")
     if "timeout" in result:
-        return head + f" over {result['timeout']:.0f} s | | | | |"
+        return head + f" over {result['timeout']:.0f} s | | | | | |"
     if "failed" in result:
-        return head + f" failed: {result['failed']} | | | | |"
-    return head + (f" {result['seconds']:.2f} | {result['events_per_s']:,} | {result['matches']:,} | {result['cut']:,} |"
-                   f" {result['matcher_mib']:,} |")
+        return head + f" failed: {result['failed']} | | | | | |"
+    return head + (f" {result['seconds']:.2f} | {result['events_per_s']:,} | {result['matches']:,} |"
+                   f" {result['bound']:,} | {result['cut']:,} | {result['matcher_mib']:,} |")
+
+
+def output_linear(results: list[dict]) -> list[str]:
+    """Per pattern, strategy and batch size: how the time grows from each `within` to the next, and
+    how the time per event bound in the matches does (for `emit all`, a cost linear in the matches:
+    CORE's output-linear delay; where the matches bind few events, the time is the events' alone)."""
+    lines, seen = [], {}
+    for r in results:
+        if "seconds" in r:
+            seen.setdefault((r["pattern"], r["strategy"], r["per_key"]), []).append(r)
+    for (pattern, strategy, n), rows in seen.items():
+        steps = []
+        for first, last in zip(rows, rows[1:]):
+            if first["bound"] and last["bound"] and first["seconds"] >= 0.05:
+                per_bound = (last["seconds"] / last["bound"]) / (first["seconds"] / first["bound"])
+                steps.append(f"{first['within']} -> {last['within']}: time {last['seconds'] / first['seconds']:.1f}x, "
+                             f"events in matches {last['bound'] / first['bound']:.1f}x, time per event in matches "
+                             f"{per_bound:.2f}x")
+        if steps:
+            lines.append(f"{pattern} {strategy} {n:,} a key, " + "; ".join(steps))
+    return lines
 
 
 def main() -> int:
@@ -314,9 +336,9 @@ def main() -> int:
         keys, sizes = args.keys or 4, [int(n) for n in (args.per_key or "1000,10000,100000,1000000").split(",")]
         cases = [(keys, n, pattern, within, strategy) for pattern in args.patterns.split(",")
                  for strategy in args.strategies.split(",") for within in args.within.split(",") for n in sizes]
-    print("| pattern | strategy | within | sensors x readings in the batch | seconds | events/s | matches | cut |"
-          " matcher's peak MiB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| pattern | strategy | within | sensors x readings in the batch | seconds | events/s | matches |"
+          " events in matches | cut | matcher's peak MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     results = []
     for case in cases:
         result = median_case(*case, timeout=args.timeout, runs=args.runs)
@@ -328,6 +350,8 @@ def main() -> int:
             ratios = [f"{w} {timed[(n, w, 'next')] / timed[(n, w, 'strict')]:.2f}x" for w in ("1s", "1min", "10min")
                       if (n, w, "next") in timed and (n, w, "strict") in timed]
             print(f"next's time over strict's, {keys} x {n:,}: " + ", ".join(ratios))
+    else:
+        print("\n".join(output_linear(results)))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

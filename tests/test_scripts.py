@@ -58,7 +58,7 @@ SMOKE: dict[str, tuple[Case, ...]] = {
                                      "--warmup", "5", "--out", "{work}"),
                                     (r'"reading_to_receipt_after_warmup"',), spark=True),),
     "bench_cep_scaling.py": (Case(("--keys", "2", "--per-key", "2000", "--within", "1s,1min", "--patterns", "ab,akc,neg"),
-                                  (r"\| ab \| next \| 1min \| 2 x 2,000 \| [\d.]+ \| [\d,]+ \| \d+ \| 0 \|",
+                                  (r"\| ab \| next \| 1min \| 2 x 2,000 \| [\d.]+ \| [\d,]+ \| \d+ \| [\d,]+ \| 0 \|",
                                    r"\| neg \| any \| 1s \| 2 x 2,000 \|")),),
     # Esper and Flink themselves: `--fetch` (Maven Central, PyPI) and bench_cep_scaling.py --rivals, by hand.
     "cep_rivals.py": (Case(("--make-events", "{work}/ev.csv"), (r"400,000 events in .*ev\.csv",), ("{work}/ev.csv",)),),
