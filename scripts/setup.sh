@@ -24,6 +24,7 @@ fi
 wanted=()
 command -v chromium >/dev/null 2>&1 || wanted+=(chromium)
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || wanted+=(mosquitto)
+command -v mvn >/dev/null 2>&1 || wanted+=(maven)  # fetches the Kafka jars below
 if [ ${#wanted[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
     as_root=""
     if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
@@ -47,6 +48,15 @@ if [ "${CI:-}" = true ]; then
     if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then
         echo "sensorscript: CI=true needs Debian's mosquitto for the MQTT tests" \
              "(apt-get install mosquitto as root); none is installed and it could not be installed here" >&2
+        exit 1
+    fi
+fi
+# Spark's Kafka connector (the job hands it to Spark) and the Kafka broker the tests and the demo
+# start, from Maven Central into .venv/jars/ (scripts/fetch_jars.py; a second run checks only).
+if ! .venv/bin/python scripts/fetch_jars.py >/dev/null; then
+    echo "sensorscript: the Kafka jars could not be fetched (scripts/fetch_jars.py says why above);" \
+         "--input kafka:// and the Kafka tests need them" >&2
+    if [ "${CI:-}" = true ]; then
         exit 1
     fi
 fi

@@ -93,9 +93,11 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from sensorscript.runtime.control import jars
     from sensorscript.runtime.control.session import extra_jvm_options
 
     session = (SparkSession.builder.master("local[2]").appName("sensorscript-tests")
+               .config(map=jars.spark_options())  # Spark's Kafka connector: tests/test_kafka.py
                .config("spark.driver.extraJavaOptions", extra_jvm_options())
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.streaming.stateStore.providerClass",
@@ -108,4 +110,4 @@ def spark():
     session.stop()
 
 
-from tests.brokers import broker  # noqa: E402,F401  (a real mosquitto on a free port: tests/brokers.py)
+from tests.brokers import broker, kafka  # noqa: E402,F401  (a real mosquitto, a real Kafka broker: tests/brokers.py)
