@@ -1,6 +1,8 @@
-"""What the tests need of a real MQTT broker: `Broker` is scripts/mosquitto.py's (Debian's mosquitto
-on a free port of 127.0.0.1, which the benchmarks and the soak start too); here the rule for a
-machine without one (`need_broker`), a subscriber, and the `broker` fixture.
+"""What the tests need of a real MQTT broker and a real Kafka broker: `Broker` is scripts/mosquitto.py's
+(Debian's mosquitto on a free port of 127.0.0.1, which the benchmarks and the soak start too),
+`KafkaBroker` scripts/kafka_broker.py's (Apache Kafka in KRaft mode, from the jars scripts/setup.sh
+fetched); here the rule for a machine without one (`need_broker`, `need_kafka`), a subscriber, and
+the `broker` and `kafka` fixtures.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from kafka_broker import KafkaBroker, why_no_kafka  # noqa: E402
 from mosquitto import Broker, why_no_broker  # noqa: E402
 
 
@@ -47,3 +50,20 @@ def broker(tmp_path):
     started = Broker(tmp_path / "broker").start()
     yield started
     started.stop()
+
+
+def need_kafka() -> None:
+    """A Kafka test's first line: skip where no broker can be started (its jars not fetched, no Java),
+    but fail in CI (CI=true)."""
+    from tests.conftest import need
+
+    need(why_no_kafka(), "the Kafka tests")
+
+
+@pytest.fixture
+def kafka(tmp_path):
+    """A running Apache Kafka broker (KRaft) on a free port of 127.0.0.1, killed after the test."""
+    need_kafka()
+    started = KafkaBroker(tmp_path / "kafka").start()
+    yield started
+    started.stop(kill=True)

@@ -1,0 +1,172 @@
+"""An Apache Kafka broker of its own on 127.0.0.1 (KRaft: broker and controller in one process), from
+the jars scripts/setup.sh fetched: for trying `sscript run --input kafka://...`, and for the tests
+and benchmarks.
+
+    .venv/bin/python scripts/kafka_broker.py [--port PORT] [--dir DIR] [--partitions N] [--for SECONDS]
+
+prints `bootstrap: 127.0.0.1:PORT` once the broker answers and runs until Ctrl-C or SIGTERM (or for
+SECONDS), then stops it. As a library (tests/brokers.py): `KafkaBroker(folder).start()`, with its
+configuration, formatted storage and log in `folder` (never a service of the machine); `stop()`
+(or `stop(kill=True)`: SIGKILL) and `start()` again keep its topics and messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from sensorscript.hosts import free_ports
+from sensorscript.runtime.control import jars
+
+PART = "kafka-broker"
+LOG4J = """status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = {level}
+rootLogger.appenderRef.file.ref = file
+"""
+
+
+def why_no_kafka() -> str | None:
+    """None where a broker can be started here, else why not (in one sentence)."""
+    if shutil.which("java") is None:
+        return "Java is not installed (the Kafka broker runs on Java 17)"
+    return jars.why_no(PART)
+
+
+class KafkaBroker:
+    """One KRaft node on 127.0.0.1:`port` (its controller on a second port), topics made with
+    `partitions` partitions by default; its data, configuration and log under `folder`."""
+
+    def __init__(self, folder: Path, port: int | None = None, partitions: int = 3, heap: str = "512m"):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        ports = free_ports(2)
+        self.port, self.controller = port or ports[0], ports[1] if ports[1] != port else ports[0]
+        self.heap = heap
+        self.process: subprocess.Popen | None = None
+        self.log = self.folder / "kafka.log"
+        self.config = self.folder / "server.properties"
+        self.config.write_text("\n".join([
+            "process.roles=broker,controller", "node.id=1",
+            f"controller.quorum.voters=1@127.0.0.1:{self.controller}",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"log.dirs={self.folder / 'data'}", f"num.partitions={partitions}",
+            "offsets.topic.replication.factor=1", "offsets.topic.num.partitions=1",
+            "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
+            "share.coordinator.state.topic.replication.factor=1", "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            # Retention is checked every 10 s here (5 min by default), so a test can see it act.
+            "log.retention.check.interval.ms=10000",
+        ]) + "\n")
+        (self.folder / "log4j2.properties").write_text(LOG4J.format(log=self.log, level="INFO"))
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _java(self, main: str, *arguments: str) -> list[str]:
+        return ["java", f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                f"-Dlog4j2.configurationFile={self.folder / 'log4j2.properties'}",
+                "-cp", str(jars.folder(PART) / "*"), main, *arguments]
+
+    def _format(self) -> None:
+        """Format the storage once (a cluster id of its own); a restart keeps it."""
+        if (self.folder / "data" / "meta.properties").exists():
+            return
+        cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        done = subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(self.config)),
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"formatting the Kafka broker's storage failed: {done.stdout}{done.stderr}")
+
+    def start(self, timeout: float = 60.0) -> "KafkaBroker":
+        if (reason := why_no_kafka()) is not None:
+            raise RuntimeError(reason)
+        self._format()
+        with open(self.folder / "kafka.out", "ab") as out:
+            self.process = subprocess.Popen(self._java("kafka.Kafka", str(self.config)), stdout=out,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the Kafka broker exited with {self.process.returncode}: {self.tail()}")
+            if self.answers():
+                return self
+            time.sleep(0.2)
+        self.stop(kill=True)
+        raise RuntimeError(f"the Kafka broker did not answer on {self.bootstrap} within {timeout} s: {self.tail()}")
+
+    def answers(self) -> bool:
+        """Whether the broker answers a metadata request (not only accepts connections)."""
+        from confluent_kafka.admin import AdminClient
+
+        try:
+            AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0}).list_topics(timeout=1)
+            return True
+        except Exception:  # noqa: BLE001 (librdkafka's KafkaException: not yet)
+            return False
+
+    def tail(self, lines: int = 30) -> str:
+        text = ""
+        for path in (self.folder / "kafka.out", self.log):
+            if path.exists():
+                text += "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) + "\n"
+        return text
+
+    def stop(self, kill: bool = False) -> None:
+        """Stop the broker: SIGTERM (a clean shutdown) or, with `kill`, SIGKILL."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--dir", help="its configuration, data and log (default: a new temporary folder)")
+    parser.add_argument("--partitions", type=int, default=3, help="partitions of a topic made without saying")
+    parser.add_argument("--for", dest="seconds", type=float, help="stop after this many seconds")
+    args = parser.parse_args()
+    if (reason := why_no_kafka()) is not None:
+        raise SystemExit(f"kafka_broker.py: {reason}")
+    folder = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="sscript-kafka-"))
+    broker = KafkaBroker(folder, port=args.port or None, partitions=args.partitions).start()
+    print(f"bootstrap: {broker.bootstrap}", flush=True)
+    print(f"(its data and log in {folder}; Ctrl-C stops it)", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    try:
+        time.sleep(args.seconds) if args.seconds is not None else signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.stop()
+    print("the Kafka broker stopped")
+
+
+if __name__ == "__main__":
+    main()

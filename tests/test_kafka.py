@@ -1,0 +1,127 @@
+"""`sscript run OUT --input kafka://...` against a real Apache Kafka broker (KRaft, started by the
+test on a free port of 127.0.0.1 from the jars scripts/setup.sh fetched), through Spark's own Kafka
+source, which the job hands its connector to by itself (issue #41).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from sensorscript.compiler import compile_workflows
+from sensorscript.runtime.plan.loading import load_job
+from tests.cep_harness import reference_rows, same_rows
+from tests.conftest import EXAMPLES
+from tests.differential import disordered_replay
+from tests.test_restart import SENSORS, Run, result_rows
+
+pytestmark = pytest.mark.spark
+
+SENTINEL = "NO-WORKFLOW-READS-ME"  # a sensor no workflow reads: counted as unread, last in each partition
+# Values no record rule reads, each quarantined with its reason (an empty value is a blank line).
+HOSTILE = (b"\x00\xff\xfe\x01binary", b"{garbage", b'{"ts": "soon", "value": [1]}', b"8AC2-Z,never,1.5",
+           b"x" * 600_000)
+
+
+class Feed:
+    """A topic of `partitions` partitions and an idempotent producer into it (librdkafka's, from the
+    confluent-kafka package): each partition gets its messages in the order sent."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int = 3):
+        from confluent_kafka import Producer
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        self.topic, self.partitions = topic, partitions
+        quiet = {"bootstrap.servers": bootstrap, "log_level": 0}  # failures come back to `failed`, not as log lines
+        self.admin = AdminClient(quiet)
+        self.admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result()
+        self.producer = Producer({**quiet, "enable.idempotence": True, "linger.ms": 5, "message.max.bytes": 1_000_000})
+        self.failed: list[str] = []
+
+    def send(self, values: list[bytes | str], key=lambda value: None, partition: int | None = None) -> None:
+        for number, value in enumerate(values):
+            data = value.encode() if isinstance(value, str) else value
+            options = {"partition": partition} if partition is not None else {}
+            self.producer.produce(self.topic, value=data, key=key(value), on_delivery=self._delivered, **options)
+            if number % 1000 == 999:
+                self.producer.poll(0)
+                time.sleep(0.02)  # a gateway's pace, not one burst: the job sees several batches
+        self.flush()
+
+    def _delivered(self, error, message) -> None:
+        if error is not None:
+            self.failed.append(str(error))
+
+    def flush(self) -> None:
+        assert self.producer.flush(60) == 0, "messages the broker did not take in 60 s"
+        assert not self.failed, self.failed
+
+    def end(self, ts: str) -> None:
+        """A reading of the sentinel sensor last in every partition: once the job has counted them
+        all as unread, it has read everything sent before them."""
+        for partition in range(self.partitions):
+            self.send([f"{SENTINEL},{ts},0"], partition=partition)
+
+
+def test_a_topic_of_three_partitions_fed_while_the_job_runs_and_is_killed_twice_loses_and_doubles_nothing(
+        kafka, tmp_path):
+    """A producer feeds a topic of three partitions (the sensor as the message key, as a gateway
+    keys them) while the job reads it; the job is SIGKILLed mid-feed twice (once while messages
+    keep coming, once after it read some) and restarted: Spark's Kafka offsets in the checkpoint
+    take each message exactly once. Hostile values go to quarantine with their reasons. The results
+    equal the reference evaluator over exactly the readings the broker delivered."""
+    batches = disordered_replay(tmp_path / "replay", seed=41, files=1)
+    out = tmp_path / "out"
+    # A watermark a minute behind: the three partitions are read at different paces, and this test
+    # compares with the reference over all readings, so no reading may be late.
+    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark="fixed:60000")
+    read = set(load_job(out).JOB.sensors)
+    lines = sorted((line for line in batches[0] if line.split(",")[0] in read), key=lambda line: int(line.split(",")[1]))
+    lines = lines[: len(lines) // 4]  # a minute of the fleet
+    parts = [lines[i * len(lines) // 4:(i + 1) * len(lines) // 4] for i in range(4)]
+    feed = Feed(kafka.bootstrap, "bridge-readings")
+    by_sensor = lambda line: line.split(",")[0].encode()  # noqa: E731
+
+    def totals() -> dict:
+        status = out / "status.json"
+        return json.loads(status.read_text()).get("totals", {}) if status.exists() else {}
+
+    source = f"kafka://{kafka.bootstrap}/bridge-readings"
+    run = Run(out, source, bounded=False, cleanup=None)
+    try:
+        feed.send(parts[0], key=by_sensor)
+        run.wait_for_status(lambda s: s.get("totals", {}).get("readings", 0) > 0, "a batch of readings")
+        run.kill()
+        feed.send(parts[1], key=by_sensor)  # while the job is down: Kafka keeps them
+        run = Run(out, source, bounded=False, cleanup=None)
+        feed.send(parts[2][: len(parts[2]) // 2], key=by_sensor)
+        run.wait_for_status(lambda s: s.get("totals", {}).get("readings", 0) > 0, "a batch after the restart")
+        run.kill()
+        run = Run(out, source, bounded=False, cleanup=None)
+        feed.send(parts[2][len(parts[2]) // 2:], key=by_sensor)
+        feed.send(list(HOSTILE))
+        feed.send(parts[3], key=by_sensor)
+        feed.end(lines[-1].split(",")[1])
+        run.wait_for_status(lambda s: s.get("totals", {}).get("unread", 0) >= feed.partitions,
+                            "the sentinel of every partition read")
+        output = run.stop_draining()
+    finally:
+        run.cleanup()
+    assert "Traceback" not in output, output
+    counted = totals()
+    assert counted.get("late", 0) == 0, counted  # else the comparison below would not be over all readings
+    assert counted["readings"] == len(lines), counted
+    expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [lines], 0, compiled.plan)
+    same_rows(result_rows(out), expected)
+    reasons = quarantined(out)
+    assert len(reasons) == len(HOSTILE), reasons
+    assert all(reason for _, reason in reasons), reasons
+
+
+def quarantined(out: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(out / "results.db") as db:
+        return [tuple(row) for row in db.execute("SELECT raw, reason FROM quarantine")]
