@@ -6,6 +6,7 @@ source, which the job hands its connector to by itself (issue #41).
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from tests.test_restart import SENSORS, Run, result_rows
 
 pytestmark = pytest.mark.spark
 
+BOUND = 1_500  # --max-readings-per-batch in the kill test
 SENTINEL = "NO-WORKFLOW-READS-ME"  # a sensor no workflow reads: counted as unread, last in each partition
 # Values no record rule reads, each quarantined with its reason (an empty value is a blank line).
 HOSTILE = (b"\x00\xff\xfe\x01binary", b"{garbage", b'{"ts": "soon", "value": [1]}', b"8AC2-Z,never,1.5",
@@ -91,17 +93,20 @@ def test_a_topic_of_three_partitions_fed_while_the_job_runs_and_is_killed_twice_
         return json.loads(status.read_text()).get("totals", {}) if status.exists() else {}
 
     source = f"kafka://{kafka.bootstrap}/bridge-readings"
-    run = Run(out, source, bounded=False, cleanup=None)
+    bound = ("--max-readings-per-batch", str(BOUND))  # the outage below is caught up in several batches
+    run = Run(out, source, bounded=False, cleanup=None, extra=bound)
     try:
         feed.send(parts[0], key=by_sensor)
         run.wait_for_status(lambda s: s.get("totals", {}).get("readings", 0) > 0, "a batch of readings")
         run.kill()
         feed.send(parts[1], key=by_sensor)  # while the job is down: Kafka keeps them
-        run = Run(out, source, bounded=False, cleanup=None)
+        run = Run(out, source, bounded=False, cleanup=None, extra=bound)
         feed.send(parts[2][: len(parts[2]) // 2], key=by_sensor)
-        run.wait_for_status(lambda s: s.get("totals", {}).get("readings", 0) > 0, "a batch after the restart")
+        before = len(parts[0]) + len(parts[1])  # what the job had to catch up on (the totals go on from run to run)
+        run.wait_for_status(lambda s: s.get("totals", {}).get("readings", 0) >= before, "the outage caught up")
+        caught_up = run.output()
         run.kill()
-        run = Run(out, source, bounded=False, cleanup=None)
+        run = Run(out, source, bounded=False, cleanup=None, extra=bound)
         feed.send(parts[2][len(parts[2]) // 2:], key=by_sensor)
         feed.send(list(HOSTILE))
         feed.send(parts[3], key=by_sensor)
@@ -112,6 +117,9 @@ def test_a_topic_of_three_partitions_fed_while_the_job_runs_and_is_killed_twice_
     finally:
         run.cleanup()
     assert "Traceback" not in output, output
+    # Part 1 waited in the broker while the job was down: more messages than one batch takes.
+    taken = [int(n.replace(",", "")) for n in re.findall(r"^batch \d+: ([\d,]+) readings", caught_up, re.M)]
+    assert len(parts[1]) > BOUND and taken and max(taken) <= BOUND and len(taken) >= 2, caught_up
     counted = totals()
     assert counted.get("late", 0) == 0, counted  # else the comparison below would not be over all readings
     assert counted["readings"] == len(lines), counted
@@ -125,3 +133,47 @@ def test_a_topic_of_three_partitions_fed_while_the_job_runs_and_is_killed_twice_
 def quarantined(out: Path) -> list[tuple[str, str]]:
     with sqlite3.connect(out / "results.db") as db:
         return [tuple(row) for row in db.execute("SELECT raw, reason FROM quarantine")]
+
+
+def test_kafka_addresses_and_options_are_checked_in_the_users_words(monkeypatch):
+    from sensorscript.runtime.ingest import kafka
+
+    assert kafka.Address.parse("kafka://a:9093,b/t1,t2") == kafka.Address(("a:9093", "b:9092"), ("t1", "t2"))
+    assert kafka.Address.parse("kafka://[::1]:9092/t").servers == ("[::1]:9092",)
+    for url, says in [("kafka://a:9092", "no topic"), ("kafka://a:9092/", "no topic"),
+                      ("kafka://a:0/t", "'a:0' is no broker address"), ("kafka:///t", "'' is no broker address"),
+                      ("kafka://a/t?x", "'t?x' is no Kafka topic name"),
+                      ("kafka://user:pw@a/t", "no user or password in a Kafka address")]:
+        with pytest.raises(ValueError, match=re.escape(says)):
+            kafka.Address.parse(url)
+    assert kafka.start_options(None) == {"startingOffsets": "earliest"}
+    assert kafka.start_options("latest") == {"startingOffsets": "latest"}
+    assert kafka.start_options("2026-11-28T06:00:00Z")["startingTimestamp"] == "1795845600000"
+    assert kafka.start_options("1795845600000")["startingTimestamp"] == "1795845600000"
+    with pytest.raises(ValueError, match="expected earliest, latest, or a time"):
+        kafka.start_options("yesterday")
+    with pytest.raises(ValueError, match="a secret is not given on the command line"):
+        kafka.check_option("sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required;")
+    with pytest.raises(ValueError, match="Spark's Kafka source sets it itself"):
+        kafka.check_option("group.id=mine")
+    monkeypatch.setenv("JAAS", "secret-config")
+    options = kafka.reader_options("kafka://a/t", ("latest", 10, ("security.protocol=SASL_SSL", "sasl.jaas.config=env:JAAS")))
+    assert options == {"kafka.bootstrap.servers": "a:9092", "subscribe": "t", "startingOffsets": "latest",
+                       "maxOffsetsPerTrigger": "10", "kafka.security.protocol": "SASL_SSL",
+                       "kafka.sasl.jaas.config": "secret-config"}
+    with pytest.raises(ValueError, match="the environment variable NOT_SET is not set"):
+        kafka.reader_options("kafka://a/t", (None, None, ("ssl.key.password=env:NOT_SET",)))
+
+
+def test_kafka_options_are_checked_before_spark_starts(tmp_path):
+    from tests.test_restart import sscript
+
+    compile_workflows([str(EXAMPLES[0])], tmp_path / "out", str(SENSORS), 1)
+    for arguments, says in [(("--input", "kafka://127.0.0.1:9092"), "no topic"),
+                            (("--input", str(tmp_path), "--kafka-start", "latest"), "are for a kafka:// input"),
+                            (("--input", "kafka://127.0.0.1:9092/t", "--kafka-option", "ssl.keystore.password=x"),
+                             "a secret is not given on the command line"),
+                            (("--input", "kafka://127.0.0.1:9092/t", "--max-readings-per-batch", "0"), "0")]:
+        done = sscript("run", str(tmp_path / "out"), *arguments)
+        assert done.returncode != 0 and "Traceback" not in done.stderr + done.stdout, done.stderr
+        assert says in done.stderr + done.stdout, done.stderr + done.stdout

@@ -71,6 +71,17 @@ def broker_run(place: Path) -> tuple[list[str], dict]:
     return given, expected
 
 
+def kafka_run(place: Path) -> tuple[list[str], dict]:
+    """A Kafka source of two brokers and two topics, with its start, bound and client settings (a
+    secret as env:NAME, passed on unread)."""
+    given = [str(place / "out"), "--input", "kafka://k1:9092,k2:9093/bridge,pier", "--kafka-start",
+             "2026-11-28T06:00:00Z", "--max-readings-per-batch", "50000", "--kafka-option", "security.protocol=SASL_SSL",
+             "--kafka-option", "sasl.jaas.config=env:HOME"]
+    expected = dict(input="kafka://k1:9092,k2:9093/bridge,pier", kafka_start="2026-11-28T06:00:00Z",
+                    max_readings_per_batch=50_000, kafka_option=("security.protocol=SASL_SSL", "sasl.jaas.config=env:HOME"))
+    return given, expected
+
+
 def job_argv(monkeypatch, place: Path, given: list[str]) -> list[str]:
     """The command `sscript run GIVEN` starts (its Spark never starts: the command is only kept)."""
     started = []
@@ -83,7 +94,7 @@ def job_argv(monkeypatch, place: Path, given: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", ["python", "spark-submit"])
-@pytest.mark.parametrize("case", [folder_run, broker_run])
+@pytest.mark.parametrize("case", [folder_run, broker_run, kafka_run])
 def test_every_option_of_sscript_run_reaches_the_job(monkeypatch, place, mode, case):
     given, expected = case(place)
     if mode == "spark-submit":
@@ -107,7 +118,7 @@ def test_every_option_of_sscript_run_reaches_the_job(monkeypatch, place, mode, c
 def test_the_cases_above_give_every_option_of_sscript_run():
     """A new option of `sscript run` needs a value in the cases above."""
     place = Path("p")
-    given = {part for case in (folder_run, broker_run) for part in case(place)[0] if part.startswith("--")}
+    given = {part for case in (folder_run, broker_run, kafka_run) for part in case(place)[0] if part.startswith("--")}
     options = {param.opts[0] for param in run_command.params if isinstance(param, click.Option)}
     assert options == given | {"--cluster"}
 
@@ -126,7 +137,7 @@ def test_the_command_line_and_the_job_say_the_same_of_each_option(tmp_path):
     helps = {action.option_strings[0]: action.help for action in job_parser("a job", tmp_path)._actions
              if action.option_strings and action.option_strings[0] != "-h"}
     shared = [param for param in run_command.params if isinstance(param, click.Option) and param.opts[0] in helps]
-    assert len(shared) == 21  # all but --cluster (spark-submit's --master) and OUT (the job's --out)
+    assert len(shared) == 24  # all but --cluster (spark-submit's --master) and OUT (the job's --out)
     for param in shared:
         assert param.help == helps[param.opts[0]], param.opts[0]
 

@@ -86,6 +86,18 @@ def check_input_cleanup(text: str) -> str:
     return check_input_cleanup(text)
 
 
+def check_kafka_start(text: str) -> str:
+    from sensorscript.runtime.ingest.kafka import check_start
+
+    return check_start(text)
+
+
+def check_kafka_option(text: str) -> str:
+    from sensorscript.runtime.ingest.kafka import check_option
+
+    return check_option(text)
+
+
 def option(default, help: str, *, to_job: str = ARGUMENT, metavar: str | None = None, choices: tuple[str, ...] = (),
            minimum: int | None = None, check: Callable[[str], str] | None = None, required: bool = False,
            positional: bool = False):
@@ -103,7 +115,7 @@ class RunSettings:
                                     "(the job's default: its own folder).", positional=True)
     input: str | None = option(None, "A folder of CSV/JSON-lines files, socket://HOST:PORT, "
                                      "mqtt://[USER@]HOST:PORT/TOPIC (mqtts:// for TLS; the password in the environment "
-                                     "variable SSCRIPT_MQTT_PASSWORD) or kafka://BROKERS/TOPIC.", required=True)
+                                     "variable SSCRIPT_MQTT_PASSWORD) or kafka://HOST:PORT[,...]/TOPIC[,...].", required=True)
     once: bool = option(False, "Process what is there, emit every window, and stop.")
     fresh: bool = option(False, "Start afresh (the results are written anew) instead of continuing from the "
                                 "checkpoint of the last run on OUT.")
@@ -137,6 +149,18 @@ class RunSettings:
     sensor_from_topic: int | None = option(None, "An MQTT source whose payloads carry only time and value (CSV "
                                                  "ts,value or JSON): the sensor id is this level of the message's "
                                                  "topic (1: the first, -1: the last).", metavar="LEVEL")
+    kafka_start: str | None = option(None, "Where a Kafka source starts when the job starts afresh (a checkpoint's "
+                                           "offsets win): earliest (default: every message the broker keeps), latest, "
+                                           "or a time (2026-11-28T06:00:00Z, or milliseconds since 1970).",
+                                     metavar="earliest|latest|TIME", check=check_kafka_start)
+    max_readings_per_batch: int | None = option(None, "Bound each micro-batch of a Kafka source to this many messages "
+                                                      "(a reading each, or a gateway's block of lines; default "
+                                                      "200,000): a job back after an outage catches up in batches of "
+                                                      "that size.", minimum=1, metavar="N")
+    kafka_option: tuple[str, ...] = option((), "A setting of the Kafka client (repeatable), e.g. "
+                                               "security.protocol=SASL_SSL; a secret only as KEY=env:NAME (read "
+                                               "from that environment variable).", metavar="KEY=VALUE",
+                                           check=check_kafka_option)
     mqtt_ca: str | None = option(None, "The CA certificate that signed the MQTT broker's (TLS; with mqtts:// the "
                                        "system's CAs otherwise).", to_job=PATH, metavar="FILE")
     mqtt_cert: str | None = option(None, "A client certificate for a broker that asks for one (TLS), with --mqtt-key.",
@@ -215,7 +239,8 @@ class RunSettings:
         from sensorscript.runtime.ingest.source import check_feed, input_cleanup
 
         input_cleanup(self.input_cleanup, self.input, self.once)
-        check_feed(self.input, self.sensor_from_topic, self.mqtt_login)
+        check_feed(self.input, self.sensor_from_topic, self.mqtt_login,
+                   (self.kafka_start, self.max_readings_per_batch, self.kafka_option))
         alert_options = (self.alerts_for, self.alerts_timeout, self.alerts_template, self.alerts_group_by,
                          self.alerts_group_wait)
         if not self.alerts or self.alerts == ("none",):

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sensorscript.runtime.ingest import drop_folder, mqtt, mqtt_spool, spool
+from sensorscript.runtime.ingest import drop_folder, kafka, mqtt, mqtt_spool, spool
 
 BLOCK_BYTES = 16 << 20  # what one block of a file holds at most (plus the rest of its last line)
 
@@ -36,14 +36,15 @@ _BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, con
 
 
 def read_input(spark: SparkSession, source: str, max_files_per_trigger: int | None = None,
-               cleanup: str = "keep") -> DataFrame:
+               cleanup: str = "keep", kafka_settings: tuple = ()) -> DataFrame:
     """A streaming DataFrame with the columns INPUT_COLUMNS, from a folder, a socket or Kafka.
 
     drop:FOLDER is a folder whose files go once read (`cleanup` delete or archive:DIR), read by
     runtime/ingest/drop_folder.py, whose checkpoint stays bounded (the run loop chooses it for a live
     feed's folder and for a socket's spool); spool:FOLDER is a socket://HOST:PORT the run loop spools into FOLDER (runtime/ingest/spool.py),
     each file deleted once a batch has committed it; kafka://BROKERS/TOPIC reads message values
-    (needs the spark-sql-kafka package on the cluster; a value may hold several lines); anything
+    with Spark's Kafka source (runtime/ingest/kafka.py; `kafka_settings`: the run's, `Job.kafka`; a
+    value may hold several lines); anything
     else is a folder of CSV or JSON-lines files (new files are picked up as they appear), whose
     files are kept, deleted or moved once read by `cleanup` (`input_cleanup`).
     """
@@ -53,10 +54,8 @@ def read_input(spark: SparkSession, source: str, max_files_per_trigger: int | No
         return _files(spark.readStream.option("cleanSource", "delete"), source[len(spool.PREFIX):])
     if spooled(source):
         raise ValueError(f"{source}: a socket or broker is read through the run loop's spool (runtime/ingest/spool.py)")
-    if source.startswith("kafka://"):
-        servers, topic = source[len("kafka://"):].split("/", 1)
-        frame = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers)
-                 .option("subscribe", topic).option("startingOffsets", "earliest").load())
+    if source.startswith(kafka.PREFIX):
+        frame = spark.readStream.format("kafka").options(**kafka.reader_options(source, kafka_settings)).load()
         return frame.select(F.lit(None).cast("string").alias("path"), F.lit(None).cast("long").alias("length"),
                             F.col("value"))
     reader = spark.readStream.option("recursiveFileLookup", "true")
@@ -138,8 +137,13 @@ def streamed(source: str) -> bool:
     return source.startswith((*SPOOLED, "kafka://", spool.PREFIX))
 
 
-def check_feed(source: str, sensor_level: int | None = None, login: mqtt.Login = mqtt.Login()) -> None:
+def check_feed(source: str, sensor_level: int | None = None, login: mqtt.Login = mqtt.Login(),
+               kafka_settings: tuple = ()) -> None:
     """A feed's address and options, checked before Spark starts (ValueError in the user's words)."""
+    if source.startswith(kafka.PREFIX):
+        kafka.reader_options(source, kafka_settings)  # the address, and every env:NAME set
+    elif any(kafka_settings):
+        raise ValueError("--kafka-start, --max-readings-per-batch and --kafka-option are for a kafka:// input")
     if source.startswith(BROKERS):
         login.password(mqtt.Address.parse(source, "an MQTT source"))
         mqtt_spool.check_level(sensor_level)

@@ -344,6 +344,9 @@ class Job:
     # What becomes of a folder's files once read: keep, delete or archive:DIR (set by the run:
     # runtime/ingest/source.py, `input_cleanup`).
     input_cleanup: str = "keep"
+    # A Kafka source's settings, as the run gave them (set by the run: runtime/ingest/kafka.py,
+    # `reader_options`): (--kafka-start, --max-readings-per-batch, --kafka-option values).
+    kafka: tuple = ()
     # Sensor id -> further partitions its readings also go to. Our plans send each reading to
     # one partition; the naive placements the report measures (hash by workflow) copy them.
     replicas: dict[str, tuple[int, ...]] = field(default_factory=dict)

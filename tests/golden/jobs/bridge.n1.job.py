@@ -84,7 +84,8 @@ def build_query(spark, input_path, control_path, max_files_per_trigger=None, job
     # 1. Source: the new files of a folder of CSV / JSON-lines files (or socket://, kafka://); Spark
     #    passes on which files to read, not their lines, and keeps, deletes or moves them once read
     #    (the run's --input-cleanup).
-    inputs = source.read_input(spark, input_path, max_files_per_trigger, cleanup=job.input_cleanup)
+    inputs = source.read_input(spark, input_path, max_files_per_trigger, cleanup=job.input_cleanup,
+                               kafka_settings=job.kafka)
     # 2-4. Read and parse in blocks of whole lines (Arrow, by the record rules; a line that cannot be
     #      read keeps its reason and goes to quarantine); the 4 sensors the workflows read: code
     #      and partition key from the plan (readings of other sensors, and blank and header lines, are
