@@ -175,6 +175,18 @@ def test_the_metrics_follow_status_json(out):
         assert {name: value for (name, _), value in samples.items() if name.startswith("sscript_alerts")} == {
             "sscript_alerts_waiting": 12, "sscript_alerts_delivered_total": 340, "sscript_alerts_failed_total": 3,
             "sscript_alerts_silenced_total": 2, "sscript_alerts_outbox_limit": 10000, "sscript_alerts_outbox_full": 0}
+        assert not any(name.startswith("sscript_kafka") for name, _ in samples)
+
+        # A Kafka source: its lag per topic partition, and what the broker deleted before the job read it.
+        time.sleep(0.01)
+        full_status(out, feed={"at": 160.0, "skipped": 17, "partitions": {
+            "bridge.readings/0": {"read": 90, "newest": 100, "lag": 10},
+            "bridge.readings/2": {"read": 5, "newest": 5, "lag": 0}}})
+        samples = scrape(page.url)
+        assert {key: value for key, value in samples.items() if key[0].startswith("sscript_kafka")} == {
+            ("sscript_kafka_lag_messages", frozenset([job, ("topic", "bridge.readings"), ("partition", "0")])): 10,
+            ("sscript_kafka_lag_messages", frozenset([job, ("topic", "bridge.readings"), ("partition", "2")])): 0,
+            ("sscript_kafka_skipped_messages_total", frozenset([job])): 17}
 
 
 def test_the_grafana_dashboard_asks_only_for_exported_metrics(out):

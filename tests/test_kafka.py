@@ -159,7 +159,7 @@ def test_kafka_addresses_and_options_are_checked_in_the_users_words(monkeypatch)
     monkeypatch.setenv("JAAS", "secret-config")
     options = kafka.reader_options("kafka://a/t", ("latest", 10, ("security.protocol=SASL_SSL", "sasl.jaas.config=env:JAAS")))
     assert options == {"kafka.bootstrap.servers": "a:9092", "subscribe": "t", "startingOffsets": "latest",
-                       "maxOffsetsPerTrigger": "10", "kafka.security.protocol": "SASL_SSL",
+                       "maxOffsetsPerTrigger": "10", "failOnDataLoss": "false", "kafka.security.protocol": "SASL_SSL",
                        "kafka.sasl.jaas.config": "secret-config"}
     with pytest.raises(ValueError, match="the environment variable NOT_SET is not set"):
         kafka.reader_options("kafka://a/t", (None, None, ("ssl.key.password=env:NOT_SET",)))
@@ -177,3 +177,76 @@ def test_kafka_options_are_checked_before_spark_starts(tmp_path):
         done = sscript("run", str(tmp_path / "out"), *arguments)
         assert done.returncode != 0 and "Traceback" not in done.stderr + done.stdout, done.stderr
         assert says in done.stderr + done.stdout, done.stderr + done.stdout
+
+
+def test_messages_deleted_while_the_job_was_away_are_counted_and_said_and_the_lag_is_in_status(kafka, tmp_path):
+    """The broker deletes the oldest messages of a topic while the job is stopped (retention passed:
+    here AdminClient.delete_records, what retention does): the next run reads on from the oldest
+    message left, says how many it lost in one line and in status, never stops for it; `sscript
+    status` shows the lag per topic partition. The results equal the reference over exactly the
+    readings the broker delivered."""
+    from confluent_kafka import TopicPartition
+
+    from tests.test_restart import sscript
+
+    batches = disordered_replay(tmp_path / "replay", seed=43, files=1)
+    out = tmp_path / "out"
+    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark="fixed:60000")
+    read = set(load_job(out).JOB.sensors)
+    lines = sorted((line for line in batches[0] if line.split(",")[0] in read), key=lambda line: int(line.split(",")[1]))
+    lines = lines[: len(lines) // 8]
+    first, away, last = lines[: len(lines) // 3], lines[len(lines) // 3: 2 * len(lines) // 3], lines[2 * len(lines) // 3:]
+    deleted = len(away) // 2
+    feed = Feed(kafka.bootstrap, "one-partition", partitions=1)
+    source = f"kafka://{kafka.bootstrap}/one-partition"
+    feed.send(first)
+    run = Run(out, source, bounded=False, cleanup=None, extra=("--max-readings-per-batch", "500"))
+    try:
+        run.wait_for_status(lambda s: s.get("totals", {}).get("readings", 0) >= len(first), "the first part read")
+        stopped = sscript("stop", str(out))
+        assert stopped.returncode == 0 and run.finish() == 0, stopped.stdout + stopped.stderr + run.output()
+        feed.send(away)
+        gone = feed.admin.delete_records([TopicPartition("one-partition", 0, len(first) + deleted)])
+        for future in gone.values():
+            future.result()
+        feed.send(last)
+        feed.end(lines[-1].split(",")[1])
+        run = Run(out, source, bounded=False, cleanup=None, extra=("--max-readings-per-batch", "500"))
+        behind = run.wait_for_status(lambda s: (s.get("feed", {}).get("partitions", {}).get("one-partition/0", {})
+                                                .get("lag", 0) > 0), "a lag behind the broker")
+        run.wait_for_status(lambda s: s.get("totals", {}).get("unread", 0) >= 1, "the sentinel read")
+        shown = sscript("status", str(out)).stdout
+        output = run.stop_draining()
+    finally:
+        run.cleanup()
+    assert behind["feed"]["partitions"]["one-partition/0"]["newest"] == len(first) + len(away) + len(last) + 1
+    assert "Kafka: 0 messages behind the broker's newest" in shown and "(one-partition/0 0)" in shown, shown
+    assert f"Kafka: {deleted:,} messages deleted by the broker before the job read them" in shown, shown
+    said = re.findall(r"^batch \d+: ([\d,]+) Kafka messages were deleted by the broker before the job read them", output,
+                      re.M)  # in the batches whose offsets held them (a batch takes at most 500 offsets)
+    assert sum(int(n.replace(",", "")) for n in said) == deleted, output
+    assert "Traceback" not in output, output
+    status = json.loads((out / "status.json").read_text())
+    assert status["feed"]["skipped"] == deleted and status["totals"].get("late", 0) == 0, status["feed"]
+    delivered = first + away[deleted:] + last
+    assert status["totals"]["readings"] == len(delivered)
+    expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [delivered], 0, compiled.plan)
+    same_rows(result_rows(out), expected)
+
+
+def test_the_lag_and_the_lost_messages_in_status_and_the_dashboards_health():
+    from sensorscript.dashboard.app import _health_summary
+    from sensorscript.runtime.output.status import describe_feed
+    from sensorscript.times import UTC
+
+    status = {"started": 100.0, "updated": 160.0, "batches": 3, "last_batch": 2, "late_policy": "log",
+              "watermark": "fixed:5s", "sink": "SQLite", "totals": {},
+              "feed": {"at": 1_795_845_600.0, "skipped": 1_305, "partitions": {
+                  "a/0": {"read": 90, "newest": 100, "lag": 10}, "a/1": {"read": 7, "newest": 2_007, "lag": 2_000}}}}
+    assert describe_feed(status, UTC) == [
+        "Kafka: 2,010 messages behind the broker's newest at 2026-11-28 06:00:00.000 UTC (a/1 2,000, a/0 10)",
+        "Kafka: 1,305 messages deleted by the broker before the job read them (its retention passed while the job was "
+        "away): their readings are not in the results"]
+    shown = str(_health_summary(status, UTC))
+    assert "2,010 messages behind the broker's newest" in shown and "1,305 messages deleted by the broker" in shown
+    assert describe_feed({**status, "feed": {}}, UTC) == []

@@ -29,7 +29,7 @@ from sensorscript.dashboard.metrics import serve_metrics
 from sensorscript.dashboard.plan_summary import PlanSummary
 from sensorscript.dashboard.reading import JobOutput
 from sensorscript.runtime.output.alarms import FLAG, Alarm
-from sensorscript.runtime.output.status import GAUGES, describe_state, describe_version, gauge_text
+from sensorscript.runtime.output.status import GAUGES, describe_feed, describe_state, describe_version, gauge_text
 from sensorscript.times import human_time, zone_name
 
 REFRESH_MS = 3_000
@@ -233,7 +233,8 @@ def _health_summary(status: dict | None, tz: tzinfo):
         ["held ahead of the watermark", f"{totals.get('ahead', 0):,.0f}"],
         ["ignored, counted", f"{totals.get('unread', 0):,.0f} readings of sensors no workflow reads, "
                              f"{totals.get('skipped', 0):,.0f} blank or header lines"],
-        ["watermark policy", status["watermark"]], ["results in", status["sink"]]], "health")
+        ["watermark policy", status["watermark"]], ["results in", status["sink"]],
+        *(["Kafka", line.removeprefix("Kafka: ")] for line in describe_feed(status, tz))], "health")
 
 
 def _health_detail(status: dict | None, found, tz: tzinfo) -> list:

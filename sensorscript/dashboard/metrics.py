@@ -118,6 +118,22 @@ class JobCollector:
                 family.add_metric([*job.values(), name], float(size))
             yield family
 
+        feed = status.get("feed") if isinstance(status.get("feed"), dict) else {}
+        lags = [(key.rpartition("/"), held["lag"]) for key, held in sorted((feed.get("partitions") or {}).items())
+                if isinstance(held, dict) and _is_number(held.get("lag"))]
+        if lags:
+            family = GaugeMetricFamily(PREFIX + "kafka_lag_messages", "Messages of a Kafka topic partition the job has "
+                                       "not read yet (the broker's newest offset less the job's), as its last batch saw",
+                                       labels=[*labels, "topic", "partition"])
+            for (topic, _, partition), lag in lags:
+                family.add_metric([*job.values(), topic, partition], float(lag))
+            yield family
+        if feed:
+            family = CounterMetricFamily(PREFIX + "kafka_skipped_messages", "Kafka messages the broker deleted before "
+                                         "the job read them (its retention passed while the job was away)", labels=labels)
+            family.add_metric(list(job.values()), _number(feed.get("skipped", 0)))
+            yield family
+
         outbox = status.get("alerts")
         if isinstance(outbox, dict):
             for key, (name, help_text, counter) in ALERTS.items():

@@ -11,6 +11,7 @@ from pathlib import Path
 from sensorscript.runtime.control import failures
 from sensorscript.runtime.control.batch_writer import BatchWriter, Gate
 from sensorscript.runtime.control.stopping import read_request
+from sensorscript.runtime.ingest import kafka
 from sensorscript.runtime.ingest.packets import END_OF_INPUT
 from sensorscript.runtime.plan import versions
 
@@ -29,6 +30,7 @@ class Query:
         self.build_query, self.spark, self.reads, self.control, self.state = build_query, spark, reads, control, state
         self.writer, self.once, self.trigger_seconds = writer, once, trigger_seconds
         self.max_files_per_trigger = max_files_per_trigger
+        self.watched = -1  # the last batch whose progress `watch` took
 
     def start(self):
         self.writer.gate.open()
@@ -54,7 +56,9 @@ class Query:
         gate, ended = self.writer.gate, self.writer.ended
         draining = False
         while True:
-            if _await(query, 0.5, gate):
+            stopped = _await(query, 0.5, gate)
+            self.watch(query)
+            if stopped:
                 return "ended" if ended.is_set() else "finished"
             if ended.is_set():
                 stop_between_batches(query, gate)
@@ -78,6 +82,26 @@ class Query:
             if refresh_after and mode is None and not draining and gate.batches() >= refresh_after:
                 stop_between_batches(query, gate)
                 return "refresh"
+
+
+    def watch(self, query) -> None:
+        """What the last batch's progress says of a Kafka source, into status (its lag per topic
+        partition) and, for messages the broker deleted before the job read them, a line."""
+        progress = query.lastProgress
+        if progress is None or progress["batchId"] <= self.watched:
+            return
+        self.watched = progress["batchId"]
+        try:
+            found = kafka.progress_of(progress)
+        except (KeyError, TypeError, ValueError):  # a progress of another shape: status only, never the job
+            found = None
+        if found is None:
+            return
+        self.writer.status.kafka(found)
+        if found["skipped"]:
+            self.writer.echo(f"batch {progress['batchId']}: {found['skipped']:,} Kafka messages were deleted by the "
+                             f"broker before the job read them (its retention passed while the job was away): their "
+                             f"readings are not in the results")
 
 
 def stop_between_batches(query, gate: Gate, patience: float = 60.0) -> None:

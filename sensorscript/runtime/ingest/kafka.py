@@ -130,4 +130,34 @@ def reader_options(source: str, settings: tuple = ()) -> dict[str, str]:
     address = Address.parse(source)
     return {"kafka.bootstrap.servers": ",".join(address.servers), "subscribe": ",".join(address.topics),
             **start_options(start), "maxOffsetsPerTrigger": str(most or MAX_PER_BATCH),
+            # Messages the broker deleted before the job read them are counted and said (`progress_of`),
+            # not a query that stops for good: the next run would stop on them again.
+            "failOnDataLoss": "false",
             **client_options(tuple(given or ()))}
+
+
+def progress_of(progress) -> dict | None:
+    """What a batch's progress (Spark's StreamingQueryProgress) says of the Kafka source: per topic
+    partition the offset the job has read to and the broker's newest (`read`, `newest`, `lag`), and
+    the offsets the batch covered but did not get (`skipped`: messages the broker deleted before the
+    job read them, its retention having passed while the job was away). None without one."""
+    for source in progress["sources"] if progress is not None else ():
+        if not str(source["description"]).startswith("Kafka"):
+            continue
+        start, end, newest = (_offsets(source[name]) for name in ("startOffset", "endOffset", "latestOffset"))
+        partitions = {key: {"read": read, "newest": max(newest.get(key, read), read),
+                            "lag": max(newest.get(key, read) - read, 0)} for key, read in sorted(end.items())}
+        covered = sum(read - start.get(key, read) for key, read in end.items() if key in start)
+        return {"partitions": partitions, "skipped": max(covered - int(source["numInputRows"]), 0)}
+    return None
+
+
+def _offsets(given) -> dict[str, int]:
+    """{"topic": {"0": offset, ...}} (a JSON text or parsed) as {"topic/0": offset}."""
+    import json
+
+    if not given:
+        return {}
+    found = json.loads(given) if isinstance(given, str) else given
+    return {f"{topic}/{partition}": int(offset) for topic, offsets in (found or {}).items()
+            for partition, offset in (offsets or {}).items()}

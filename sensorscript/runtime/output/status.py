@@ -72,6 +72,10 @@ class Status:
     # `--alerts`: the outbox's counts (runtime/output/alerts/outbox.py, Outbox.counts): waiting, delivered,
     # failed, limit, full, dropped, and per target its own; empty without --alerts.
     alerts: dict = field(default_factory=dict)
+    # A Kafka source (runtime/ingest/kafka.py, `progress_of`): per topic partition the offset read to,
+    # the broker's newest and the lag between them, as the last batch saw them (`partitions`, `at`);
+    # `skipped`: messages the broker deleted before the job read them, all runs.
+    feed: dict = field(default_factory=dict)
 
     @staticmethod
     def start(out: Path, job, sink_spec: str, sink: str, fresh: bool, source: str = "") -> "Status":
@@ -96,6 +100,7 @@ class Status:
             status.exact_by_partition = earlier.get("exact_by_partition", {})
             status.unread_newest = earlier.get("unread_newest")
             status.stores = earlier.get("stores", {})
+            status.feed = earlier.get("feed", {})
         if path.exists():  # the outbox outlives a fresh start: what it said stays until this run says anew
             try:
                 status.alerts = json.loads(path.read_text()).get("alerts", {})
@@ -145,6 +150,12 @@ class Status:
     def switched(self, number: int, after_batch: int | None, switch_at: int | None) -> None:
         """The job runs version `number` of its plan (runtime/plan/versions.py)."""
         self.plan_version, self.plan_after_batch, self.plan_switch_at = number, after_batch, switch_at
+        self._save()
+
+    def kafka(self, found: dict) -> None:
+        """Take what a batch's progress says of the Kafka source (runtime/ingest/kafka.py, `progress_of`)."""
+        self.feed = {"partitions": found["partitions"], "at": time.time(),
+                     "skipped": self.feed.get("skipped", 0) + found["skipped"]}
         self._save()
 
     def alerted(self, counts: dict) -> None:
@@ -266,6 +277,23 @@ def gauge_text(value: float, kind: str, tz: tzinfo = UTC) -> str:
     return f"{value:,.0f}"
 
 
+def describe_feed(status: dict, tz: tzinfo = UTC) -> list[str]:
+    """A Kafka source's lag per topic partition, and the messages it lost to the broker's retention."""
+    feed = status.get("feed") or {}
+    partitions = feed.get("partitions") or {}
+    if not partitions:
+        return []
+    lag = sum(p["lag"] for p in partitions.values())
+    shown = sorted(partitions.items(), key=lambda item: -item[1]["lag"])
+    lines = [f"Kafka: {lag:,} messages behind the broker's newest at {human_time(feed['at'] * 1000, tz)} ("
+             + ", ".join(f"{key} {p['lag']:,}" for key, p in shown[:6])
+             + (f", and {len(shown) - 6} partitions more" if len(shown) > 6 else "") + ")"]
+    if feed.get("skipped"):
+        lines.append(f"Kafka: {feed['skipped']:,} messages deleted by the broker before the job read them (its "
+                     f"retention passed while the job was away): their readings are not in the results")
+    return lines
+
+
 def describe(status: dict, tz: tzinfo = UTC) -> str:
     """`sscript status`: the job in a few lines, in the user's terms (times in `tz`)."""
     totals = status.get("totals", {})
@@ -299,6 +327,7 @@ def describe(status: dict, tz: tzinfo = UTC) -> str:
                      f"(kept in the late store, too_late = 1; no correction takes them)")
     lines += [f"  {line}" for line in describe_stores(status, tz)]
     lines += [f"  {line}" for line in describe_alerts(status, tz)]
+    lines += [f"  {line}" for line in describe_feed(status, tz)]
     for partition, gauges in sorted(status.get("partitions", {}).items(), key=lambda item: int(item[0])):
         shown = [f"{label} {gauge_text(gauges[name], kind, tz)}" for name, (label, kind) in GAUGES.items() if name in gauges]
         lines.append(f"  partition {partition}: " + ", ".join(shown))
