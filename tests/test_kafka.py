@@ -250,3 +250,38 @@ def test_the_lag_and_the_lost_messages_in_status_and_the_dashboards_health():
     shown = str(_health_summary(status, UTC))
     assert "2,010 messages behind the broker's newest" in shown and "1,305 messages deleted by the broker" in shown
     assert describe_feed({**status, "feed": {}}, UTC) == []
+
+
+def test_a_broker_stopped_for_20_seconds_while_the_job_runs_loses_and_doubles_nothing(kafka, tmp_path):
+    """The broker goes away for 20 s while the job reads its topic, and comes back (its log on disk):
+    the job waits and goes on by itself. The results equal the reference over every reading sent."""
+    batches = disordered_replay(tmp_path / "replay", seed=47, files=1)
+    out = tmp_path / "out"
+    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark="fixed:60000")
+    read = set(load_job(out).JOB.sensors)
+    lines = sorted((line for line in batches[0] if line.split(",")[0] in read), key=lambda line: int(line.split(",")[1]))
+    lines = lines[: len(lines) // 8]
+    before, after = lines[: len(lines) // 2], lines[len(lines) // 2:]
+    feed = Feed(kafka.bootstrap, "through-an-outage")
+    source = f"kafka://{kafka.bootstrap}/through-an-outage"
+    run = Run(out, source, bounded=False, cleanup=None)
+    try:
+        feed.send(before)
+        run.wait_for_status(lambda s: s.get("totals", {}).get("readings", 0) >= len(before), "the first half read")
+        kafka.stop()
+        time.sleep(20)
+        assert run.process.poll() is None, run.output()  # the job waits for the broker
+        kafka.start()
+        feed.send(after)
+        feed.end(lines[-1].split(",")[1])
+        run.wait_for_status(lambda s: s.get("totals", {}).get("unread", 0) >= feed.partitions,
+                            "the sentinel of every partition read")
+        output = run.stop_draining()
+    finally:
+        run.cleanup()
+    assert "Traceback" not in output, output
+    status = json.loads((out / "status.json").read_text())
+    assert status["totals"]["readings"] == len(lines) and status["totals"].get("late", 0) == 0, status["totals"]
+    assert status["feed"]["skipped"] == 0
+    expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [lines], 0, compiled.plan)
+    same_rows(result_rows(out), expected)
