@@ -69,6 +69,25 @@ class Feed:
             self.send([f"{SENTINEL},{ts},0"], partition=partition)
 
 
+def fleet(tmp_path: Path, out: Path, seed: int, share: int):
+    """The examples compiled into `out` with a watermark a minute behind (the partitions of a topic are
+    read at different paces, and the tests compare with the reference over all readings, so no
+    reading may be late); the readings they read of 1/`share` of 240 s of the fleet, in time order."""
+    batches = disordered_replay(tmp_path / "replay", seed=seed, files=1)
+    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark="fixed:60000")
+    read = set(load_job(out).JOB.sensors)
+    lines = sorted((line for line in batches[0] if line.split(",")[0] in read), key=lambda line: int(line.split(",")[1]))
+    return compiled, lines[: len(lines) // share]
+
+
+def drained(run: Run, feed: Feed, lines: list[str]) -> str:
+    """The sentinels sent last, read by the job: `sscript stop --drain`; the run's output."""
+    feed.end(lines[-1].split(",")[1])
+    run.wait_for_status(lambda s: s.get("totals", {}).get("unread", 0) >= feed.partitions,
+                        "the sentinel of every partition read")
+    return run.stop_draining()
+
+
 def test_a_topic_of_three_partitions_fed_while_the_job_runs_and_is_killed_twice_loses_and_doubles_nothing(
         kafka, tmp_path):
     """A producer feeds a topic of three partitions (the sensor as the message key, as a gateway
@@ -76,14 +95,8 @@ def test_a_topic_of_three_partitions_fed_while_the_job_runs_and_is_killed_twice_
     keep coming, once after it read some) and restarted: Spark's Kafka offsets in the checkpoint
     take each message exactly once. Hostile values go to quarantine with their reasons. The results
     equal the reference evaluator over exactly the readings the broker delivered."""
-    batches = disordered_replay(tmp_path / "replay", seed=41, files=1)
     out = tmp_path / "out"
-    # A watermark a minute behind: the three partitions are read at different paces, and this test
-    # compares with the reference over all readings, so no reading may be late.
-    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark="fixed:60000")
-    read = set(load_job(out).JOB.sensors)
-    lines = sorted((line for line in batches[0] if line.split(",")[0] in read), key=lambda line: int(line.split(",")[1]))
-    lines = lines[: len(lines) // 4]  # a minute of the fleet
+    compiled, lines = fleet(tmp_path, out, seed=41, share=4)
     parts = [lines[i * len(lines) // 4:(i + 1) * len(lines) // 4] for i in range(4)]
     feed = Feed(kafka.bootstrap, "bridge-readings")
     by_sensor = lambda line: line.split(",")[0].encode()  # noqa: E731
@@ -110,10 +123,7 @@ def test_a_topic_of_three_partitions_fed_while_the_job_runs_and_is_killed_twice_
         feed.send(parts[2][len(parts[2]) // 2:], key=by_sensor)
         feed.send(list(HOSTILE))
         feed.send(parts[3], key=by_sensor)
-        feed.end(lines[-1].split(",")[1])
-        run.wait_for_status(lambda s: s.get("totals", {}).get("unread", 0) >= feed.partitions,
-                            "the sentinel of every partition read")
-        output = run.stop_draining()
+        output = drained(run, feed, lines)
     finally:
         run.cleanup()
     assert "Traceback" not in output, output
@@ -189,12 +199,8 @@ def test_messages_deleted_while_the_job_was_away_are_counted_and_said_and_the_la
 
     from tests.test_restart import sscript
 
-    batches = disordered_replay(tmp_path / "replay", seed=43, files=1)
     out = tmp_path / "out"
-    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark="fixed:60000")
-    read = set(load_job(out).JOB.sensors)
-    lines = sorted((line for line in batches[0] if line.split(",")[0] in read), key=lambda line: int(line.split(",")[1]))
-    lines = lines[: len(lines) // 8]
+    compiled, lines = fleet(tmp_path, out, seed=43, share=8)
     first, away, last = lines[: len(lines) // 3], lines[len(lines) // 3: 2 * len(lines) // 3], lines[2 * len(lines) // 3:]
     deleted = len(away) // 2
     feed = Feed(kafka.bootstrap, "one-partition", partitions=1)
@@ -255,12 +261,8 @@ def test_the_lag_and_the_lost_messages_in_status_and_the_dashboards_health():
 def test_a_broker_stopped_for_20_seconds_while_the_job_runs_loses_and_doubles_nothing(kafka, tmp_path):
     """The broker goes away for 20 s while the job reads its topic, and comes back (its log on disk):
     the job waits and goes on by itself. The results equal the reference over every reading sent."""
-    batches = disordered_replay(tmp_path / "replay", seed=47, files=1)
     out = tmp_path / "out"
-    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark="fixed:60000")
-    read = set(load_job(out).JOB.sensors)
-    lines = sorted((line for line in batches[0] if line.split(",")[0] in read), key=lambda line: int(line.split(",")[1]))
-    lines = lines[: len(lines) // 8]
+    compiled, lines = fleet(tmp_path, out, seed=47, share=8)
     before, after = lines[: len(lines) // 2], lines[len(lines) // 2:]
     feed = Feed(kafka.bootstrap, "through-an-outage")
     source = f"kafka://{kafka.bootstrap}/through-an-outage"
@@ -273,10 +275,7 @@ def test_a_broker_stopped_for_20_seconds_while_the_job_runs_loses_and_doubles_no
         assert run.process.poll() is None, run.output()  # the job waits for the broker
         kafka.start()
         feed.send(after)
-        feed.end(lines[-1].split(",")[1])
-        run.wait_for_status(lambda s: s.get("totals", {}).get("unread", 0) >= feed.partitions,
-                            "the sentinel of every partition read")
-        output = run.stop_draining()
+        output = drained(run, feed, lines)
     finally:
         run.cleanup()
     assert "Traceback" not in output, output
