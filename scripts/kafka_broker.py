@@ -88,8 +88,11 @@ class KafkaBroker:
         """Format the storage once (a cluster id of its own); a restart keeps it."""
         if (self.folder / "data" / "meta.properties").exists():
             return
-        cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        done = subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(self.config)),
+        cluster = "-"
+        while cluster[0] == "-":  # Kafka's id is a UUID in URL-safe base64: one that starts with '-' reads as an option
+            cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        done = subprocess.run(self._java("kafka.tools.StorageTool", "format", "--cluster-id", cluster, "--config",
+                                         str(self.config)),
                               capture_output=True, text=True)
         if done.returncode:
             raise RuntimeError(f"formatting the Kafka broker's storage failed: {done.stdout}{done.stderr}")

@@ -220,7 +220,10 @@ def test_messages_deleted_while_the_job_was_away_are_counted_and_said_and_the_la
         run = Run(out, source, bounded=False, cleanup=None, extra=("--max-readings-per-batch", "500"))
         behind = run.wait_for_status(lambda s: (s.get("feed", {}).get("partitions", {}).get("one-partition/0", {})
                                                 .get("lag", 0) > 0), "a lag behind the broker")
-        run.wait_for_status(lambda s: s.get("totals", {}).get("unread", 0) >= 1, "the sentinel read")
+        # The sentinel read, and the progress of the batch that read it taken (the run loop reads it
+        # once the batch has committed: status has the lag of the batch before until then).
+        run.wait_for_status(lambda s: s.get("totals", {}).get("unread", 0) >= 1 and s.get("feed", {}).get(
+            "partitions", {}).get("one-partition/0", {}).get("lag", -1) == 0, "the sentinel read, no lag left")
         shown = sscript("status", str(out)).stdout
         output = run.stop_draining()
     finally:
