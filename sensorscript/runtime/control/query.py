@@ -83,10 +83,12 @@ class Query:
                 stop_between_batches(query, gate)
                 return "refresh"
 
-
     def watch(self, query) -> None:
         """What the last batch's progress says of a Kafka source, into status (its lag per topic
-        partition) and, for messages the broker deleted before the job read them, a line."""
+        partition) and, for messages the broker deleted before the job read them, a line. Other
+        sources have nothing to say there: their progress is not fetched from the JVM."""
+        if not self.reads.startswith(kafka.PREFIX):
+            return
         progress = query.lastProgress
         if progress is None or progress["batchId"] <= self.watched:
             return

@@ -90,14 +90,12 @@ def start_options(text: str | None) -> dict[str, str]:
 
 def check_option(text: str) -> str:
     """KEY=VALUE, a client setting Spark does not decide itself; a secret only as env:NAME."""
-    key, value = _option(text)
-    if _SECRET.search(key) and not value.startswith("env:"):
-        raise ValueError(f"--kafka-option {key}=...: a secret is not given on the command line (anyone on this "
-                         f"machine reads it in `ps`); put it in an environment variable and give {key}=env:NAME")
+    _option(text)
     return text
 
 
 def _option(text: str) -> tuple[str, str]:
+    """`check_option`'s KEY and VALUE (KEY without a `kafka.` prefix), or ValueError."""
     key, equals, value = text.partition("=")
     key = key.strip().removeprefix("kafka.")
     if not equals or not key or not value:
@@ -105,6 +103,9 @@ def _option(text: str) -> tuple[str, str]:
     if key in _SPARKS:
         raise ValueError(f"--kafka-option {key}: Spark's Kafka source sets it itself (the brokers and topics come "
                          f"from kafka://..., the offsets from the checkpoint)")
+    if _SECRET.search(key) and not value.startswith("env:"):
+        raise ValueError(f"--kafka-option {key}=...: a secret is not given on the command line (anyone on this "
+                         f"machine reads it in `ps`); put it in an environment variable and give {key}=env:NAME")
     return key, value
 
 
@@ -112,7 +113,6 @@ def client_options(given: tuple[str, ...], environ=os.environ) -> dict[str, str]
     """The client settings for Spark's source (`kafka.KEY`), env:NAME read from the environment."""
     options = {}
     for text in given:
-        check_option(text)
         key, value = _option(text)
         if value.startswith("env:"):
             name = value[len("env:"):]
