@@ -44,11 +44,14 @@ class Feed:
         self.producer = Producer({**quiet, "enable.idempotence": True, "linger.ms": 5, "message.max.bytes": 1_000_000})
         self.failed: list[str] = []
 
-    def send(self, values: list[bytes | str], key=lambda value: None, partition: int | None = None) -> None:
+    def send(self, values: list[bytes | str], key=lambda value: None, partition: int | None = None,
+             keys: list[bytes] | None = None) -> None:
+        """`key`: each value's key, or `keys`: the key of each value in turn."""
         for number, value in enumerate(values):
             data = value.encode() if isinstance(value, str) else value
             options = {"partition": partition} if partition is not None else {}
-            self.producer.produce(self.topic, value=data, key=key(value), on_delivery=self._delivered, **options)
+            self.producer.produce(self.topic, value=data, key=key(value) if keys is None else keys[number],
+                                  on_delivery=self._delivered, **options)
             if number % 1000 == 999:
                 self.producer.poll(0)
                 time.sleep(0.02)  # a gateway's pace, not one burst: the job sees several batches
@@ -287,3 +290,41 @@ def test_a_broker_stopped_for_20_seconds_while_the_job_runs_loses_and_doubles_no
     assert status["feed"]["skipped"] == 0
     expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [lines], 0, compiled.plan)
     same_rows(result_rows(out), expected)
+
+
+def test_messages_keyed_by_sensor_read_once_with_sensor_from_key(kafka, tmp_path):
+    """`--sensor-from-key`: a gateway sends only time and value, keyed by the sensor: a line, a
+    block of lines, or a JSON object per message; a message without a key is quarantined for it.
+    `--once` reads what the topic holds (in bounded batches), emits every window and stops. The
+    results equal the reference over exactly those readings."""
+    from tests.test_restart import sscript
+
+    out = tmp_path / "out"
+    compiled, lines = fleet(tmp_path, out, seed=43, share=6)
+    feed = Feed(kafka.bootstrap, "keyed-readings")
+    by_sensor: dict[str, list[str]] = {}
+    for line in lines:
+        sensor, ts, value = line.split(",")
+        by_sensor.setdefault(sensor, []).append(f"{ts},{value}")
+    messages: list[tuple[bytes, bytes | None]] = []
+    for number, (sensor, readings) in enumerate(sorted(by_sensor.items())):
+        if number % 3 == 0:  # a gateway's block of lines, with the CSV header it may send
+            blocks = [readings[i:i + 7] for i in range(0, len(readings), 7)]
+            messages += [(("ts,value\n" + "\n".join(block)).encode(), sensor.encode()) for block in blocks]
+        elif number % 3 == 1:
+            messages += [(json.dumps({"ts": int(r.split(",")[0]), "value": float(r.split(",")[1])}).encode(),
+                          sensor.encode()) for r in readings]
+        else:
+            messages += [(r.encode(), sensor.encode()) for r in readings]
+    feed.send([value for value, _ in messages], keys=[key for _, key in messages])
+    feed.send([b"1000,4.5"])  # no key: no sensor
+    done = sscript("run", str(out), "--input", f"kafka://{kafka.bootstrap}/keyed-readings", "--sensor-from-key",
+                   "--once", "--max-readings-per-batch", "400")
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    batches = re.findall(r"^batch \d+: ([\d,]+) readings", done.stdout, re.M)
+    assert len(batches) >= 3, done.stdout  # bounded batches, then the end of the input
+    status = json.loads((out / "status.json").read_text())
+    assert status["totals"]["readings"] == len(lines) and status["totals"].get("late", 0) == 0, status["totals"]
+    expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [lines], 0, compiled.plan)
+    same_rows(result_rows(out), expected)
+    assert quarantined(out) == [(",1000,4.5", "empty sensor_id")]

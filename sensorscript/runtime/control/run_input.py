@@ -24,8 +24,7 @@ def prepare(job: Job, build_query, settings: RunSettings, echo=print) -> Job:
         files = order_by_name(Path(settings.input))
         echo(f"replaying {files:,} files in name order (their modification times now follow their names)")
     cleanup = _input_cleanup(build_query, settings.input_cleanup, settings.input, settings.once, echo)
-    return dataclasses.replace(job, input_cleanup=cleanup, kafka=(settings.kafka_start, settings.max_readings_per_batch,
-                                                                  settings.kafka_option))
+    return dataclasses.replace(job, input_cleanup=cleanup, kafka=settings.kafka_settings)
 
 
 @dataclass

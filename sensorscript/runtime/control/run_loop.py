@@ -23,7 +23,7 @@ from sensorscript.runtime.control.run_options import RunSettings
 from sensorscript.runtime.control.run_summary import RunSummary, record_selectivity
 from sensorscript.runtime.control.session import SPARK_LOG, spark_session
 from sensorscript.runtime.control.stopping import StopOnSignals, clear_request
-from sensorscript.runtime.ingest import source as sources
+from sensorscript.runtime.ingest import kafka, source as sources
 from sensorscript.runtime.output.alerts import Alerts
 from sensorscript.runtime.output.sinks import open_sink
 from sensorscript.runtime.output.status import Status
@@ -83,9 +83,9 @@ def run(job: Job, build_query, settings: RunSettings, spark=None, echo=print) ->
 
 def _check(job: Job, settings: RunSettings) -> None:
     """What this run cannot do, said before anything changes (ValueError in the user's words)."""
-    if settings.once and sources.streamed(settings.input):
-        raise ValueError("--once reads a folder of files; a socket, broker or Kafka source runs until stopped "
-                         "(sscript stop OUT --drain ends it)")
+    if settings.once and sources.streamed(settings.input) and not settings.input.startswith(kafka.PREFIX):
+        raise ValueError("--once reads a folder of files or what a Kafka topic holds; a socket or MQTT source runs "
+                         "until stopped (sscript stop OUT --drain ends it)")
     settings.check(job)
     if parse_late_policy(job.late)[0] == "correct" and settings.sink_spec == "console":
         raise ValueError("late policy correct compares corrections with the results written: use a sqlite, "
@@ -117,7 +117,8 @@ def _until_stopped(query: Query, writer: BatchWriter, settings: RunSettings, ech
     # When the whole input is one micro-batch, the end of the input can come in the same batch (a
     # partition applies its readings first, then the end); when micro-batches are bounded, it needs
     # a run of its own after them.
-    single_batch = once and not settings.max_files_per_trigger
+    # A Kafka topic is always read in bounded batches (--max-readings-per-batch).
+    single_batch = once and not settings.max_files_per_trigger and not settings.input.startswith(kafka.PREFIX)
     if single_batch:
         query.end_input()
     while True:

@@ -161,6 +161,8 @@ class RunSettings:
                                                "security.protocol=SASL_SSL; a secret only as KEY=env:NAME (read "
                                                "from that environment variable).", metavar="KEY=VALUE",
                                            check=check_kafka_option)
+    sensor_from_key: bool = option(False, "A Kafka source whose messages carry only time and value (CSV ts,value "
+                                          "or JSON, a line or several): the message's key is the sensor id.")
     mqtt_ca: str | None = option(None, "The CA certificate that signed the MQTT broker's (TLS; with mqtts:// the "
                                        "system's CAs otherwise).", to_job=PATH, metavar="FILE")
     mqtt_cert: str | None = option(None, "A client certificate for a broker that asks for one (TLS), with --mqtt-key.",
@@ -203,6 +205,11 @@ class RunSettings:
         return self.sink or f"sqlite:{self.out / 'results.db'}"
 
     @property
+    def kafka_settings(self) -> tuple:
+        """The Kafka source's settings as the job carries them (runtime/ingest/kafka.py, `Settings`)."""
+        return (self.kafka_start, self.max_readings_per_batch, self.kafka_option, self.sensor_from_key)
+
+    @property
     def tls(self):
         """The MQTT TLS files (runtime/ingest/mqtt.py), for the source and the alarms alike."""
         from sensorscript.runtime.ingest.mqtt import Tls
@@ -240,7 +247,7 @@ class RunSettings:
 
         input_cleanup(self.input_cleanup, self.input, self.once)
         check_feed(self.input, self.sensor_from_topic, self.mqtt_login,
-                   (self.kafka_start, self.max_readings_per_batch, self.kafka_option))
+                   self.kafka_settings)
         alert_options = (self.alerts_for, self.alerts_timeout, self.alerts_template, self.alerts_group_by,
                          self.alerts_group_wait)
         if not self.alerts or self.alerts == ("none",):

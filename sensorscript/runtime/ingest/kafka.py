@@ -15,6 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 PREFIX = "kafka://"
 DEFAULT_PORT = 9092
@@ -123,10 +124,22 @@ def client_options(given: tuple[str, ...], environ=os.environ) -> dict[str, str]
     return options
 
 
+class Settings(NamedTuple):
+    """A run's Kafka settings, as `Job.kafka` carries them (a plain tuple in the job)."""
+
+    start: str | None = None  # --kafka-start
+    most: int | None = None  # --max-readings-per-batch
+    options: tuple[str, ...] = ()  # --kafka-option
+    sensor_from_key: bool = False  # --sensor-from-key: a message's key is the sensor of its lines
+
+    @staticmethod
+    def of(given: tuple) -> "Settings":
+        return Settings(*given)
+
+
 def reader_options(source: str, settings: tuple = ()) -> dict[str, str]:
-    """Spark's Kafka source's options for `source` and a run's Kafka settings (`Job.kafka`:
-    (start, max per batch, client options))."""
-    start, most, given = (tuple(settings) + (None, None, ()))[:3]
+    """Spark's Kafka source's options for `source` and a run's Kafka settings (`Job.kafka`, `Settings`)."""
+    start, most, given, _ = Settings.of(settings)
     address = Address.parse(source)
     return {"kafka.bootstrap.servers": ",".join(address.servers), "subscribe": ",".join(address.topics),
             **start_options(start), "maxOffsetsPerTrigger": str(most or MAX_PER_BATCH),

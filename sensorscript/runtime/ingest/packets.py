@@ -34,8 +34,21 @@ def assign_partitions(inputs, job: Job, block_bytes: int = source.BLOCK_BYTES):
     """What the source gives (source.read_input: files to read, or Kafka values) -> readings
     read and parsed (records.read_block) a block of at most `block_bytes` (and the rest of its last
     line) at a time, with their sensor's code and partition, packed per partition (`Packer`);
-    quarantined lines go to partition 0, which writes them out."""
-    return inputs.select(*source.INPUT_COLUMNS).mapInArrow(Packer(job, block_bytes), PACKET_SCHEMA)
+    quarantined lines go to partition 0, which writes them out. A Kafka source read with
+    --sensor-from-key adds the column `key` (source.KEY_COLUMN): each message's sensor id."""
+    columns = source.INPUT_COLUMNS + ((source.KEY_COLUMN,) if source.KEY_COLUMN in inputs.columns else ())
+    return inputs.select(*columns).mapInArrow(Packer(job, block_bytes), PACKET_SCHEMA)
+
+
+def _message_lines(batch, values) -> bytes:
+    """A batch's Kafka values as lines of readings; with --sensor-from-key (a column `key`), each
+    value's lines carry only time and value and the message's key is their sensor (records.with_sensor:
+    a message without a key gets an empty id, and is quarantined for it)."""
+    if source.KEY_COLUMN not in batch.schema.names:
+        return b"\n".join(values.drop_null().to_pylist())
+    return b"".join(records.with_sensor(value, (key or b"").decode("utf-8", "replace"))
+                    for value, key in zip(values.to_pylist(), batch.column(source.KEY_COLUMN).to_pylist())
+                    if value is not None)
 
 
 def control_rows(files, job: Job):
@@ -95,10 +108,9 @@ class Packer:
                 if path is not None:
                     for number, data in enumerate(source.blocks(path, length, self.block_bytes)):
                         yield self._pack(records.read_block(data, known, file_start=number == 0), kept)
-            values = batch.column("value").drop_null()
-            if len(values):  # Kafka: each value a line, or several
-                data = b"\n".join(values.to_pylist())
-                yield self._pack(records.read_block(data, known), kept)
+            values = batch.column("value")
+            if values.null_count < len(values):  # Kafka: each value a line, or several
+                yield self._pack(records.read_block(_message_lines(batch, values), known), kept)
         if kept:
             self._archive(pa.Table.from_batches(kept))
 

@@ -32,6 +32,7 @@ BLOCK_BYTES = 16 << 20  # what one block of a file holds at most (plus the rest 
 
 # The columns stage 0 reads: a file to read (its path and length), or bytes (a Kafka value).
 INPUT_COLUMNS = ("path", "length", "value")
+KEY_COLUMN = "key"  # a Kafka message's key, read with --sensor-from-key: the sensor id of its lines
 _BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
 
 
@@ -56,8 +57,9 @@ def read_input(spark: SparkSession, source: str, max_files_per_trigger: int | No
         raise ValueError(f"{source}: a socket or broker is read through the run loop's spool (runtime/ingest/spool.py)")
     if source.startswith(kafka.PREFIX):
         frame = spark.readStream.format("kafka").options(**kafka.reader_options(source, kafka_settings)).load()
+        key = [F.col("key")] if kafka.Settings.of(kafka_settings).sensor_from_key else []
         return frame.select(F.lit(None).cast("string").alias("path"), F.lit(None).cast("long").alias("length"),
-                            F.col("value"))
+                            F.col("value"), *key)
     reader = spark.readStream.option("recursiveFileLookup", "true")
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
@@ -143,7 +145,8 @@ def check_feed(source: str, sensor_level: int | None = None, login: mqtt.Login =
     if source.startswith(kafka.PREFIX):
         kafka.reader_options(source, kafka_settings)  # the address, and every env:NAME set
     elif any(kafka_settings):
-        raise ValueError("--kafka-start, --max-readings-per-batch and --kafka-option are for a kafka:// input")
+        raise ValueError("--kafka-start, --max-readings-per-batch, --kafka-option and --sensor-from-key are for a "
+                         "kafka:// input")
     if source.startswith(BROKERS):
         login.password(mqtt.Address.parse(source, "an MQTT source"))
         mqtt_spool.check_level(sensor_level)

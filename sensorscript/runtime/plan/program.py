@@ -345,7 +345,7 @@ class Job:
     # runtime/ingest/source.py, `input_cleanup`).
     input_cleanup: str = "keep"
     # A Kafka source's settings, as the run gave them (set by the run: runtime/ingest/kafka.py,
-    # `reader_options`): (--kafka-start, --max-readings-per-batch, --kafka-option values).
+    # `Settings`): (--kafka-start, --max-readings-per-batch, --kafka-option values, --sensor-from-key).
     kafka: tuple = ()
     # Sensor id -> further partitions its readings also go to. Our plans send each reading to
     # one partition; the naive placements the report measures (hash by workflow) copy them.
