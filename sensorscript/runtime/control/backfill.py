@@ -39,7 +39,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from sensorscript import atomic
@@ -48,7 +47,7 @@ from sensorscript.runtime.output import expiry
 from sensorscript.runtime.output.sinks import PLAN_COLUMN, BatchRows, open_sink, read_results
 from sensorscript.runtime.plan import program as p
 from sensorscript.runtime.plan import versions
-from sensorscript.runtime.plan.program import NEG_INF, POS_INF
+from sensorscript.runtime.plan.program import NEG_INF
 from sensorscript.runtime.control.correction import JobGraph, changes, writing
 from sensorscript.times import UTC, human_time
 
