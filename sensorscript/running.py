@@ -238,7 +238,12 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
 
     out = Path(out)
     compiled_job(out)  # a clear error for a folder that holds no job
-    spec = job_status(out)["sink_spec"] if (out / "status.json").exists() else f"sqlite:{out / 'results.db'}"
+    status = job_status(out) if (out / "status.json").exists() else {}
+    spec = status.get("sink_spec") or f"sqlite:{out / 'results.db'}"
+    if status.get("results_topic"):
+        raise SensorScriptError([Diagnostic("error", f"the results of {out} go to the Kafka topic "
+                                                     f"{status['results_topic']}: read them with a Kafka consumer "
+                                                     f"(README, 'Results to Kafka')")])
     try:
         rows = read_results(spec, streams)
     except ValueError as exc:

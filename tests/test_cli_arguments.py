@@ -182,7 +182,8 @@ CASES = [
     (RUN + " --sink sqlite:{t}/a_file/results.db", "the sink 'sqlite:{t}/a_file/results.db': {t}/a_file is a file, "
                                                    "not a folder"),
     (RUN + " --sink sqlite:{t}/notes.txt", "{t}/notes.txt is not an SQLite database, and the results would replace it"),
-    (RUN + " --sink bogus:x", "unknown sink 'bogus:x': use sqlite:PATH, csv:PATH, parquet:PATH or console"),
+    (RUN + " --sink bogus:x", "unknown sink 'bogus:x': use sqlite:PATH, csv:PATH, parquet:PATH, console or "
+                                   "kafka://HOST:PORT/TOPIC"),
     (RUN + " --sink csv:", "the sink 'csv:' needs a path"),
     (RUN + " --cluster spark://127.0.0.1:{closed}", "cannot reach the Spark master at 127.0.0.1:{closed} "
                                                     "(connection refused)"),

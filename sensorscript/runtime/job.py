@@ -56,7 +56,9 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
           f"{summary.skipped:,} blank or header lines"
           + (f"; the patterns' limit cut {summary.cut:,} partial matches (raise `limit` or --pattern-limit)"
              if summary.cut else ""))
-    print(f"results: {settings.sink_spec}")
+    topic = settings.results_topic
+    print(f"results: {settings.sink_spec}" if topic is None else f"results: {topic.url}; quarantine, late readings and "
+                                                                  f"metrics: {settings.sink_spec}")
     after = "before its first batch" if summary.last_batch is None else f"after batch {summary.last_batch}"
     if summary.outcome == "stopped":
         print(f"stopped {after}; the checkpoint keeps every window and partial match: "

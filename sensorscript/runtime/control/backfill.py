@@ -299,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     backfill = newest(out)
     status = read_status(out)
     job, _ = versions.load(out, backfill.version)
+    if status.get("results_topic"):  # --sink kafka://: the rows it would compare with are in the topic
+        print(f"error: the results go to the Kafka topic {status['results_topic']}, which a backfill does not read "
+              f"back yet; run the update's new streams from their switch on")
+        return 1
     ends, why = Readiness(out, backfill, job).check(status)
     if ends is None:
         print(f"not ready: {why}")

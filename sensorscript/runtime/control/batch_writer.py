@@ -18,6 +18,7 @@ from sensorscript.runtime.control.housekeeping import Housekeeping
 from sensorscript.runtime.control.late_corrections import LateCorrections
 from sensorscript.runtime.control.run_summary import BatchCounts, RunSummary
 from sensorscript.runtime.ingest import archive
+from sensorscript.runtime.output.kafka_sink import ResultsTopic
 from sensorscript.runtime.output.sinks import PLAN_COLUMN, BatchRows, open_sink
 from sensorscript.runtime.output.status import Status
 from sensorscript.runtime.plan.program import Job
@@ -118,9 +119,13 @@ class BatchWriter:
     partition."""
 
     def __init__(self, job: Job, sink_spec: str, target, status: Status, summary: RunSummary,
-                 housekeeping: Housekeeping, alarms=None, corrections: LateCorrections | None = None, echo=print):
+                 housekeeping: Housekeeping, alarms=None, corrections: LateCorrections | None = None, echo=print,
+                 results_topic: ResultsTopic | None = None):
+        """`results_topic`: with a Kafka sink, the executors write the results there and `target`
+        takes the rest (runtime/output/kafka_sink.py)."""
         self.job, self.sink_spec, self.target, self.status, self.summary = job, sink_spec, target, status, summary
         self.housekeeping, self.alarms, self.corrections, self.echo = housekeeping, alarms, corrections, echo
+        self.results_topic = results_topic
         self.gate = Gate()
         self.ended = threading.Event()
 
@@ -148,22 +153,29 @@ class BatchWriter:
 
     def write(self, batch, batch_id: int) -> None:
         started, job = time.monotonic(), self.job
-        rows = batch.toPandas()
+        if self.results_topic is None:
+            rows = batch.toPandas()
+            written = None  # the results below are all of them
+        else:  # the executors write the results; the driver gets those whose alarms it delivers
+            keep = frozenset(self.alarms.writes.kinds(job)) if self.alarms is not None else frozenset()
+            rows, *written = self.results_topic.write(batch, job, keep)
         kinds = rows["kind"]
         results, quarantine, counted = rows[kinds == "result"], rows[kinds == "quarantine"], rows[kinds == "metric"]
+        written = tuple(written) if written else (len(results), _matches(results))
         metrics = counted.groupby("stream")["value"].sum()
-        measures = _measures(job, batch_id, counted, rows[kinds == "gauge"], results)
+        measures = _measures(job, batch_id, counted, rows[kinds == "gauge"], written[0])
         late_rows = _late_rows(rows[kinds == "late"], batch_id)
         # Late readings older than the archive's horizon: no correction takes them.
         corrections = self.corrections
         too_late = corrections.mark_too_late(late_rows, job) if corrections else np.zeros(len(late_rows), bool)
         results = results.assign(**{PLAN_COLUMN: job.plan_versions(results["stream"].to_numpy(),
                                                                     results["ts"].to_numpy(np.int64))})
-        counts = BatchCounts.of(metrics, len(quarantine), results, int(too_late.sum()))
+        counts = BatchCounts.of(metrics, len(quarantine), written, int(too_late.sum()))
         # The status first: an update's switch time comes from it (`switching.switched`), and a batch done again
         # after a kill leaves it as it was, so a switch at a restart starts where this one would have.
-        self.status.batch(batch_id, metrics, measures, len(quarantine), len(results), counts.too_late)
-        self.target.write(batch_id, BatchRows(results, quarantine, late_rows, measures))
+        self.status.batch(batch_id, metrics, measures, len(quarantine), counts.results, counts.too_late)
+        stored = results if self.results_topic is None else results.iloc[:0]  # in the topic already
+        self.target.write(batch_id, BatchRows(stored, quarantine, late_rows, measures))
         if self.alarms is not None:  # into the outbox only: the delivery threads send them
             self.alarms.batch(batch_id, results, job)
         if self.corrections:
@@ -177,6 +189,11 @@ class BatchWriter:
         self.housekeeping.after_batch(batch_id)
 
 
+def _matches(results) -> int:
+    """How many of the result rows are pattern matches."""
+    return int(results["events"].notna().sum()) if "events" in results else 0
+
+
 def _late_rows(rows, batch_id: int):
     """The late store's rows (sinks.LATE_COLUMNS) from the operators' `late` rows."""
     return pd.DataFrame({"sensor_id": rows["stream"].to_numpy(), "ts": rows["ts"].to_numpy(),
@@ -184,9 +201,9 @@ def _late_rows(rows, batch_id: int):
                          "streams": rows["reason"].to_numpy(), "batch_id": batch_id})
 
 
-def _measures(job: Job, batch_id: int, counted, gauges, results):
+def _measures(job: Job, batch_id: int, counted, gauges, results: int):
     """The metrics table's rows of a batch (sinks.METRIC_COLUMNS): every partition's counters and
-    gauges, and for the whole job the results written."""
+    gauges, and for the whole job the results written (`results` of them)."""
     partition_of = {key: number for number, key in enumerate(job.bucket_keys)}
     per_partition = pd.concat([counted.groupby(["dest", "stream"], as_index=False)["value"].sum(),
                                gauges[["dest", "stream", "value"]]], ignore_index=True)
@@ -196,5 +213,5 @@ def _measures(job: Job, batch_id: int, counted, gauges, results):
                           "time": now, "name": per_partition["stream"].to_numpy(),
                           "value": per_partition["value"].to_numpy(np.float64)})
     whole = pd.DataFrame({"batch_id": [batch_id], "partition": [None], "time": [now], "name": ["results"],
-                          "value": [float(len(results))]})
+                          "value": [float(results)]})
     return pd.concat([frame, whole], ignore_index=True)

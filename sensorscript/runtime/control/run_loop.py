@@ -87,17 +87,20 @@ def _check(job: Job, settings: RunSettings) -> None:
         raise ValueError("--once reads a folder of files or what a Kafka topic holds; a socket or MQTT source runs "
                          "until stopped (sscript stop OUT --drain ends it)")
     settings.check(job)
-    if parse_late_policy(job.late)[0] == "correct" and settings.sink_spec == "console":
-        raise ValueError("late policy correct compares corrections with the results written: use a sqlite, "
-                         "csv or parquet sink")
+    if parse_late_policy(job.late)[0] == "correct" and (settings.sink_spec == "console" or settings.results_topic):
+        raise ValueError("late policy correct compares corrections with the results written, which it reads back: "
+                         "use a sqlite, csv or parquet sink" + (" (a Kafka topic is not read back yet)"
+                                                                if settings.results_topic else ""))
 
 
 def _writer(job: Job, settings: RunSettings, resumed, echo) -> BatchWriter:
     """The writer of the run's batches with its collaborators: the sink, the status (which the
     switch to a newer version at the start reads), housekeeping, the alarms and the corrections."""
-    out, sink_spec = settings.out, settings.sink_spec
+    out, sink_spec, topic = settings.out, settings.sink_spec, settings.results_topic
     target = open_sink(sink_spec, matches=job.has_matches)
-    status = Status.start(out, job, sink_spec, target.describe(), fresh=resumed.afresh, source=settings.input)
+    described = target.describe() if topic is None else f"{topic.describe()}; the rest to {target.describe()}"
+    status = Status.start(out, job, sink_spec, described, fresh=resumed.afresh, source=settings.input,
+                          results_topic=topic.url if topic else "")
     job = switching.at_start(job, out, status, resumed.after, resumed.switching, resumed.held, echo)
     late_policy, gamma_ms = parse_late_policy(job.late)
     correcting = late_policy == "correct"
@@ -107,7 +110,7 @@ def _writer(job: Job, settings: RunSettings, resumed, echo) -> BatchWriter:
     summary = RunSummary()
     corrections = LateCorrections(out, sink_spec, gamma_ms, resumed.retention["archive"], status, summary, alarms,
                                   echo) if correcting else None
-    return BatchWriter(job, sink_spec, target, status, summary, housekeeping, alarms, corrections, echo)
+    return BatchWriter(job, sink_spec, target, status, summary, housekeeping, alarms, corrections, echo, topic)
 
 
 def _until_stopped(query: Query, writer: BatchWriter, settings: RunSettings, echo) -> str:

@@ -119,7 +119,9 @@ class RunSettings:
     once: bool = option(False, "Process what is there, emit every window, and stop.")
     fresh: bool = option(False, "Start afresh (the results are written anew) instead of continuing from the "
                                 "checkpoint of the last run on OUT.")
-    sink: str | None = option(None, "sqlite:PATH (default OUT/results.db), csv:PATH, parquet:PATH or console.")
+    sink: str | None = option(None, "sqlite:PATH (default OUT/results.db), csv:PATH, parquet:PATH, console, or "
+                                    "kafka://HOST:PORT[,...]/TOPIC (written by the executors; quarantine, late readings "
+                                    "and metrics stay in OUT/results.db).")
     cluster: str | None = option(None, "Submit to a Spark cluster, e.g. spark://HOST:7077.", to_job=SPARK_SUBMIT,
                                  metavar="MASTER_URL")
     master: str | None = option(None, "The Spark master (default: local[2], or the one spark-submit gives).",
@@ -201,8 +203,18 @@ class RunSettings:
 
     @property
     def sink_spec(self) -> str:
-        """Where the results go: the sink given, or OUT/results.db."""
-        return self.sink or f"sqlite:{self.out / 'results.db'}"
+        """Where the results go: the sink given, or OUT/results.db (with a Kafka sink, what the
+        driver writes: quarantine, late readings, metrics and the ledger of batches written)."""
+        from sensorscript.runtime.output.kafka_sink import is_topic
+
+        return self.sink if self.sink and not is_topic(self.sink) else f"sqlite:{self.out / 'results.db'}"
+
+    @property
+    def results_topic(self):
+        """With --sink kafka://...: the topic the executors write the results to, else None."""
+        from sensorscript.runtime.output.kafka_sink import ResultsTopic, is_topic
+
+        return ResultsTopic.of(self.sink, self.kafka_option) if is_topic(self.sink) else None
 
     @property
     def kafka_settings(self) -> tuple:
@@ -246,8 +258,12 @@ class RunSettings:
         from sensorscript.runtime.ingest.source import check_feed, input_cleanup
 
         input_cleanup(self.input_cleanup, self.input, self.once)
-        check_feed(self.input, self.sensor_from_topic, self.mqtt_login,
-                   self.kafka_settings)
+        from sensorscript.runtime.ingest.kafka import PREFIX
+
+        feed_settings = self.kafka_settings
+        if not self.input.startswith(PREFIX) and self.results_topic is not None:  # --kafka-option for the sink
+            feed_settings = (*feed_settings[:2], (), *feed_settings[3:])
+        check_feed(self.input, self.sensor_from_topic, self.mqtt_login, feed_settings)
         alert_options = (self.alerts_for, self.alerts_timeout, self.alerts_template, self.alerts_group_by,
                          self.alerts_group_wait)
         if not self.alerts or self.alerts == ("none",):

@@ -29,15 +29,16 @@ class BatchCounts:
     cut: int = 0  # partial matches the patterns' caps cut
 
     @staticmethod
-    def of(metrics, quarantined: int, results, too_late: int) -> "BatchCounts":
+    def of(metrics, quarantined: int, results: tuple[int, int], too_late: int) -> "BatchCounts":
+        """`results`: how many result rows the batch wrote, and how many of them were pattern matches."""
         def starting(prefix: str) -> int:
             return int(sum(v for k, v in metrics.items() if k.startswith(prefix)))
 
         named = {name: int(metrics.get(name, 0)) for name in
                  ("readings", "unread", "skipped", "late", "forwarded", "forwarded_remote", "forward_packets")}
-        return BatchCounts(**named, quarantined=quarantined, too_late=too_late, results=len(results),
+        return BatchCounts(**named, quarantined=quarantined, too_late=too_late, results=results[0],
                            division_by_zero=starting("division_by_zero:"), cut=starting("pattern_cut:"),
-                           matches=int(results["events"].notna().sum()) if "events" in results else 0)
+                           matches=results[1])
 
     def describe(self, batch_id: int, measures, seconds: float) -> str:
         """The batch's line of progress; `measures`: its gauges (the metrics table's rows)."""

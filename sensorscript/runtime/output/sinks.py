@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from sensorscript.runtime.ingest import kafka
+
 RESULT_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version")
 MATCH_COLUMNS = ("start_ts", "end_ts", "events")  # pattern matches add these (SPEC §7)
 # What identifies a result row across versions: a correction replaces all rows of a key at once
@@ -102,8 +104,12 @@ def check_sink(spec: str) -> None:
     kind, _, path = spec.partition(":")
     if spec == "console":
         return
+    if spec.startswith(kafka.PREFIX):  # results to a topic (runtime/output/kafka_sink.py)
+        kafka.Address.parse(spec)
+        return
     if kind not in _EXAMPLE_PATHS:
-        raise ValueError(f"unknown sink '{spec}': use sqlite:PATH, csv:PATH, parquet:PATH or console")
+        raise ValueError(f"unknown sink '{spec}': use sqlite:PATH, csv:PATH, parquet:PATH, console or "
+                         f"kafka://HOST:PORT/TOPIC")
     if not path:
         raise ValueError(f"the sink '{spec}' needs a path, e.g. {kind}:{_EXAMPLE_PATHS[kind]}")
     target = Path(path)

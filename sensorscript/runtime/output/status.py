@@ -76,15 +76,20 @@ class Status:
     # the broker's newest and the lag between them, as the last batch saw them (`partitions`, `at`);
     # `skipped`: messages the broker deleted before the job read them, all runs.
     feed: dict = field(default_factory=dict)
+    # `--sink kafka://...`: the topic the results go to (runtime/output/kafka_sink.py); `sink_spec`
+    # then holds the rest (quarantine, late readings, metrics).
+    results_topic: str = ""
 
     @staticmethod
-    def start(out: Path, job, sink_spec: str, sink: str, fresh: bool, source: str = "") -> "Status":
+    def start(out: Path, job, sink_spec: str, sink: str, fresh: bool, source: str = "",
+              results_topic: str = "") -> "Status":
         """The status of a run starting now: a fresh one for a run that starts afresh, else the
         totals so far carried on (the checkpoint carries the state on too)."""
         path = Path(out) / STATUS
         now = time.time()
         status = Status(str(path), job.name, list(job.workflows), job.watermark, job.late, sink_spec, sink, now,
-                        pid=os.getpid(), host=socket.gethostname(), source=source, plan_version=job.version.number)
+                        pid=os.getpid(), host=socket.gethostname(), source=source, plan_version=job.version.number,
+                        results_topic=results_topic)
         if not fresh and path.exists():
             try:
                 earlier = json.loads(path.read_text())

@@ -387,10 +387,16 @@ class Job:
         """The version of the plan that computed each result row (results' `plan_version`): this one's,
         but the previous version's for a handed-over stream's rows before its handover."""
         found = np.full(len(ts), self.version.number, np.int64)
-        if self.version.switch_at is not None:
-            for h in self.handovers:
-                found[(stream == h.name) & (ts < self.version.switch_at + h.fill)] = h.old_version
+        for name, before, old_version in self.handed_over():
+            found[(stream == name) & (ts < before)] = old_version
         return found
+
+    def handed_over(self) -> list[tuple[str, int, int]]:
+        """(stream, time, version): the rows of that stream before that time came from that earlier
+        version of the plan (`plan_versions`; a later entry wins where two hold). None before an update."""
+        if self.version.switch_at is None:
+            return []
+        return [(h.name, self.version.switch_at + h.fill, h.old_version) for h in self.handovers]
 
     @property
     def has_second_stage(self) -> bool:
