@@ -6,6 +6,8 @@ source, which the job hands its connector to by itself (issue #41).
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 import sqlite3
 import time
@@ -17,7 +19,10 @@ from sensorscript.compiler import compile_workflows
 from sensorscript.runtime.plan.loading import load_job
 from tests.cep_harness import reference_rows, same_rows
 from tests.conftest import EXAMPLES
-from tests.differential import disordered_replay
+from tests.differential import disordered_replay, reference_incidents
+from tests.test_spark_alerts import FLAGS, standing
+from oracles.streams import evaluate
+from sensorscript.parser import load
 from tests.test_restart import SENSORS, Run, result_rows
 
 pytestmark = pytest.mark.spark
@@ -176,6 +181,17 @@ def test_kafka_addresses_and_options_are_checked_in_the_users_words(monkeypatch)
                        "kafka.sasl.jaas.config": "secret-config"}
     with pytest.raises(ValueError, match="the environment variable NOT_SET is not set"):
         kafka.reader_options("kafka://a/t", (None, None, ("ssl.key.password=env:NOT_SET",)))
+    # The sink and the alarms' target take one topic each.
+    from sensorscript.runtime.output.alerts.settings import Target
+    from sensorscript.runtime.output.kafka_sink import ResultsTopic
+
+    assert ResultsTopic.of("kafka://a:9093/out", ("security.protocol=SASL_SSL",)).writer_options() == {
+        "kafka.bootstrap.servers": "a:9093", "topic": "out", "kafka.security.protocol": "SASL_SSL"}
+    with pytest.raises(ValueError, match="results go to one topic, not 2"):
+        ResultsTopic.of("kafka://a/t1,t2")
+    assert Target.parse("kafka://a/alarms").kind == "kafka"
+    with pytest.raises(ValueError, match="alarms are produced to one topic, not 2"):
+        Target.parse("kafka://a/t1,t2")
 
 
 def test_kafka_options_are_checked_before_spark_starts(tmp_path):
@@ -328,3 +344,116 @@ def test_messages_keyed_by_sensor_read_once_with_sensor_from_key(kafka, tmp_path
     expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [lines], 0, compiled.plan)
     same_rows(result_rows(out), expected)
     assert quarantined(out) == [(",1000,4.5", "empty sensor_id")]
+
+
+def topic_messages(bootstrap: str, topic: str) -> list[tuple[str, dict]]:
+    """Every message of `topic` from its start, in each partition's order: (key, the JSON value)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.time_ns()}", "log_level": 0,
+                         "enable.auto.commit": False})
+    try:
+        found = []
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        for number in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, number), timeout=30)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topic, number, low)])
+            while True:
+                message = consumer.poll(10)
+                assert message is not None, f"{topic}/{number}: nothing within 10 s before offset {high}"
+                assert message.error() is None, message.error()
+                found.append((message.key().decode(), json.loads(message.value())))
+                if message.offset() >= high - 1:
+                    break
+        return found
+    finally:
+        consumer.close()
+
+
+def same_message(a: dict, b: dict) -> bool:
+    """The same row, its values (and its events' values) equal but for rounding: a batch done again
+    after a kill may cut the readings into other batches, which add in another order."""
+    close = lambda x, y: math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)  # noqa: E731
+    events = [json.loads(row.get("events") or "[]") for row in (a, b)]
+    return ({k: v for k, v in a.items() if k not in ("value", "events")}
+            == {k: v for k, v in b.items() if k not in ("value", "events")} and close(a["value"], b["value"])
+            and len(events[0]) == len(events[1])
+            and all({**x, "value": 0} == {**y, "value": 0} and close(x["value"], y["value"]) for x, y in zip(*events)))
+
+
+def upserted(messages: list[tuple[str, dict]]) -> list[tuple]:
+    """What a consumer keeps: per key the row of the highest version (a row written twice, after a
+    kill or a run started afresh, is the same row again), as tests.test_restart.result_rows gives them."""
+    kept: dict[str, dict] = {}
+    for key, row in messages:
+        if key in kept and kept[key]["version"] == row["version"]:
+            assert same_message(kept[key], row), (key, kept[key], row)  # the same key and version: the same row
+        if key not in kept or row["version"] >= kept[key]["version"]:
+            kept[key] = row
+    return [(r["stream"], r["ts"], r.get("window_start"), r.get("window_end"), r["value"], r.get("start_ts"),
+             r.get("end_ts"), r.get("events")) for r in kept.values()]
+
+
+def test_results_to_a_topic_from_the_executors_through_kills_and_a_fresh_run_count_once(kafka, tmp_path):
+    """`--sink kafka://.../TOPIC`: each result row a message keyed STREAM/TS (a match's
+    STREAM/TS/START_TS) with its version, written by the executors; the job SIGKILLed twice while
+    it replays a folder and restarted, then run again afresh (every row written a second time).
+    What a consumer keeps per key and version equals the reference over all the readings; the
+    quarantine stays in OUT/results.db, and `sscript results` says where the results are."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.test_restart import sscript
+
+    out = tmp_path / "out"
+    batches = disordered_replay(tmp_path / "replay", seed=47, files=6)
+    batches[2] = batches[2] + ["8AC2-Z,never,1.5"]
+    data = tmp_path / "replay" / "data"
+    replayed = (data / "part-002.csv").stat()
+    (data / "part-002.csv").write_text("\n".join(batches[2]) + "\n")
+    os.utime(data / "part-002.csv", ns=(replayed.st_atime_ns, replayed.st_mtime_ns))  # its place in the replay
+    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark="fixed:60000")
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap, "log_level": 0})
+    admin.create_topics([NewTopic("bridge-results", num_partitions=3, replication_factor=1)])["bridge-results"].result()
+    sink = ("--sink", f"kafka://{kafka.bootstrap}/bridge-results", "--alerts", f"kafka://{kafka.bootstrap}/bridge-alarms")
+    lines = [line for batch in batches for line in batch]
+    runs = []
+    try:
+        for stop_after in ("batch 1:", "batch 3:"):
+            runs.append(Run(out, data, extra=sink))
+            runs[-1].wait_for(stop_after)
+            runs[-1].kill()
+        runs.append(Run(out, data, extra=sink))
+        output = runs[-1].drain(len(lines))
+    finally:
+        for run in runs:
+            run.cleanup()
+    assert "Traceback" not in output, output
+    assert f"results: kafka://{kafka.bootstrap}/bridge-results; quarantine, late readings and metrics: sqlite:" in output
+    assert "bridge-results (results, written by the executors)" in json.loads((out / "status.json").read_text())["sink"]
+    once = topic_messages(kafka.bootstrap, "bridge-results")
+    readings = [line for line in lines if not line.endswith("never,1.5")]
+    expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [readings], 0, compiled.plan)
+    same_rows(upserted(once), expected)
+    assert {r["plan_version"] for _, r in once} == {1}
+    assert all(key == f"{r['stream']}/{r['ts']}" + (f"/{r['start_ts']}" if "start_ts" in r else "") for key, r in once)
+    assert quarantined(out) == [("8AC2-Z,never,1.5", quarantined(out)[0][1])]
+    with sqlite3.connect(out / "results.db") as db:
+        assert db.execute("SELECT count(*) FROM results").fetchone() == (0,)  # the rows are in the topic only
+    # The alarms, produced to their own topic keyed by id, from the rows the driver collected of the alarm streams.
+    alarms = topic_messages(kafka.bootstrap, "bridge-alarms")
+    assert all(key == alarm["id"] for key, alarm in alarms)
+    reference = evaluate(load([str(f) for f in EXAMPLES]).workflows, [readings])
+    incidents = reference_incidents(reference.rows, FLAGS)
+    assert len(incidents) >= 5 and any(key[0] in FLAGS for key in incidents), incidents
+    assert standing([alarm for _, alarm in alarms]) == {key: (state, None if key[0] in FLAGS else 1)
+                                                       for key, state in incidents.items()}
+    said = sscript("results", str(out))
+    assert said.returncode != 0 and "go to the Kafka topic" in said.stderr + said.stdout, said.stderr
+
+    again = sscript("run", str(out), "--input", str(data), "--once", "--fresh", *sink)
+    assert again.returncode == 0, again.stdout + again.stderr
+    twice = topic_messages(kafka.bootstrap, "bridge-results")
+    assert len(twice) >= 2 * len(expected)
+    same_rows(upserted(twice), expected)

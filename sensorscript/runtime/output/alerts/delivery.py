@@ -24,6 +24,7 @@ from pathlib import Path
 
 from sensorscript.runtime.ingest import mqtt
 from sensorscript.runtime.output.alerts import retry
+from sensorscript.runtime.output.alerts.kafka_topic import KafkaTopic
 from sensorscript.runtime.output.alerts.mqtt_topic import Topic
 from sensorscript.runtime.output.alerts.notifier import SEND_TIMEOUT_S, Failure, Notifier, Request
 from sensorscript.runtime.output.alerts.outbox import FOLDER, Outbox
@@ -137,6 +138,8 @@ class Deliverer:
         if target.kind == "mqtt":
             ident = hashlib.sha1(f"{self.out.resolve()}|{target.key}".encode()).hexdigest()[:12]
             return Topic(target, self.tls, f"sscript-alerts-{ident}", self.login)
+        if target.kind == "kafka":
+            return KafkaTopic(target)
         return Webhook(target, self.template, self.routing_key)
 
     def _outbox(self) -> Outbox:

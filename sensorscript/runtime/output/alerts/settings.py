@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from sensorscript.redaction import redacted, redacted_text
-from sensorscript.runtime.ingest import mqtt
+from sensorscript.runtime.ingest import kafka, mqtt
 from sensorscript.runtime.output.alerts.payload import example
 from sensorscript.runtime.output.alerts.templates import load_template, render, routing_key
 from sensorscript.runtime.plan.program import Job
@@ -48,7 +48,8 @@ class Target:
 
     @property
     def kind(self) -> str:
-        return "mqtt" if self.url.startswith(("mqtt://", "mqtts://")) else "http"
+        return ("mqtt" if self.url.startswith(("mqtt://", "mqtts://")) else
+                "kafka" if self.url.startswith(kafka.PREFIX) else "http")
 
     @staticmethod
     def key_of(given: str) -> str:
@@ -110,12 +111,17 @@ def _check_address(url: str) -> None:
         address = mqtt.Address.parse(url, "an MQTT target for alarms")
         if "+" in address.topic or "#" in address.topic:
             raise ValueError(f"alarms are published to one topic; {address.topic} has a wildcard")
+    elif url.startswith(kafka.PREFIX):
+        address = kafka.Address.parse(url)
+        if len(address.topics) != 1:
+            raise ValueError(f"alarms are produced to one topic, not {len(address.topics)}")
     elif url.startswith(("http://", "https://")):
         if not urlsplit(url).hostname:
             raise ValueError("the host is missing")
     else:
-        raise ValueError("alarms go to http(s)://... (a webhook), mqtt(s)://HOST[:PORT]/TOPIC, or env:VARIABLE or "
-                         "file:PATH naming an environment variable or a file that holds one")
+        raise ValueError("alarms go to http(s)://... (a webhook), mqtt(s)://HOST[:PORT]/TOPIC, "
+                         "kafka://HOST:PORT/TOPIC, or env:VARIABLE or file:PATH naming an environment variable or a "
+                         "file that holds one")
 
 
 @dataclass(frozen=True)
