@@ -201,11 +201,21 @@ def submit(settings: RunSettings, echo=print, extra: list[str] | None = None) ->
     command = [str(spark_home / "bin" / "spark-submit"), "--master", settings.cluster,
                "--py-files", str(package_zip(settings.out)),
                "--conf", f"spark.pyspark.python={python}", "--conf", f"spark.pyspark.driver.python={python}",
-               "--conf", "spark.ui.enabled=false", *(extra or []),
+               "--conf", "spark.ui.enabled=false", *_jars(), *(extra or []),
                str(settings.out / "job.py"), *settings.job_arguments()]
     environment = {**os.environ, "PYSPARK_PYTHON": python, "SPARK_HOME": str(spark_home)}
     echo(f"submitting {settings.out / 'job.py'} to {settings.cluster}")
     return run_quietly(command, echo, environment, job_out=settings.out, spark_log=settings.out / SPARK_LOG)
+
+
+def _jars() -> list[str]:
+    """spark-submit's --jars for the jars the job hands to Spark (Spark's Kafka connector): on the
+    driver's class path from its start (a session's spark.jars comes too late for the driver that
+    spark-submit started) and shipped to the executors."""
+    from sensorscript.runtime.control import jars
+
+    given = jars.spark_options().get("spark.jars")
+    return ["--jars", given] if given else []
 
 
 def correct_now(out: Path):

@@ -325,3 +325,41 @@ def test_an_executor_killed_while_archiving_leaves_nothing_the_archive_reader_tr
     code, ts, value = archive.read(folder, {1: "a", 2: "b"}, hour, 2 * hour)
     assert (list(code), list(ts), list(value)) == ([2, 2], [hour + 1, hour + 2], [1.0, 2.0])
     assert archive.earliest(folder) == hour
+
+
+def test_a_kafka_topic_read_and_results_written_to_one_on_a_standalone_cluster(cluster, kafka, tmp_path):
+    """`--cluster` with Kafka on both sides: the job hands Spark's Kafka connector to the cluster by
+    itself (nothing about jars on the command line); the executors read the topic's three partitions
+    (a gateway's blocks of lines) and write the results to another topic. What a consumer keeps per
+    key and version equals the reference."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.test_kafka import topic_messages, upserted
+
+    out, data = tmp_path / "out", tmp_path / "data"
+    compile_workflows([str(f) for f in WORKFLOWS], out, str(SENSORS), 2, watermark="fixed:60000")
+    write_readings(read_csv(SENSORS), data, seconds=300, files=1)
+    lines = sorted((line for path in sorted(data.iterdir()) for line in path.read_text().splitlines()[1:]),
+                   key=lambda line: int(line.split(",")[1]))
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap, "log_level": 0})
+    made = admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1)
+                                for name in ("cluster-readings", "cluster-results")])
+    for future in made.values():
+        future.result()
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "log_level": 0})
+    for start in range(0, len(lines), 50):
+        producer.produce("cluster-readings", value="\n".join(lines[start:start + 50]).encode())
+        producer.poll(0)
+    assert producer.flush(60) == 0
+
+    code, output = _run_cli(["run", str(out), "--cluster", cluster.url, "--once",
+                             "--input", f"kafka://{kafka.bootstrap}/cluster-readings",
+                             "--sink", f"kafka://{kafka.bootstrap}/cluster-results"], tmp_path, SUBMIT_TIMEOUT)
+    assert code == 0, f"sscript run --cluster exited with {code};\n{output}"
+    (worker,) = cluster.workers
+    assert "Running task" in _executor_log(worker), "the cluster's executors ran no tasks"
+    evaluation = evaluate(load([str(f) for f in WORKFLOWS]).workflows, [lines])
+    assert len(evaluation.rows) > 50
+    assert_same(sorted(row[:5] for row in upserted(topic_messages(kafka.bootstrap, "cluster-results"))),
+                expected_rows(evaluation))

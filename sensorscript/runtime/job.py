@@ -14,6 +14,9 @@ import os
 import sys
 from pathlib import Path
 
+from pyspark.errors import PySparkException
+
+from sensorscript.runtime.control import failures
 from sensorscript.runtime.control.operators import run_partitions
 from sensorscript.runtime.ingest.packets import assign_partitions, control_rows
 from sensorscript.runtime.ingest.source import streamed
@@ -43,8 +46,8 @@ def main(job: Job, build_query, argv: list[str] | None = None) -> int:
     spark = spark_session(job, settings.master or _default_master(), log=settings.out / SPARK_LOG)
     try:
         summary = run(job, build_query, settings, spark)
-    except (JobFailed, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (JobFailed, ValueError, PySparkException) as exc:  # the last: Spark refused the query as it started
+        print(f"error: {exc if not isinstance(exc, PySparkException) else failures.describe(exc)}", file=sys.stderr)
         if isinstance(exc, JobFailed) and (settings.out / SPARK_LOG).exists():
             print(f"Spark's own account of it: {settings.out / SPARK_LOG}", file=sys.stderr)
         return 1

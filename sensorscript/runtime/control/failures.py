@@ -22,6 +22,9 @@ MEANINGS = {
         "the Python worker Spark starts on the driver to set up a stateful stage did not answer in time",
     "STREAMING_PYTHON_RUNNER_INITIALIZATION_COMMUNICATION_FAILURE":
         "the Python worker Spark starts on the driver to set up a stateful stage lost its connection",
+    "KAFKA_DATA_SOURCE_NOT_ENABLED":
+        "Spark has no Kafka connector (scripts/setup.sh fetches it into .venv/jars/kafka-connector, and the job "
+        "hands it to Spark)",
     "BROADCAST_VARIABLE_NOT_LOADED":
         "it could not load the job's plan, which Spark sent as a broadcast variable such a worker cannot read",
 }
