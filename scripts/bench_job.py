@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/bench_job.py [--workflows 1024] [--sensors 1000] [--seconds 60] [--partitions 2]
                                           [--compare-late] [--check N] [--cluster WORKERS]
+                                          [--kafka [--lines-per-message 100]]
 
 Generates the seeded bridge workload (scripts shaped like the paper's, 1,000 sensors of 21
 types) and `--seconds` of readings at each sensor's frequency, then measures on local[2]:
@@ -15,6 +16,9 @@ Prints readings per second for each, and job/raw and job/limit.
 With --compare-late, the job also runs under the late policies drop and correct (which archives
 every reading as Parquet, those of sensors no workflow reads too), and prints their rates and ratio
 (target: correct at least 80 % of drop) and the archive's size.
+With --kafka, the same readings are produced into a topic of a broker of its own (scripts/
+kafka_broker.py; blocks of --lines-per-message lines a message, as a gateway sends them; not timed)
+and the job runs --once over it as over the files: its rate and Kafka/files (target: at least 0.8).
 With --check N, the results of N workflows drawn at random equal the reference evaluator's (tests/
 oracles/streams.py) over the same readings, row for row. With --cluster WORKERS, everything runs on
 a standalone cluster of that many workers of one core and 2 GB on 127.0.0.1 (scripts/standalone.py,
@@ -62,6 +66,10 @@ def main() -> None:
                         help="compare N workflows drawn at random with the reference evaluator")
     parser.add_argument("--profile", action="store_true",
                         help="print where the job's time went: its query's start, each Spark stage, the driver")
+    parser.add_argument("--kafka", action="store_true",
+                        help="also run the job on the same readings through a Kafka topic (a broker of its own)")
+    parser.add_argument("--lines-per-message", type=int, default=100,
+                        help="--kafka: readings per message (a gateway's block of lines)")
     parser.add_argument("--cluster", type=int, default=0, metavar="WORKERS",
                         help="run on a standalone cluster of WORKERS workers (1 core, 2 GB each) on 127.0.0.1")
     args = parser.parse_args()
@@ -140,6 +148,8 @@ def bench(args, master: str) -> None:
         print(profile(spark, started, summary.seconds))
     if args.check:
         check(sorted(scripts.glob("*.ss")), data, work / "out", args.check)
+    if args.kafka:
+        through_kafka(args, spark, module, work, data, warm, readings, job_seconds)
     if args.compare_late:
         rates = {}
         for late in ("drop", "correct", "drop", "correct"):  # alternated, twice: the best of two each
@@ -164,6 +174,42 @@ def bench(args, master: str) -> None:
     spark.stop()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def through_kafka(args, spark, module, work: Path, data: Path, warm: Path, readings: int, file_seconds: float) -> None:
+    """The job --once over a topic holding the same readings (blocks of --lines-per-message lines a
+    message, --partitions partitions) on a broker of its own, timed as the files' run; producing is
+    not timed. Prints its rate and its ratio to the files' (target: at least 0.8)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from kafka_broker import Gateway, KafkaBroker
+
+    broker = KafkaBroker(work / "kafka", heap="1g").start()
+    try:
+        def fill(topic: str, files: list[Path]) -> str:
+            url = broker.topic(topic, args.partitions)
+            gateway = Gateway(broker.bootstrap, topic, args.lines_per_message)
+            for path in files:
+                gateway.send(path.read_text().splitlines()[1:])  # less the header
+            gateway.flush()
+            return url
+
+        fill_start = time.perf_counter()
+        warm_url, url = fill("warm-up", sorted(warm.iterdir())), fill("readings", sorted(data.iterdir()))
+        fill_seconds = time.perf_counter() - fill_start
+        run(module.JOB, module.build_query, RunSettings(out=work / "warm-kafka", input=warm_url, once=True),
+            spark, echo=lambda _: None)
+        with PeakMemory() as memory:
+            summary = run(module.JOB, module.build_query, RunSettings(out=work / "out-kafka", input=url, once=True),
+                          spark, echo=lambda line: print("  " + line))
+        print(f"job through Kafka (--once, SQLite sink): {readings / summary.seconds:>12,.0f} readings/s  "
+              f"({summary.seconds:.1f} s in {summary.batches} batches, {summary.results:,} results; the topic: "
+              f"{args.partitions} partitions, {args.lines_per_message} readings a message, filled in "
+              f"{fill_seconds:.1f} s, not timed; --max-readings-per-batch default: 200,000 messages a batch)")
+        print(f"Kafka / files: {file_seconds / summary.seconds:.2f} (target: at least 0.8); " + memory.describe())
+        if args.check:
+            check(sorted((work / "workflows").glob("*.ss")), data, work / "out-kafka", args.check)
+    finally:
+        broker.stop(kill=True)
 
 
 def profile(spark, started: float, seconds: float) -> str:

@@ -147,6 +147,55 @@ class KafkaBroker:
         self.stop()
         self.start()
 
+    def topic(self, name: str, partitions: int) -> str:
+        """Make the topic `name` of `partitions` partitions; its kafka:// address."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result()
+        return f"kafka://{self.bootstrap}/{name}"
+
+
+class Gateway:
+    """A producer of readings into a topic as a gateway sends them: blocks of `per_message` CSV lines
+    (sensor_id,ts,value) in one message, spread over the partitions (librdkafka's, batched)."""
+
+    def __init__(self, bootstrap: str, topic: str, per_message: int = 100):
+        from confluent_kafka import Producer
+
+        self.topic, self.per_message, self.messages = topic, per_message, 0
+        self.producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "linger.ms": 20,
+                                  "batch.size": 1_000_000, "compression.type": "lz4",
+                                  "queue.buffering.max.kbytes": 1_048_576})
+        self.failed: list[str] = []
+
+    def send(self, lines: list[str]) -> int:
+        """Queue `lines` in blocks; the messages queued."""
+        count = 0
+        for start in range(0, len(lines), self.per_message):
+            block = "\n".join(lines[start:start + self.per_message]).encode()
+            while True:
+                try:
+                    self.producer.produce(self.topic, value=block, on_delivery=self._delivered)
+                    break
+                except BufferError:  # the client's queue is full: let it send
+                    self.producer.poll(0.05)
+            count += 1
+            self.producer.poll(0)
+        self.messages += count
+        return count
+
+    def _delivered(self, error, _message) -> None:
+        if error is not None:
+            self.failed.append(str(error))
+
+    def flush(self, timeout: float = 300) -> None:
+        """Wait until the broker has taken every message queued; RuntimeError otherwise."""
+        left = self.producer.flush(timeout)
+        if left or self.failed:
+            raise RuntimeError(f"the broker did not take {left:,} messages in {timeout:g} s"
+                               + (f"; refused: {self.failed[:3]}" if self.failed else ""))
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

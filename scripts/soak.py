@@ -1,8 +1,8 @@
-"""Sustained load (issue #15): the compiled job fed in real time for minutes, through the file, socket or MQTT source.
+"""Sustained load (issue #15): the compiled job fed in real time for minutes, through the file, socket, MQTT or Kafka source.
 
-    .venv/bin/python scripts/soak.py [--source file|socket|mqtt] [--lines-per-message 20] [--rate 40000] [--minutes 10] [--sensors 1000]
+    .venv/bin/python scripts/soak.py [--source file|socket|mqtt|kafka] [--lines-per-message 20] [--rate 40000] [--minutes 10] [--sensors 1000]
                                      [--workflows 1024] [--partitions 2] [--out DIR] [--json PATH]
-    .venv/bin/python scripts/soak.py --find-max [--source file|socket|mqtt] [--start-rate 20000] [--step-factor 1.25]
+    .venv/bin/python scripts/soak.py --find-max [--source file|socket|mqtt|kafka] [--start-rate 20000] [--step-factor 1.25]
                                      [--step-seconds 60] [--minutes 15] ...
     .venv/bin/python scripts/soak.py --days 30 [--day-seconds 60] [--retain STORE=DURATION ...] ...
 
@@ -13,7 +13,7 @@ The command line of the package scripts/soaking/, whose modules say what each pa
 the bundled example workflows and `--workflows` generated bridge workflows over `--sensors` sensors
 are compiled into OUT/job (soaking.workload) and the job runs as `python OUT/job/job.py --input SOURCE
 --out OUT/job` in a child process (soaking.job), fed readings paced by the wall clock through files, a
-socket or a mosquitto broker of its own (soaking.feed). While it runs, what it wrote (soaking.sink), the lag behind the feed, the
+socket, a mosquitto or a Kafka broker of its own (soaking.feed). While it runs, what it wrote (soaking.sink), the lag behind the feed, the
 processes' memory and CPU (soaking.sampling) are sampled; the feed's first `--warmup` seconds (60)
 are left out of the verdict (soaking.figures, soaking.verdict). --find-max raises the rate in steps
 while the lag stays bounded (soaking.findmax). A run whose job stops (or stops reading the socket) is
@@ -47,9 +47,9 @@ from soaking.workload import prepare
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", choices=("file", "socket", "mqtt"), default="file")
+    parser.add_argument("--source", choices=("file", "socket", "mqtt", "kafka"), default="file")
     parser.add_argument("--lines-per-message", type=int, default=20,
-                        help="--source mqtt: readings per MQTT message (a gateway's batch)")
+                        help="--source mqtt, kafka: readings per message (a gateway's batch)")
     parser.add_argument("--rate", type=float, default=40_000, help="readings per second, all sensors")
     parser.add_argument("--minutes", type=float, default=None, help="feed for this long (default 10; "
                                                                     "--find-max: at most this long, default 15)")

@@ -8,6 +8,10 @@ generated; sensor i reads at ts = (k + phase_i) * period, period = 1000 * sensor
           the last 100 ms, as CSV lines, written with sendall. Spark's socket source reads every line
           into the driver as it comes, so a send blocked for 60 s means the job stopped reading: the
           run ends there.
+  kafka:  an Apache Kafka broker of its own on 127.0.0.1 (scripts/kafka_broker.py; `--input
+          kafka://127.0.0.1:PORT/soak`, a topic of --partitions partitions); every 100 ms the readings
+          of the last 100 ms, as messages of `--lines-per-message` CSV lines; a chunk is written once
+          the broker has taken every message of it.
   mqtt:   a mosquitto broker of its own on 127.0.0.1 (scripts/mosquitto.py; `--input
           mqtt://127.0.0.1:PORT/soak/#`); every 100 ms the readings of the last 100 ms, as messages of
           `--lines-per-message` CSV lines (a gateway's batch) on 64 gateway topics, published with QoS 1; a
@@ -263,6 +267,34 @@ class MqttFeed(Feed):
         super().close()
         self.client.disconnect()
         self.client.loop_stop()
+        self.broker.stop()
+
+
+class KafkaFeed(Feed):
+    chunk_ms, phase_ms = SOCKET_CHUNK_MS, 0
+
+    def __init__(self, readings: Readings, folder: Path, lines_per_message: int, partitions: int,
+                 clock: Clock = Clock()):
+        from kafka_broker import Gateway, KafkaBroker  # scripts/kafka_broker.py
+
+        super().__init__(readings, clock)
+        self.broker = KafkaBroker(folder, heap="1g").start()
+        self.url = self.broker.topic("soak", partitions)
+        self.gateway = Gateway(self.broker.bootstrap, "soak", lines_per_message)
+
+    @property
+    def source(self) -> str:
+        return self.url
+
+    def emit(self, text: bytes, newest_ts: int) -> None:
+        self.gateway.send(text.decode().splitlines())
+        try:  # the chunk is written once the broker has taken every message of it
+            self.gateway.flush(SEND_TIMEOUT)
+        except RuntimeError as exc:
+            raise TimeoutError(str(exc)) from None
+
+    def close(self) -> None:
+        super().close()
         self.broker.stop()
 
 

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .feed import Clock, Feed, FileFeed, MqttFeed, Readings, SocketFeed
+from .feed import Clock, Feed, FileFeed, KafkaFeed, MqttFeed, Readings, SocketFeed
 from .findmax import judge_step
 from .job import JobProcess
 from .sampling import Sampler
@@ -52,9 +52,11 @@ def run(args, out: Path, workload: Workload, echo) -> Soak:
     readings = Readings(workload.sensors, workload.referenced, args.rate, speedup=clock.speedup)
     if args.source == "mqtt":
         feed = MqttFeed(readings, out / "broker", args.lines_per_message, clock)
+    elif args.source == "kafka":
+        feed = KafkaFeed(readings, out / "broker", args.lines_per_message, args.partitions, clock)
     else:
         feed = FileFeed(readings, out / "input", clock) if args.source == "file" else SocketFeed(readings, clock)
-    if isinstance(feed, (FileFeed, MqttFeed)):
+    if isinstance(feed, (FileFeed, MqttFeed, KafkaFeed)):
         feed.prime()
     job = JobProcess(out / "job", feed.source, out / "job.log", job_options(args))
     echo(f"job: {' '.join(job.command)} (log: {out / 'job.log'})")
