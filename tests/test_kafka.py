@@ -175,10 +175,20 @@ def test_kafka_addresses_and_options_are_checked_in_the_users_words(monkeypatch)
     with pytest.raises(ValueError, match="Spark's Kafka source sets it itself"):
         kafka.check_option("group.id=mine")
     monkeypatch.setenv("JAAS", "secret-config")
-    options = kafka.reader_options("kafka://a/t", ("latest", 10, ("security.protocol=SASL_SSL", "sasl.jaas.config=env:JAAS")))
+    options = kafka.reader_options("kafka://a/t", ("latest", 400_000, ("security.protocol=SASL_SSL", "sasl.jaas.config=env:JAAS")))
     assert options == {"kafka.bootstrap.servers": "a:9092", "subscribe": "t", "startingOffsets": "latest",
-                       "maxOffsetsPerTrigger": "10", "failOnDataLoss": "false", "kafka.security.protocol": "SASL_SSL",
-                       "kafka.sasl.jaas.config": "secret-config"}
+                       "maxOffsetsPerTrigger": "2000", "failOnDataLoss": "false", "kafka.security.protocol": "SASL_SSL",
+                       "kafka.sasl.jaas.config": "secret-config"}  # 400,000 readings of 200 a message at first
+    # The bound in messages follows what full batches measure of the readings a message holds.
+    assert kafka.Settings.of(()).messages_per_batch == kafka.MAX_PER_BATCH // kafka.FIRST_GUESS
+    assert kafka.Settings.of((None, 4000)).messages_per_batch == 1000  # not fewer than FIRST_MESSAGES at first
+    assert kafka.Settings.of((None, 500)).messages_per_batch == 500  # nor more than the bound
+    assert kafka.retuned((None, 4000), lines=1000, messages=1000) == (None, 4000, (), False, 1.0)  # one a message
+    assert kafka.Settings.of((None, 4000, (), False, 1.0)).messages_per_batch == 4000
+    assert kafka.retuned((None, 4000), lines=1000, messages=600) is None  # not a full batch: no backlog
+    assert kafka.retuned((None, 4000, (), False, 1.0), lines=9000, messages=4000) == (None, 4000, (), False, 2.25)
+    assert kafka.retuned((None, 4000, (), False, 1.0), lines=5000, messages=4000) is None  # the estimate holds
+    assert kafka.retuned((None, 4000, (), False, 1.0), lines=400_000, messages=4000)[4] == 100.0
     with pytest.raises(ValueError, match="the environment variable NOT_SET is not set"):
         kafka.reader_options("kafka://a/t", (None, None, ("ssl.key.password=env:NOT_SET",)))
     # The sink and the alarms' target take one topic each.
@@ -308,11 +318,15 @@ def test_a_broker_stopped_for_20_seconds_while_the_job_runs_loses_and_doubles_no
     same_rows(result_rows(out), expected)
 
 
-def test_messages_keyed_by_sensor_read_once_with_sensor_from_key(kafka, tmp_path):
+def test_messages_keyed_by_sensor_in_transactions_read_once_with_sensor_from_key(kafka, tmp_path):
     """`--sensor-from-key`: a gateway sends only time and value, keyed by the sensor: a line, a
     block of lines, or a JSON object per message; a message without a key is quarantined for it.
-    `--once` reads what the topic holds (in bounded batches), emits every window and stops. The
-    results equal the reference over exactly those readings."""
+    It writes in transactions, each leaving a commit marker (an offset that is no message): no
+    message is counted as deleted (the offsets covered but not read are checked against the oldest
+    offset the broker keeps). `--once` reads what the topic holds (in bounded batches), emits every
+    window and stops. The results equal the reference over exactly those readings."""
+    from confluent_kafka import Producer
+
     from tests.test_restart import sscript
 
     out = tmp_path / "out"
@@ -332,15 +346,23 @@ def test_messages_keyed_by_sensor_read_once_with_sensor_from_key(kafka, tmp_path
                           sensor.encode()) for r in readings]
         else:
             messages += [(r.encode(), sensor.encode()) for r in readings]
-    feed.send([value for value, _ in messages], keys=[key for _, key in messages])
-    feed.send([b"1000,4.5"])  # no key: no sensor
+    messages.append((b"1000,4.5", None))  # no key: no sensor
+    gateway = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": "gateway-1", "log_level": 0})
+    gateway.init_transactions(30)
+    for start in range(0, len(messages), 300):
+        gateway.begin_transaction()
+        for value, key in messages[start:start + 300]:
+            gateway.produce(feed.topic, value=value, key=key)
+        gateway.commit_transaction(30)
     done = sscript("run", str(out), "--input", f"kafka://{kafka.bootstrap}/keyed-readings", "--sensor-from-key",
                    "--once", "--max-readings-per-batch", "400")
     assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
     batches = re.findall(r"^batch \d+: ([\d,]+) readings", done.stdout, re.M)
     assert len(batches) >= 3, done.stdout  # bounded batches, then the end of the input
+    assert "deleted by the broker" not in done.stdout, done.stdout
     status = json.loads((out / "status.json").read_text())
     assert status["totals"]["readings"] == len(lines) and status["totals"].get("late", 0) == 0, status["totals"]
+    assert status["feed"]["skipped"] == 0, status["feed"]
     expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [lines], 0, compiled.plan)
     same_rows(result_rows(out), expected)
     assert quarantined(out) == [(",1000,4.5", "empty sensor_id")]
@@ -457,3 +479,4 @@ def test_results_to_a_topic_from_the_executors_through_kills_and_a_fresh_run_cou
     twice = topic_messages(kafka.bootstrap, "bridge-results")
     assert len(twice) >= 2 * len(expected)
     same_rows(upserted(twice), expected)
+

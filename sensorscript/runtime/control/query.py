@@ -31,6 +31,7 @@ class Query:
         self.writer, self.once, self.trigger_seconds = writer, once, trigger_seconds
         self.max_files_per_trigger = max_files_per_trigger
         self.watched = -1  # the last batch whose progress `watch` took
+        self.tuned: tuple | None = None  # the Kafka settings a "retune" asks the next query to read with
 
     def start(self):
         self.writer.gate.open()
@@ -47,22 +48,29 @@ class Query:
         --drain` writes the same line into a running job's control folder."""
         (self.control / "end-of-input.txt").write_text(END_OF_INPUT + "\n")
 
-    def supervise(self, query, out: Path, version: int = 1, refresh_after: int | None = None) -> str:
+    def supervise(self, query, out: Path, version: int = 1, refresh_after: int | None = None,
+                  retune: bool = True) -> str:
         """Wait for the query (started) to finish, for a stop (stopping.py) or for an update
         (versions.py); returns how it ended: `finished` (all the input there was, `--once`), `ended`
         (its input was ended: every window emitted), `stopped` (the checkpoint keeps the state for
         the next run), `update` (stopped between batches to go on with a newer version of the plan)
-        or `refresh` (stopped between batches after `refresh_after` of them, to start again)."""
+        or `refresh` (stopped between batches after `refresh_after` of them, to start again) or, with
+        `retune`, `retune` (stopped between batches: a Kafka backlog's batches take another number of
+        messages from now on, `self.tuned`)."""
         gate, ended = self.writer.gate, self.writer.ended
         draining = False
         while True:
             stopped = _await(query, 0.5, gate)
-            self.watch(query)
+            tuned = self.watch(query)
             if stopped:
                 return "ended" if ended.is_set() else "finished"
             if ended.is_set():
                 stop_between_batches(query, gate)
                 return "ended"
+            if tuned is not None and retune and not draining:  # a Kafka backlog in batches of another size
+                stop_between_batches(query, gate)
+                self.tuned = tuned
+                return "retune"
             mode = read_request(out)  # requests only grow stronger: boundary < drain < now
             newer = versions.requested(out)
             if newer is not None and newer > version and (versions.folder(out, newer) / "job.py").exists() \
@@ -83,27 +91,34 @@ class Query:
                 stop_between_batches(query, gate)
                 return "refresh"
 
-    def watch(self, query) -> None:
+    def watch(self, query) -> tuple | None:
         """What the last batch's progress says of a Kafka source, into status (its lag per topic
-        partition) and, for messages the broker deleted before the job read them, a line. Other
-        sources have nothing to say there: their progress is not fetched from the JVM."""
+        partition) and, for messages the broker deleted before the job read them, a line; the Kafka
+        settings the next query should read with when the batch shows its bound in messages is off
+        (`kafka.retuned`), else None. Other sources have nothing to say there: their progress is not
+        fetched from the JVM."""
         if not self.reads.startswith(kafka.PREFIX):
-            return
+            return None
         progress = query.lastProgress
         if progress is None or progress["batchId"] <= self.watched:
-            return
+            return None
         self.watched = progress["batchId"]
+        settings = self.writer.job.kafka
         try:
-            found = kafka.progress_of(progress)
+            found = kafka.progress_of(progress, kafka.LogStarts(self.spark, self.reads, settings))
+            summary = self.writer.summary
+            tuned = (kafka.retuned(settings, summary.last_lines, int(progress["numInputRows"]))
+                     if summary.last_batch == progress["batchId"] else None)
         except (KeyError, TypeError, ValueError):  # a progress of another shape: status only, never the job
-            found = None
+            found = tuned = None
         if found is None:
-            return
+            return None
         self.writer.status.kafka(found)
         if found["skipped"]:
             self.writer.echo(f"batch {progress['batchId']}: {found['skipped']:,} Kafka messages were deleted by the "
                              f"broker before the job read them (its retention passed while the job was away): their "
                              f"readings are not in the results")
+        return tuned
 
 
 def stop_between_batches(query, gate: Gate, patience: float = 60.0) -> None:

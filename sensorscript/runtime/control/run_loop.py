@@ -9,6 +9,7 @@ alarms), the query and its supervision (`query`), and the switch between plan ve
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -131,6 +132,13 @@ def _until_stopped(query: Query, writer: BatchWriter, settings: RunSettings, ech
             echo(f"after {settings.refresh_after:,} batches the query starts anew (each state store reopens from "
                  f"its last snapshot, which keeps the snapshots small)")
             continue
+        if outcome == "retune":
+            writer.job = writer.housekeeping.job = dataclasses.replace(writer.job, kafka=query.tuned)
+            tuned = kafka.Settings.of(query.tuned)
+            echo(f"the Kafka messages hold about {tuned.per_message:,.1f} readings each: a batch now takes up to "
+                 f"{tuned.messages_per_batch:,} messages ({tuned.most or kafka.MAX_PER_BATCH:,} readings, "
+                 f"--max-readings-per-batch)")
+            continue
         if outcome != "update":
             break
         number = versions.requested(out) or versions.numbers(out)[-1]
@@ -138,7 +146,7 @@ def _until_stopped(query: Query, writer: BatchWriter, settings: RunSettings, ech
                                                 writer.summary.last_batch, echo))
     if once and outcome == "finished" and not single_batch:
         query.end_input()
-        outcome = query.supervise(query.start(), out)
+        outcome = query.supervise(query.start(), out, retune=False)
     return "ended" if once and outcome == "finished" else outcome
 
 

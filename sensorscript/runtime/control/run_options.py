@@ -155,10 +155,11 @@ class RunSettings:
                                            "offsets win): earliest (default: every message the broker keeps), latest, "
                                            "or a time (2026-11-28T06:00:00Z, or milliseconds since 1970).",
                                      metavar="earliest|latest|TIME", check=check_kafka_start)
-    max_readings_per_batch: int | None = option(None, "Bound each micro-batch of a Kafka source to this many messages "
-                                                      "(a reading each, or a gateway's block of lines; default "
-                                                      "200,000): a job back after an outage catches up in batches of "
-                                                      "that size.", minimum=1, metavar="N")
+    max_readings_per_batch: int | None = option(None, "Bound each micro-batch of a Kafka source to about this many "
+                                                      "readings (default 1,000,000; in messages: N over the readings "
+                                                      "a message holds, as the full batches measure them): a job back "
+                                                      "after an outage catches up in batches of that size.", minimum=1,
+                                                metavar="N")
     kafka_option: tuple[str, ...] = option((), "A setting of the Kafka client (repeatable), e.g. "
                                                "security.protocol=SASL_SSL; a secret only as KEY=env:NAME (read "
                                                "from that environment variable).", metavar="KEY=VALUE",

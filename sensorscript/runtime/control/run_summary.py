@@ -68,6 +68,7 @@ class RunSummary(BatchCounts):
     outcome: str = ""  # finished | ended (input ended: every window emitted) | stopped (to be continued)
     # Per pattern node and condition: [rows tested, rows passed] (kept in OUT/selectivity.json).
     selectivity: dict = field(default_factory=dict)
+    last_lines: int = 0  # the lines of input the last batch took (readings, ignored, quarantined, blank)
 
     def add(self, batch_id: int, counts: BatchCounts, metrics) -> None:
         """A batch written: its counts (`BatchCounts`, whose fields are the same) and the pattern
@@ -76,6 +77,7 @@ class RunSummary(BatchCounts):
             setattr(self, each.name, getattr(self, each.name) + getattr(counts, each.name))
         self.batches += 1
         self.last_batch = batch_id
+        self.last_lines = counts.readings + counts.unread + counts.quarantined + counts.skipped
         for key, count in metrics.items():
             if key.startswith(("pattern_tested:", "pattern_passed:")):
                 what, node, condition = key.split(":", 3)[0], *key.split(":", 1)[1].rsplit(":", 1)

@@ -19,9 +19,15 @@ from typing import NamedTuple
 
 PREFIX = "kafka://"
 DEFAULT_PORT = 9092
-# What one micro-batch takes at most, in messages (Spark's maxOffsetsPerTrigger): a job back after
-# an outage catches up in batches of this size rather than in one batch of everything the broker kept.
-MAX_PER_BATCH = 200_000
+# What one micro-batch takes at most, in readings (--max-readings-per-batch): a job back after an
+# outage catches up in batches of this size rather than in one batch of everything the broker kept
+# (20,000,000 readings in one batch, 200,000 messages of a gateway's 100 lines, ran the driver's JVM
+# out of memory: docs/BENCHMARKS.md). Spark bounds a batch in messages (maxOffsetsPerTrigger), and a
+# message may hold one reading or a gateway's block of hundreds: the bound in messages is the
+# readings over an estimate of the readings a message holds, FIRST_GUESS until a full batch has
+# measured it (`retuned`), and never fewer than FIRST_MESSAGES then.
+MAX_PER_BATCH = 1_000_000
+FIRST_GUESS, FIRST_MESSAGES = 200, 1_000
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")  # Kafka's legal topic names
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)$")
 # Client settings that hold a secret: given only as env:NAME, never in plain on a command line.
@@ -131,29 +137,60 @@ class Settings(NamedTuple):
     most: int | None = None  # --max-readings-per-batch
     options: tuple[str, ...] = ()  # --kafka-option
     sensor_from_key: bool = False  # --sensor-from-key: a message's key is the sensor of its lines
+    per_message: float | None = None  # readings a message holds, as the run measured them (`retuned`)
 
     @staticmethod
     def of(given: tuple) -> "Settings":
         return Settings(*given)
 
+    @property
+    def messages_per_batch(self) -> int:
+        """Spark's maxOffsetsPerTrigger: the bound in readings over the readings a message holds;
+        before a batch has measured them, at least FIRST_MESSAGES (or the bound, if lower), so that
+        a small bound over messages of one reading does not crawl (FIRST_MESSAGES of a gateway's
+        blocks are a batch a job takes in its stride)."""
+        most = self.most or MAX_PER_BATCH
+        if self.per_message is None:
+            return max(min(most, FIRST_MESSAGES), int(most / FIRST_GUESS))
+        return max(1, int(most / self.per_message))
+
+
+def retuned(settings: tuple, lines: int, messages: int) -> tuple | None:
+    """The settings for the next query when a batch that took as many messages as its bound allows
+    (a backlog) shows that they hold another number of lines than the estimate (less than half, or
+    more than twice); None when the bound stands."""
+    given = Settings.of(settings)
+    if messages < 0.9 * given.messages_per_batch or messages <= 0 or lines <= 0:
+        return None
+    measured, estimate = lines / messages, given.per_message or FIRST_GUESS
+    if 0.5 <= measured / estimate <= 2:
+        return None
+    return tuple(given._replace(per_message=measured))
+
 
 def reader_options(source: str, settings: tuple = ()) -> dict[str, str]:
     """Spark's Kafka source's options for `source` and a run's Kafka settings (`Job.kafka`, `Settings`)."""
-    start, most, given, _ = Settings.of(settings)
+    run = Settings.of(settings)
     address = Address.parse(source)
     return {"kafka.bootstrap.servers": ",".join(address.servers), "subscribe": ",".join(address.topics),
-            **start_options(start), "maxOffsetsPerTrigger": str(most or MAX_PER_BATCH),
+            **start_options(run.start), "maxOffsetsPerTrigger": str(run.messages_per_batch),
             # Messages the broker deleted before the job read them are counted and said (`progress_of`),
             # not a query that stops for good: the next run would stop on them again.
             "failOnDataLoss": "false",
-            **client_options(tuple(given or ()))}
+            **client_options(tuple(run.options or ()))}
 
 
-def progress_of(progress) -> dict | None:
+def progress_of(progress, log_starts=None) -> dict | None:
     """What a batch's progress (Spark's StreamingQueryProgress) says of the Kafka source: per topic
     partition the offset the job has read to and the broker's newest (`read`, `newest`, `lag`), and
-    the offsets the batch covered but did not get (`skipped`: messages the broker deleted before the
-    job read them, its retention having passed while the job was away). None without one."""
+    the messages the batch covered but did not get because the broker had deleted them (`skipped`:
+    its retention passed while the job was away). None without one.
+
+    Not every offset is a message: a transactional producer's commit and abort markers take one
+    each, and the messages of an aborted transaction are offsets too. So offsets covered but not
+    read are only a bound; where there are any, `log_starts` (topic partition keys -> the broker's
+    oldest offset of each, or None: `LogStarts`) says how many lay before what the broker keeps: the
+    messages deleted are the fewer of the two counts."""
     for source in progress["sources"] if progress is not None else ():
         if not str(source["description"]).startswith("Kafka"):
             continue
@@ -161,8 +198,49 @@ def progress_of(progress) -> dict | None:
         partitions = {key: {"read": read, "newest": max(newest.get(key, read), read),
                             "lag": max(newest.get(key, read) - read, 0)} for key, read in sorted(end.items())}
         covered = sum(read - start.get(key, read) for key, read in end.items() if key in start)
-        return {"partitions": partitions, "skipped": max(covered - int(source["numInputRows"]), 0)}
+        skipped = max(covered - int(source["numInputRows"]), 0)
+        oldest = log_starts(sorted(start)) if skipped and log_starts is not None else None
+        if oldest is not None:
+            skipped = min(skipped, sum(max(min(oldest.get(key, 0), end.get(key, at)) - at, 0)
+                                       for key, at in start.items()))
+        return {"partitions": partitions, "skipped": skipped}
     return None
+
+
+class LogStarts:
+    """The broker's oldest offset of topic partitions, asked by the Kafka client of the driver's JVM
+    (the connector's, with the source's own settings: `client_options`), or None when it cannot say
+    in `timeout_s`."""
+
+    def __init__(self, spark, source: str, settings: tuple = (), timeout_s: float = 10.0):
+        self.spark, self.source, self.settings, self.timeout_s = spark, source, settings, timeout_s
+
+    def __call__(self, keys: list[str]) -> dict[str, int] | None:
+        jvm = self.spark._jvm
+        properties = jvm.java.util.Properties()
+        properties.setProperty("bootstrap.servers", ",".join(Address.parse(self.source).servers))
+        for key, value in client_options(tuple(Settings.of(self.settings).options)).items():
+            properties.setProperty(key.removeprefix("kafka."), value)
+        admin = None
+        try:
+            admin = jvm.org.apache.kafka.clients.admin.AdminClient.create(properties)
+            asked = jvm.java.util.HashMap()
+            earliest = jvm.org.apache.kafka.clients.admin.OffsetSpec.earliest()
+            for key in keys:
+                topic, _, number = key.rpartition("/")
+                asked.put(jvm.org.apache.kafka.common.TopicPartition(topic, int(number)), earliest)
+            unit = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+            answered = admin.listOffsets(asked).all().get(int(self.timeout_s * 1000), unit)
+            return {f"{entry.getKey().topic()}/{entry.getKey().partition()}": int(entry.getValue().offset())
+                    for entry in answered.entrySet()}
+        except Exception:  # noqa: BLE001 (the broker away, a py4j error): the bound stands
+            return None
+        finally:
+            if admin is not None:
+                try:
+                    admin.close()
+                except Exception:  # noqa: BLE001
+                    pass
 
 
 def _offsets(given) -> dict[str, int]:
