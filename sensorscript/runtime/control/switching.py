@@ -33,10 +33,11 @@ def at_start(job: Job, out: Path, status: Status, after: int | None, switching: 
 def between_batches(job: Job, number: int, settings: RunSettings, status: Status, last_batch: int | None,
                     echo=print) -> Job:
     """Plan version `number` (sscript update) for the running `job`, whose query stopped between
-    batches: with this run's policies, input cleanup and archive."""
+    batches: with this run's policies, input cleanup, archive and Kafka settings."""
     out = settings.out
     newer, _ = versions.load(out, number)
-    newer = dataclasses.replace(settings.policies_for(newer), input_cleanup=job.input_cleanup, archive=job.archive)
+    newer = dataclasses.replace(settings.policies_for(newer), input_cleanup=job.input_cleanup, archive=job.archive,
+                                kafka=job.kafka)
     if (newer.partitions, newer.bucket_keys) != (job.partitions, job.bucket_keys):
         raise JobFailed(f"plan version {number} has other partitions than the running job's; "
                         f"it cannot take over its state")
