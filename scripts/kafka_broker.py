@@ -157,13 +157,18 @@ class KafkaBroker:
 
 
 class Gateway:
-    """A producer of readings into a topic as a gateway sends them: blocks of `per_message` CSV lines
-    (sensor_id,ts,value) in one message, spread over the partitions (librdkafka's, batched)."""
+    """A producer of readings into a topic as a fleet's gateways send them: blocks of `per_message`
+    CSV lines (sensor_id,ts,value) in one message, the messages keyed by `gateways` gateway ids in
+    turn (gw0, gw1, ...; the job reads no key without --sensor-from-key), so that every partition
+    holds every stretch of event time, as where many gateways send at once: a backlog read in
+    bounded batches is then cut at about the same event time in each partition. (Unkeyed, librdkafka
+    fills one partition for a while, then the next: a partition's stretch of a backlog lies ahead of
+    another's, and the readings of the other behind a batch's cut come late.)"""
 
-    def __init__(self, bootstrap: str, topic: str, per_message: int = 100):
+    def __init__(self, bootstrap: str, topic: str, per_message: int = 100, gateways: int = 64):
         from confluent_kafka import Producer
 
-        self.topic, self.per_message, self.messages = topic, per_message, 0
+        self.topic, self.per_message, self.gateways, self.messages = topic, per_message, gateways, 0
         self.producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "linger.ms": 20,
                                   "batch.size": 1_000_000, "compression.type": "lz4",
                                   "queue.buffering.max.kbytes": 1_048_576})
@@ -174,9 +179,10 @@ class Gateway:
         count = 0
         for start in range(0, len(lines), self.per_message):
             block = "\n".join(lines[start:start + self.per_message]).encode()
+            key = f"gw{(self.messages + count) % self.gateways}"
             while True:
                 try:
-                    self.producer.produce(self.topic, value=block, on_delivery=self._delivered)
+                    self.producer.produce(self.topic, value=block, key=key, on_delivery=self._delivered)
                     break
                 except BufferError:  # the client's queue is full: let it send
                     self.producer.poll(0.05)

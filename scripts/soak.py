@@ -1,7 +1,8 @@
 """Sustained load (issue #15): the compiled job fed in real time for minutes, through the file, socket, MQTT or Kafka source.
 
-    .venv/bin/python scripts/soak.py [--source file|socket|mqtt|kafka] [--lines-per-message 20] [--rate 40000] [--minutes 10] [--sensors 1000]
-                                     [--workflows 1024] [--partitions 2] [--out DIR] [--json PATH]
+    .venv/bin/python scripts/soak.py [--source file|socket|mqtt|kafka] [--lines-per-message 20] [--rate 40000]
+                                     [--minutes 10] [--sensors 1000] [--workflows 1024] [--partitions 2]
+                                     [--out DIR] [--json PATH]
     .venv/bin/python scripts/soak.py --find-max [--source file|socket|mqtt|kafka] [--start-rate 20000] [--step-factor 1.25]
                                      [--step-seconds 60] [--minutes 15] ...
     .venv/bin/python scripts/soak.py --days 30 [--day-seconds 60] [--retain STORE=DURATION ...] ...
@@ -13,8 +14,13 @@ The command line of the package scripts/soaking/, whose modules say what each pa
 the bundled example workflows and `--workflows` generated bridge workflows over `--sensors` sensors
 are compiled into OUT/job (soaking.workload) and the job runs as `python OUT/job/job.py --input SOURCE
 --out OUT/job` in a child process (soaking.job), fed readings paced by the wall clock through files, a
-socket, a mosquitto or a Kafka broker of its own (soaking.feed). While it runs, what it wrote (soaking.sink), the lag behind the feed, the
-processes' memory and CPU (soaking.sampling) are sampled; the feed's first `--warmup` seconds (60)
+socket, or a broker of its own in OUT/broker, stopped at the end whatever happened (soaking.feed):
+mosquitto (--source mqtt) or Apache Kafka (--source kafka, issue #41: `--input kafka://127.0.0.1:
+PORT/soak`, a topic of `--partitions` partitions, the job's count), the readings in messages of
+`--lines-per-message` lines (a gateway's batch). While it runs, what it wrote (soaking.sink), the lag
+behind the feed, the processes' memory and CPU (soaking.sampling) are sampled, the same for every
+source (a chunk counts as written once the file is renamed, the socket's send returned, or the
+broker acknowledged every message of it); the feed's first `--warmup` seconds (60)
 are left out of the verdict (soaking.figures, soaking.verdict). --find-max raises the rate in steps
 while the lag stays bounded (soaking.findmax). A run whose job stops (or stops reading the socket) is
 reported up to there, with the job's first error line (Spark's errors are in OUT/job.log), and the
@@ -55,7 +61,8 @@ def arguments() -> argparse.Namespace:
                                                                     "--find-max: at most this long, default 15)")
     parser.add_argument("--sensors", type=int, default=1000)
     parser.add_argument("--workflows", type=int, default=1024, help="generated bridge workflows beside the examples")
-    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--partitions", type=int, default=2,
+                        help="the job's partitions (--source kafka: the topic's too)")
     parser.add_argument("--out", help="work folder (default: a new one under /tmp); emptied first")
     parser.add_argument("--json", help="also write the results here (they are always in OUT/soak.json)")
     parser.add_argument("--warmup", type=float, default=60, help="seconds of feed left out of the figures")
@@ -88,7 +95,7 @@ def main() -> None:
     args = arguments()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     out = Path(args.out or tempfile.mkdtemp(prefix=f"sscript-soak-{args.source}-"))
-    for stale in ("job", "input", "workflows"):
+    for stale in ("job", "input", "workflows", "broker"):
         shutil.rmtree(out / stale, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()

@@ -1,7 +1,8 @@
 """The parts of scripts/soak.py (sustained load, issue #15), one module each:
 
     workload   the workflows and the fleet of sensors, compiled into the job
-    feed       the readings, paced by the wall clock, written through the file or the socket source
+    feed       the readings, paced by the wall clock, written through the file, socket, MQTT or Kafka
+               source (the brokers of their own: scripts/mosquitto.py, scripts/kafka_broker.py)
     job        the job's child process: started, its output read, its processes found, stopped
     sink       what the job wrote: committed batches, their metrics and results, the checkpoint's durations
     sampling   every second the lag, every 5 s the processes' memory and CPU

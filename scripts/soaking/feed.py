@@ -8,22 +8,26 @@ generated; sensor i reads at ts = (k + phase_i) * period, period = 1000 * sensor
           the last 100 ms, as CSV lines, written with sendall. Spark's socket source reads every line
           into the driver as it comes, so a send blocked for 60 s means the job stopped reading: the
           run ends there.
-  kafka:  an Apache Kafka broker of its own on 127.0.0.1 (scripts/kafka_broker.py; `--input
-          kafka://127.0.0.1:PORT/soak`, a topic of --partitions partitions); every 100 ms the readings
-          of the last 100 ms, as messages of `--lines-per-message` CSV lines; a chunk is written once
-          the broker has taken every message of it.
   mqtt:   a mosquitto broker of its own on 127.0.0.1 (scripts/mosquitto.py; `--input
           mqtt://127.0.0.1:PORT/soak/#`); every 100 ms the readings of the last 100 ms, as messages of
           `--lines-per-message` CSV lines (a gateway's batch) on 64 gateway topics, published with QoS 1; a
           chunk is written once the broker has acknowledged every message of it.
+  kafka:  an Apache Kafka broker of its own on 127.0.0.1 (scripts/kafka_broker.py, in OUT/broker;
+          `--input kafka://127.0.0.1:PORT/soak`): a topic of `--partitions` partitions, the job's own
+          count (one Spark task a topic partition per batch); every 100 ms the readings of the last
+          100 ms, as messages of `--lines-per-message` CSV lines (a gateway's batch, as for mqtt),
+          produced by kafka_broker.Gateway (librdkafka, lz4); a chunk is written once the broker has
+          taken every message of it (the producer's flush), so a broker that takes nothing for 60 s
+          ends the run. The broker is stopped once the job has stopped (`release`).
 --days (a compressed month, `Clock`): event time runs `speedup` times faster than the wall clock
 from the start (a day of event time per `--day-seconds`), each sensor reading `speedup` times less
 often per event second so that the rate per wall second stays --rate, and LATE_SHARE of the
 readings come late: 1 to 10 event minutes, and TOO_LATE_SHARE of those TOO_LATE_DAYS days (past a
 short archive horizon: too late to correct).
-Each chunk's wall time once written (the rename done, sendall returned) is recorded with the newest
-event time in it. The job is started on a priming chunk (one second of readings); the paced feed
-begins when told (`go`) and runs until `until`.
+Each chunk's wall time once written (the rename done, sendall returned, a broker's acknowledgements
+in) is recorded with the newest event time in it: the lag and the latency are measured from there,
+for every source alike (soaking.sampling, soaking.figures). The job is started on a priming chunk
+(one second of readings); the paced feed begins when told (`go`) and runs until `until`.
 """
 
 from __future__ import annotations
@@ -163,8 +167,8 @@ class Feed(threading.Thread):
                 if self.done.is_set():  # closed while it slept (--find-max's failed step): nothing more to write
                     break
                 self.write_chunk(self.cursor_ms, end)
-        except TimeoutError:
-            self.error = f"the job read nothing from the socket for {SEND_TIMEOUT:.0f} s"
+        except TimeoutError as exc:  # the socket's send blocked, or a broker acknowledged nothing
+            self.error = str(exc) or f"the job read nothing from the socket for {SEND_TIMEOUT:.0f} s"
         except (OSError, ValueError) as exc:
             if not self.done.is_set():  # else close() shut the socket under a write: not the job's failure
                 self.error = f"{type(exc).__name__}: {exc}"
@@ -179,7 +183,11 @@ class Feed(threading.Thread):
         raise NotImplementedError
 
     def close(self) -> None:
+        """Stop feeding (the paced feed ends after the chunk it is writing)."""
         self.done.set()
+
+    def release(self) -> None:
+        """Once the job has stopped: what its source needed until then goes (a broker of its own)."""
 
     # Read by the watcher and the sampler (lists only grow; a snapshot of their length is safe).
     def newest_written(self, at: float | None = None) -> int | None:
@@ -261,7 +269,7 @@ class MqttFeed(Feed):
         for info in sent:  # the chunk is written once the broker has acknowledged every message of it
             info.wait_for_publish(max(0.0, deadline - time.monotonic()))
             if not info.is_published():
-                raise TimeoutError
+                raise TimeoutError(f"the MQTT broker acknowledged nothing for {SEND_TIMEOUT:.0f} s")
 
     def close(self) -> None:
         super().close()
@@ -272,6 +280,7 @@ class MqttFeed(Feed):
 
 class KafkaFeed(Feed):
     chunk_ms, phase_ms = SOCKET_CHUNK_MS, 0
+    topic = "soak"
 
     def __init__(self, readings: Readings, folder: Path, lines_per_message: int, partitions: int,
                  clock: Clock = Clock()):
@@ -279,8 +288,12 @@ class KafkaFeed(Feed):
 
         super().__init__(readings, clock)
         self.broker = KafkaBroker(folder, heap="1g").start()
-        self.url = self.broker.topic("soak", partitions)
-        self.gateway = Gateway(self.broker.bootstrap, "soak", lines_per_message)
+        try:
+            self.url = self.broker.topic(self.topic, partitions)
+            self.gateway = Gateway(self.broker.bootstrap, self.topic, lines_per_message)
+        except BaseException:
+            self.broker.stop(kill=True)
+            raise
 
     @property
     def source(self) -> str:
@@ -293,8 +306,9 @@ class KafkaFeed(Feed):
         except RuntimeError as exc:
             raise TimeoutError(str(exc)) from None
 
-    def close(self) -> None:
-        super().close()
+    def release(self) -> None:
+        """The broker, once the job has stopped (stopped before it, the job's batch in flight would wait
+        for it and the stop with it)."""
         self.broker.stop()
 
 

@@ -55,9 +55,11 @@ def batch_lags(watcher: SinkWatcher, feed: Feed) -> list[tuple[float, float]]:
     return out
 
 
-def latencies(results: list[Result], feed: Feed, since: float) -> list[tuple[float, float, float]]:
+def latencies(results: list[Result], feed: Feed, since: float,
+              until: float = math.inf) -> list[tuple[float, float, float]]:
     """(commit time s since the feed began, latency from the write, latency from the window's end)
-    of the window results whose closing chunk was written after `since` (s since the feed began)."""
+    of the window results whose closing chunk was written from `since` on, before `until` (s since
+    the feed began)."""
     chunks = feed.chunks
     newest = np.array([c.newest_ts for c in chunks], np.int64)
     written = np.array([c.written for c in chunks])
@@ -67,7 +69,7 @@ def latencies(results: list[Result], feed: Feed, since: float) -> list[tuple[flo
         at = int(np.searchsorted(newest, result.closing_ms, side="left"))
         if at >= len(chunks):
             continue
-        if written[at] - feed.started_at < since:
+        if not since <= written[at] - feed.started_at < until:
             continue
         out.append((result.committed - feed.started_at, result.committed - written[at],
                     result.committed - result.closing_ms / 1000))

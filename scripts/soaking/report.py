@@ -10,10 +10,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .figures import batch_lags, latencies, minute_rows, minute_table, percentile, shown
-from .findmax import step_table
+from .findmax import step_latency, step_table
 from .run import Soak
 from .stores import batch_trend, day_lines, per_day
-from .verdict import verdict
+from .verdict import P99_TARGET, verdict
 from .workload import Workload
 
 
@@ -23,8 +23,10 @@ def report(args, out: Path, workload: Workload, soak: Soak) -> tuple[list[str], 
     lat = latencies(watcher.results, feed, args.warmup)
     state_from = args.state_from if args.state_from is not None else args.warmup + workload.fill_ms / 1000
     rows = minute_rows(feed, watcher, sampler.samples, latencies(watcher.results, feed, 0.0), soak.observed_s)
-    lines = ["", f"soak through the {args.source} source: {len(workload.sensors):,} sensors, {workload.workflows} "
-                 f"workflows ({len(workload.referenced)} sensors read), {args.partitions} partitions, "
+    by_message = f" ({args.lines_per_message} readings a message)" if args.source in ("mqtt", "kafka") else ""
+    lines = ["", f"soak through the {args.source} source{by_message}: {len(workload.sensors):,} sensors, "
+                 f"{workload.workflows} workflows ({len(workload.referenced)} sensors read), "
+                 f"{args.partitions} partitions, "
              + (f"find-max from {args.start_rate:,.0f} readings/s" if args.find_max else f"{args.rate:,.0f} readings/s")
              + f"; fed {soak.fed_s / 60:.1f} min; drained in {soak.drained_s:.1f} s; work folder {out}",
              "", minute_table(rows), "",
@@ -34,12 +36,17 @@ def report(args, out: Path, workload: Workload, soak: Soak) -> tuple[list[str], 
     if soak.failure:
         lines.append(f"the run FAILED: {soak.failure}")
     if args.find_max:
-        best = max((s["rate"] for s in soak.steps if s["passed"]), default=None)
+        step_latency(soak.steps, watcher, feed)
+        best = max((s for s in soak.steps if s["passed"]), key=lambda s: s["rate"], default=None)
+        p99 = best["p99_s"] if best else None
         lines += [step_table(soak.steps),
-                  f"highest rate sustained: {shown(best, ',.0f')} readings/s"
+                  f"highest rate sustained: {shown(best and best['rate'], ',.0f')} readings/s"
+                  + ("" if p99 is None else f", p99 latency {p99:.2f} s ({'' if p99 < P99_TARGET else 'NOT '}under "
+                                            f"{P99_TARGET:.0f} s)")
                   + (" (no step failed: raise --minutes or --start-rate)"
                      if soak.steps and soak.steps[-1]["passed"] else "")]
-        found["highest_sustained_rate"] = best
+        found["highest_sustained_rate"] = best and best["rate"]
+        found["highest_sustained_p99_s"] = p99
     else:
         judged, found = verdict(sampler.samples, batch_lags(watcher, feed), lat, args.warmup, state_from,
                                 workload.fill_ms / 1000, args.max_lag, soak.failure)
@@ -50,7 +57,8 @@ def report(args, out: Path, workload: Workload, soak: Soak) -> tuple[list[str], 
         lines += day_lines(judged, batches)
         found = {**found, "stores_per_day": judged, "batch_duration": batches}
     document = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]), "source": args.source, "rate": args.rate,
+        "command": " ".join([Path(sys.executable).name, *sys.argv]), "source": args.source,
+        "lines_per_message": args.lines_per_message if by_message else None, "rate": args.rate,
         "minutes": args.minutes, "days": args.days, "day_seconds": args.day_seconds, "retain": args.retain,
         "job_args": args.job_arg, "sensors": len(workload.sensors), "referenced": len(workload.referenced),
         "workflows": workload.workflows, "partitions": args.partitions, "fill_s": workload.fill_ms / 1000,

@@ -1,7 +1,8 @@
 """One soak run: start the job on a priming chunk, wait for its first batch, feed it for `--minutes`
 (or --find-max's steps) while sampling every second, let it take what was fed (up to 30 s), stop it.
 A run whose job stops (or stops reading the socket) ends there, with the job's first error line as
-its failure.
+its failure. A broker of the feed's own (--source mqtt, kafka) is stopped at the end whatever
+happened (the Kafka one after the job).
 """
 
 from __future__ import annotations
@@ -56,9 +57,14 @@ def run(args, out: Path, workload: Workload, echo) -> Soak:
         feed = KafkaFeed(readings, out / "broker", args.lines_per_message, args.partitions, clock)
     else:
         feed = FileFeed(readings, out / "input", clock) if args.source == "file" else SocketFeed(readings, clock)
-    if isinstance(feed, (FileFeed, MqttFeed, KafkaFeed)):
-        feed.prime()
-    job = JobProcess(out / "job", feed.source, out / "job.log", job_options(args))
+    try:
+        if not isinstance(feed, SocketFeed):  # the socket's is written once the job has connected
+            feed.prime()
+        job = JobProcess(out / "job", feed.source, out / "job.log", job_options(args))
+    except BaseException:  # no job: its source's broker goes at once
+        feed.close()
+        feed.release()
+        raise
     echo(f"job: {' '.join(job.command)} (log: {out / 'job.log'})")
     watcher = SinkWatcher(out / "job" / "results.db", job)
     steps: list[dict] = []
@@ -119,8 +125,11 @@ def run(args, out: Path, workload: Workload, echo) -> Soak:
     finally:
         stopped = time.time()
         feed.close()
-        code = job.stop(echo)
-        watcher.stop()
+        try:
+            code = job.stop(echo)
+            watcher.stop()
+        finally:
+            feed.release()  # a broker of its own, once the job no longer reads it
     if failure:
         echo(failure)
     checkpoint_durations(out / "job" / "checkpoint" / "state", watcher.batches)
