@@ -105,7 +105,7 @@ class Query:
         self.watched = progress["batchId"]
         settings = self.writer.job.kafka
         try:
-            found = kafka.progress_of(progress, kafka.LogStarts(self.spark, self.reads, settings))
+            found = kafka.progress_of(progress, kafka.BrokerOffsets(self.spark, self.reads, settings))
             summary = self.writer.summary
             tuned = (kafka.retuned(settings, summary.last_lines, int(progress["numInputRows"]))
                      if summary.last_batch == progress["batchId"] else None)

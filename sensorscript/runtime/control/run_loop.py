@@ -67,7 +67,7 @@ def run(job: Job, build_query, settings: RunSettings, spark=None, echo=print) ->
         with StopOnSignals(out, echo):
             if reading.feed is not None:
                 reading.feed.start()
-            outcome = _until_stopped(query, writer, settings, echo)
+            outcome = _until_stopped(query, writer, settings, echo, resumed.afresh)
         if outcome == "ended":  # the next run starts afresh
             reading.clean_all(out / CHECKPOINT, writer.job.input_cleanup)
             (out / CHECKPOINT / ENDED).write_text(f"{time.time()}\n")
@@ -114,15 +114,19 @@ def _writer(job: Job, settings: RunSettings, resumed, echo) -> BatchWriter:
     return BatchWriter(job, sink_spec, target, status, summary, housekeeping, alarms, corrections, echo, topic)
 
 
-def _until_stopped(query: Query, writer: BatchWriter, settings: RunSettings, echo) -> str:
+def _until_stopped(query: Query, writer: BatchWriter, settings: RunSettings, echo, afresh: bool = False) -> str:
     """Start the query, and again after a refresh or a switch to a newer version of the plan, until
-    it ends; how it ended (`Query.supervise`)."""
+    it ends; how it ended (`Query.supervise`). `afresh`: the run starts without a checkpoint."""
     out, once = settings.out, settings.once
     # When the whole input is one micro-batch, the end of the input can come in the same batch (a
     # partition applies its readings first, then the end); when micro-batches are bounded, it needs
-    # a run of its own after them.
-    # A Kafka topic is always read in bounded batches (--max-readings-per-batch).
-    single_batch = once and not settings.max_files_per_trigger and not settings.input.startswith(kafka.PREFIX)
+    # a run of its own after them. A Kafka topic is read in bounded batches (--max-readings-per-batch):
+    # in one when a run starts afresh at its oldest offsets and it holds at most half a batch.
+    if settings.input.startswith(kafka.PREFIX):
+        single_batch = once and afresh and kafka.in_one_batch(
+            kafka.BrokerOffsets(query.spark, settings.input, writer.job.kafka), writer.job.kafka)
+    else:
+        single_batch = once and not settings.max_files_per_trigger
     if single_batch:
         query.end_input()
     while True:

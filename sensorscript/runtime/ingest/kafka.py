@@ -189,7 +189,7 @@ def progress_of(progress, log_starts=None) -> dict | None:
     Not every offset is a message: a transactional producer's commit and abort markers take one
     each, and the messages of an aborted transaction are offsets too. So offsets covered but not
     read are only a bound; where there are any, `log_starts` (topic partition keys -> the broker's
-    oldest offset of each, or None: `LogStarts`) says how many lay before what the broker keeps: the
+    oldest offset of each, or None: `BrokerOffsets`) says how many lay before what the broker keeps: the
     messages deleted are the fewer of the two counts."""
     for source in progress["sources"] if progress is not None else ():
         if not str(source["description"]).startswith("Kafka"):
@@ -207,15 +207,37 @@ def progress_of(progress, log_starts=None) -> dict | None:
     return None
 
 
-class LogStarts:
-    """The broker's oldest offset of topic partitions, asked by the Kafka client of the driver's JVM
-    (the connector's, with the source's own settings: `client_options`), or None when it cannot say
-    in `timeout_s`."""
+class BrokerOffsets:
+    """The broker's offsets of the source's topic partitions, asked by the Kafka client of the
+    driver's JVM (the connector's, with the source's own settings: `client_options`); None where it
+    cannot say in `timeout_s`. Called with topic partition keys: the oldest offset of each (as
+    `progress_of` takes `log_starts`)."""
 
     def __init__(self, spark, source: str, settings: tuple = (), timeout_s: float = 10.0):
         self.spark, self.source, self.settings, self.timeout_s = spark, source, settings, timeout_s
 
     def __call__(self, keys: list[str]) -> dict[str, int] | None:
+        return self._ask(lambda jvm, admin: keys, "earliest")
+
+    def held(self) -> int | None:
+        """How many offsets the broker holds, in all partitions of the source's topics: what a job that
+        starts at the oldest has to read."""
+        def every_partition(jvm, admin):
+            unit = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+            topics = jvm.java.util.ArrayList()
+            for topic in Address.parse(self.source).topics:
+                topics.add(topic)
+            described = admin.describeTopics(topics).allTopicNames().get(int(self.timeout_s * 1000), unit)
+            return [f"{entry.getKey()}/{info.partition()}" for entry in described.entrySet()
+                    for info in entry.getValue().partitions()]
+
+        oldest = self._ask(every_partition, "earliest")
+        newest = self._ask(every_partition, "latest")
+        if oldest is None or newest is None:
+            return None
+        return sum(max(newest.get(key, at) - at, 0) for key, at in oldest.items())
+
+    def _ask(self, keys_of, spec: str) -> dict[str, int] | None:
         jvm = self.spark._jvm
         properties = jvm.java.util.Properties()
         properties.setProperty("bootstrap.servers", ",".join(Address.parse(self.source).servers))
@@ -225,15 +247,15 @@ class LogStarts:
         try:
             admin = jvm.org.apache.kafka.clients.admin.AdminClient.create(properties)
             asked = jvm.java.util.HashMap()
-            earliest = jvm.org.apache.kafka.clients.admin.OffsetSpec.earliest()
-            for key in keys:
+            offset = getattr(jvm.org.apache.kafka.clients.admin.OffsetSpec, spec)()
+            for key in keys_of(jvm, admin):
                 topic, _, number = key.rpartition("/")
-                asked.put(jvm.org.apache.kafka.common.TopicPartition(topic, int(number)), earliest)
+                asked.put(jvm.org.apache.kafka.common.TopicPartition(topic, int(number)), offset)
             unit = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
             answered = admin.listOffsets(asked).all().get(int(self.timeout_s * 1000), unit)
             return {f"{entry.getKey().topic()}/{entry.getKey().partition()}": int(entry.getValue().offset())
                     for entry in answered.entrySet()}
-        except Exception:  # noqa: BLE001 (the broker away, a py4j error): the bound stands
+        except Exception:  # noqa: BLE001 (the broker away, a py4j error): nothing said
             return None
         finally:
             if admin is not None:
@@ -241,6 +263,17 @@ class LogStarts:
                     admin.close()
                 except Exception:  # noqa: BLE001
                     pass
+
+
+def in_one_batch(offsets: BrokerOffsets, settings: tuple) -> bool:
+    """Whether a query that starts afresh at the oldest offsets (`--once`, no --kafka-start) takes
+    everything the broker holds in one batch, with room for as much again arriving before it starts:
+    then the end of the input can go in that batch (`run_loop`), and the run needs no second query."""
+    run = Settings.of(settings)
+    if run.start not in (None, "earliest"):
+        return False
+    held = offsets.held()
+    return held is not None and 2 * held <= run.messages_per_batch
 
 
 def _offsets(given) -> dict[str, int]:
