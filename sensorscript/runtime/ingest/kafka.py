@@ -217,27 +217,32 @@ class BrokerOffsets:
         self.spark, self.source, self.settings, self.timeout_s = spark, source, settings, timeout_s
 
     def __call__(self, keys: list[str]) -> dict[str, int] | None:
-        return self._ask(lambda jvm, admin: keys, "earliest")
+        found = self._ask(lambda jvm, admin: keys, ("earliest",))
+        return None if found is None else found[0]
 
     def held(self) -> int | None:
         """How many offsets the broker holds, in all partitions of the source's topics: what a job that
         starts at the oldest has to read."""
         def every_partition(jvm, admin):
-            unit = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
             topics = jvm.java.util.ArrayList()
             for topic in Address.parse(self.source).topics:
                 topics.add(topic)
-            described = admin.describeTopics(topics).allTopicNames().get(int(self.timeout_s * 1000), unit)
+            described = admin.describeTopics(topics).allTopicNames().get(*self._timeout(jvm))
             return [f"{entry.getKey()}/{info.partition()}" for entry in described.entrySet()
                     for info in entry.getValue().partitions()]
 
-        oldest = self._ask(every_partition, "earliest")
-        newest = self._ask(every_partition, "latest")
-        if oldest is None or newest is None:
+        found = self._ask(every_partition, ("earliest", "latest"))
+        if found is None:
             return None
+        oldest, newest = found
         return sum(max(newest.get(key, at) - at, 0) for key, at in oldest.items())
 
-    def _ask(self, keys_of, spec: str) -> dict[str, int] | None:
+    def _timeout(self, jvm) -> tuple:
+        return int(self.timeout_s * 1000), jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+
+    def _ask(self, keys_of, specs: tuple[str, ...]) -> list[dict[str, int]] | None:
+        """Per OffsetSpec named in `specs` (earliest, latest), the offset of each topic partition
+        `keys_of(jvm, admin)` names, asked through one admin client; None when it cannot say."""
         jvm = self.spark._jvm
         properties = jvm.java.util.Properties()
         properties.setProperty("bootstrap.servers", ",".join(Address.parse(self.source).servers))
@@ -246,15 +251,18 @@ class BrokerOffsets:
         admin = None
         try:
             admin = jvm.org.apache.kafka.clients.admin.AdminClient.create(properties)
-            asked = jvm.java.util.HashMap()
-            offset = getattr(jvm.org.apache.kafka.clients.admin.OffsetSpec, spec)()
-            for key in keys_of(jvm, admin):
-                topic, _, number = key.rpartition("/")
-                asked.put(jvm.org.apache.kafka.common.TopicPartition(topic, int(number)), offset)
-            unit = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
-            answered = admin.listOffsets(asked).all().get(int(self.timeout_s * 1000), unit)
-            return {f"{entry.getKey().topic()}/{entry.getKey().partition()}": int(entry.getValue().offset())
-                    for entry in answered.entrySet()}
+            keys = keys_of(jvm, admin)
+            found = []
+            for spec in specs:
+                asked = jvm.java.util.HashMap()
+                offset = getattr(jvm.org.apache.kafka.clients.admin.OffsetSpec, spec)()
+                for key in keys:
+                    topic, _, number = key.rpartition("/")
+                    asked.put(jvm.org.apache.kafka.common.TopicPartition(topic, int(number)), offset)
+                answered = admin.listOffsets(asked).all().get(*self._timeout(jvm))
+                found.append({f"{entry.getKey().topic()}/{entry.getKey().partition()}": int(entry.getValue().offset())
+                              for entry in answered.entrySet()})
+            return found
         except Exception:  # noqa: BLE001 (the broker away, a py4j error): nothing said
             return None
         finally:
