@@ -52,10 +52,6 @@ class ResultsTopic:
         kafka.client_options(options)  # every env:NAME set
         return ResultsTopic(url, tuple(options))
 
-    @property
-    def topic(self) -> str:
-        return kafka.Address.parse(self.url).topics[0]
-
     def writer_options(self) -> dict[str, str]:
         address = kafka.Address.parse(self.url)
         return {"kafka.bootstrap.servers": ",".join(address.servers), "topic": address.topics[0],

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sensorscript.runtime.ingest import kafka
+from sensorscript.runtime.output.kafka_sink import ResultsTopic, is_topic
 
 RESULT_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version")
 MATCH_COLUMNS = ("start_ts", "end_ts", "events")  # pattern matches add these (SPEC §7)
@@ -104,8 +104,8 @@ def check_sink(spec: str) -> None:
     kind, _, path = spec.partition(":")
     if spec == "console":
         return
-    if spec.startswith(kafka.PREFIX):  # results to a topic (runtime/output/kafka_sink.py)
-        kafka.Address.parse(spec)
+    if is_topic(spec):  # results to a topic: its own check (one topic)
+        ResultsTopic.of(spec)
         return
     if kind not in _EXAMPLE_PATHS:
         raise ValueError(f"unknown sink '{spec}': use sqlite:PATH, csv:PATH, parquet:PATH, console or "
