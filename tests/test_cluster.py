@@ -332,8 +332,7 @@ def test_a_kafka_topic_read_and_results_written_to_one_on_a_standalone_cluster(c
     itself (nothing about jars on the command line); the executors read the topic's three partitions
     (a gateway's blocks of lines) and write the results to another topic. What a consumer keeps per
     key and version equals the reference."""
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from kafka_broker import Gateway
 
     from tests.test_kafka import topic_messages, upserted
 
@@ -342,16 +341,11 @@ def test_a_kafka_topic_read_and_results_written_to_one_on_a_standalone_cluster(c
     write_readings(read_csv(SENSORS), data, seconds=300, files=1)
     lines = sorted((line for path in sorted(data.iterdir()) for line in path.read_text().splitlines()[1:]),
                    key=lambda line: int(line.split(",")[1]))
-    admin = AdminClient({"bootstrap.servers": kafka.bootstrap, "log_level": 0})
-    made = admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1)
-                                for name in ("cluster-readings", "cluster-results")])
-    for future in made.values():
-        future.result()
-    producer = Producer({"bootstrap.servers": kafka.bootstrap, "log_level": 0})
-    for start in range(0, len(lines), 50):
-        producer.produce("cluster-readings", value="\n".join(lines[start:start + 50]).encode())
-        producer.poll(0)
-    assert producer.flush(60) == 0
+    for name in ("cluster-readings", "cluster-results"):
+        kafka.topic(name, 3)
+    gateway = Gateway(kafka.bootstrap, "cluster-readings", per_message=50)
+    gateway.send(lines)
+    gateway.flush(60)
 
     code, output = _run_cli(["run", str(out), "--cluster", cluster.url, "--once",
                              "--input", f"kafka://{kafka.bootstrap}/cluster-readings",

@@ -424,8 +424,6 @@ def test_results_to_a_topic_from_the_executors_through_kills_and_a_fresh_run_cou
     it replays a folder and restarted, then run again afresh (every row written a second time).
     What a consumer keeps per key and version equals the reference over all the readings; the
     quarantine stays in OUT/results.db, and `sscript results` says where the results are."""
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     from tests.test_restart import sscript
 
     out = tmp_path / "out"
@@ -436,8 +434,7 @@ def test_results_to_a_topic_from_the_executors_through_kills_and_a_fresh_run_cou
     (data / "part-002.csv").write_text("\n".join(batches[2]) + "\n")
     os.utime(data / "part-002.csv", ns=(replayed.st_atime_ns, replayed.st_mtime_ns))  # its place in the replay
     compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark="fixed:60000")
-    admin = AdminClient({"bootstrap.servers": kafka.bootstrap, "log_level": 0})
-    admin.create_topics([NewTopic("bridge-results", num_partitions=3, replication_factor=1)])["bridge-results"].result()
+    kafka.topic("bridge-results", 3)
     sink = ("--sink", f"kafka://{kafka.bootstrap}/bridge-results", "--alerts", f"kafka://{kafka.bootstrap}/bridge-alarms")
     lines = [line for batch in batches for line in batch]
     runs = []
