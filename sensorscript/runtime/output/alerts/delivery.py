@@ -63,10 +63,12 @@ class Deliverer:
 
     def __init__(self, out: Path, targets: list[Target], template=None, tls: mqtt.Tls = mqtt.Tls(),
                  limit: int = LIMIT, on_counts=None, login: mqtt.Login = mqtt.Login(mqtt.ALERTS_PASSWORD_VARIABLE),
-                 group_by: str = GROUP_BY, group_wait_s: float = GROUP_WAIT_S, routing_key: str | None = None):
+                 group_by: str = GROUP_BY, group_wait_s: float = GROUP_WAIT_S, routing_key: str | None = None,
+                 kafka_options: tuple[str, ...] = ()):
         self.out, self.targets, self.template, self.tls, self.limit = Path(out), targets, template, tls, limit
         self.login, self.routing_key = login, routing_key  # an MQTT target's password; PagerDuty's key
         self.group_by, self.group_wait_s = group_by, group_wait_s
+        self.kafka_options = kafka_options  # a kafka:// target's client settings (the run's --kafka-option)
         self.on_counts = on_counts  # told the outbox's counts when they change (status.json)
         self.woken = {t.key: threading.Event() for t in targets}
         self.stopping = threading.Event()
@@ -139,7 +141,7 @@ class Deliverer:
             ident = hashlib.sha1(f"{self.out.resolve()}|{target.key}".encode()).hexdigest()[:12]
             return Topic(target, self.tls, f"sscript-alerts-{ident}", self.login)
         if target.kind == "kafka":
-            return KafkaTopic(target)
+            return KafkaTopic(target, self.kafka_options)
         return Webhook(target, self.template, self.routing_key)
 
     def _outbox(self) -> Outbox:
@@ -183,8 +185,13 @@ class Deliverer:
         room = QUEUED - flight.requests()
         if room <= 0:
             return STATUS_EVERY_S  # a sender finishing wakes the dispatcher
+        # The incidents in flight first, then those waiting for a retry: a sender whose request failed
+        # marks its alarms for a retry before it leaves the flight, so an incident is in one or the
+        # other (read the other way round, a failure between the two reads left it in neither, and
+        # the incident's next state went out before the one that failed: issue #40's storm test).
+        flying = flight.incidents()
         blocked, retry_at = outbox.deferred(target.key, now)
-        blocked |= flight.incidents()
+        blocked |= flying
         next_at = min(now + STATUS_EVERY_S, retry_at or now + STATUS_EVERY_S)
         ready = []
         for seq, incident, state, enqueued, attempts in outbox.ready(target.key, now, SCAN):
