@@ -3,9 +3,13 @@ the jars scripts/setup.sh fetched: for trying `sscript run --input kafka://...`,
 and benchmarks.
 
     .venv/bin/python scripts/kafka_broker.py [--port PORT] [--dir DIR] [--partitions N] [--for SECONDS]
+                                             [--sasl-user NAME]
 
 prints `bootstrap: 127.0.0.1:PORT` once the broker answers and runs until Ctrl-C or SIGTERM (or for
-SECONDS), then stops it. As a library (tests/brokers.py): `KafkaBroker(folder).start()`, with its
+SECONDS), then stops it. `--sasl-user NAME` adds a second listener that takes SASL PLAIN logins of
+that user, whose password it reads from the environment's KAFKA_PASSWORD (printed as `sasl
+bootstrap: 127.0.0.1:PORT`), for trying `--kafka-option` (README, "Sensor feeds from Kafka").
+As a library (tests/brokers.py): `KafkaBroker(folder).start()`, with its
 configuration, formatted storage and log in `folder` (never a service of the machine); `stop()`
 (or `stop(kill=True)`: SIGKILL) and `start()` again keep its topics and messages.
 """
@@ -47,24 +51,31 @@ def why_no_kafka() -> str | None:
 
 class KafkaBroker:
     """One KRaft node on 127.0.0.1:`port` (its controller on a second port), topics made with
-    `partitions` partitions by default; its data, configuration and log under `folder`."""
+    `partitions` partitions by default; its data, configuration and log under `folder`. `users`
+    (name: password): a SASL_PLAINTEXT listener on a third port too (`sasl_bootstrap`) that takes
+    PLAIN logins of these users; the plain listener stays for the tests' own clients."""
 
-    def __init__(self, folder: Path, port: int | None = None, partitions: int = 3, heap: str = "512m"):
+    def __init__(self, folder: Path, port: int | None = None, partitions: int = 3, heap: str = "512m",
+                 users: dict[str, str] | None = None):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        ports = free_ports(2)
-        self.port, self.controller = port or ports[0], ports[1] if ports[1] != port else ports[0]
+        ports = [p for p in free_ports(3) if p != port]
+        self.port, self.controller, self.sasl_port = port or ports[0], ports[1], ports[2] if users else None
         self.heap = heap
         self.process: subprocess.Popen | None = None
         self.log = self.folder / "kafka.log"
         self.config = self.folder / "server.properties"
+        sasl = f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}" if users else ""
+        logins = " ".join(f'user_{name}="{password}"' for name, password in (users or {}).items())
         self.config.write_text("\n".join([
             "process.roles=broker,controller", "node.id=1",
             f"controller.quorum.voters=1@127.0.0.1:{self.controller}",
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port}{sasl},CONTROLLER://127.0.0.1:{self.controller}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}{sasl}",
             "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            *(["sasl.enabled.mechanisms=PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config="
+               f"org.apache.kafka.common.security.plain.PlainLoginModule required {logins};"] if users else []),
             f"log.dirs={self.folder / 'data'}", f"num.partitions={partitions}",
             "offsets.topic.replication.factor=1", "offsets.topic.num.partitions=1",
             "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
@@ -73,11 +84,17 @@ class KafkaBroker:
             # Retention is checked every 10 s here (5 min by default), so a test can see it act.
             "log.retention.check.interval.ms=10000",
         ]) + "\n")
+        self.config.chmod(0o600)  # the users' passwords
         (self.folder / "log4j2.properties").write_text(LOG4J.format(log=self.log, level="INFO"))
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """The listener that takes SASL PLAIN logins (with `users`)."""
+        return f"127.0.0.1:{self.sasl_port}"
 
     def _java(self, main: str, *arguments: str) -> list[str]:
         return ["java", f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -209,12 +226,20 @@ def main() -> None:
     parser.add_argument("--dir", help="its configuration, data and log (default: a new temporary folder)")
     parser.add_argument("--partitions", type=int, default=3, help="partitions of a topic made without saying")
     parser.add_argument("--for", dest="seconds", type=float, help="stop after this many seconds")
+    parser.add_argument("--sasl-user", help="a SASL PLAIN listener too, for this user (password: $KAFKA_PASSWORD)")
     args = parser.parse_args()
     if (reason := why_no_kafka()) is not None:
         raise SystemExit(f"kafka_broker.py: {reason}")
+    users = None
+    if args.sasl_user:
+        if not os.environ.get("KAFKA_PASSWORD"):
+            raise SystemExit("kafka_broker.py: --sasl-user takes the user's password from KAFKA_PASSWORD, which is not set")
+        users = {args.sasl_user: os.environ["KAFKA_PASSWORD"]}
     folder = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="sscript-kafka-"))
-    broker = KafkaBroker(folder, port=args.port or None, partitions=args.partitions).start()
+    broker = KafkaBroker(folder, port=args.port or None, partitions=args.partitions, users=users).start()
     print(f"bootstrap: {broker.bootstrap}", flush=True)
+    if users:
+        print(f"sasl bootstrap: {broker.sasl_bootstrap}", flush=True)
     print(f"(its data and log in {folder}; Ctrl-C stops it)", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     try:

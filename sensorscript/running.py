@@ -243,17 +243,14 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
     `tz` (UTC when None)."""
     from sensorscript.runtime.control.correction import newest
     from sensorscript.runtime.output.sinks import read_results
-    from sensorscript.runtime.output.status import describe_results
+    from sensorscript.runtime.output.status import describe_results, results_spec
     from sensorscript.times import UTC
 
     out = Path(out)
     compiled_job(out)  # a clear error for a folder that holds no job
     status = job_status(out) if (out / "status.json").exists() else {}
-    spec = status.get("sink_spec") or f"sqlite:{out / 'results.db'}"
-    if status.get("results_topic"):
-        raise SensorScriptError([Diagnostic("error", f"the results of {out} go to the Kafka topic "
-                                                     f"{status['results_topic']}: read them with a Kafka consumer "
-                                                     f"(README, 'Results to Kafka')")])
+    # With --sink kafka://: read back from the topic, by a local Spark (runtime/output/kafka_sink.py).
+    spec = results_spec(out, status) if status else f"sqlite:{out / 'results.db'}"
     try:
         rows = read_results(spec, streams)
     except ValueError as exc:

@@ -7,6 +7,7 @@ the `broker` and `kafka` fixtures.
 
 from __future__ import annotations
 
+import secrets
 import sys
 from pathlib import Path
 
@@ -60,10 +61,25 @@ def need_kafka() -> None:
     need(why_no_kafka(), "the Kafka tests")
 
 
+# The Kafka broker's SASL user (its second listener, `KafkaBroker.sasl_bootstrap`) and a password
+# of this test run's own, which the tests look for where it must never be (status, logs, output).
+SASL_USER, SASL_PASSWORD = "sensors", f"pw-{secrets.token_hex(12)}"
+
+
+def sasl_options() -> tuple[tuple[str, ...], dict[str, str]]:
+    """The `--kafka-option` values of a job that logs in as SASL_USER, and the environment that holds
+    the secret (the JAAS line) they name."""
+    jaas = (f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{SASL_USER}" '
+            f'password="{SASL_PASSWORD}";')
+    options = ("security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN", "sasl.jaas.config=env:SSCRIPT_TEST_JAAS")
+    return tuple(a for o in options for a in ("--kafka-option", o)), {"SSCRIPT_TEST_JAAS": jaas}
+
+
 @pytest.fixture
 def kafka(tmp_path):
-    """A running Apache Kafka broker (KRaft) on a free port of 127.0.0.1, killed after the test."""
+    """A running Apache Kafka broker (KRaft) on a free port of 127.0.0.1, killed after the test; a
+    second listener takes SASL PLAIN logins of SASL_USER (`sasl_bootstrap`)."""
     need_kafka()
-    started = KafkaBroker(tmp_path / "kafka").start()
+    started = KafkaBroker(tmp_path / "kafka", users={SASL_USER: SASL_PASSWORD}).start()
     yield started
     started.stop(kill=True)

@@ -76,10 +76,10 @@ def _start_cli(arguments: list[str], logs: Path, environment: dict[str, str] | N
     return process, stdout, stderr
 
 
-def _run_cli(arguments: list[str], logs: Path, timeout: float) -> tuple[int, str]:
+def _run_cli(arguments: list[str], logs: Path, timeout: float, more: dict[str, str] | None = None) -> tuple[int, str]:
     """`python -m sensorscript.cli ARGUMENTS` in its own process group, as a user runs it (Spark's log
-    not asked for); the group is killed afterwards."""
-    environment = {k: v for k, v in spark_environment().items() if k != "SSCRIPT_SPARK_LOG"}
+    not asked for; `more` in its environment too); the group is killed afterwards."""
+    environment = {k: v for k, v in spark_environment().items() if k != "SSCRIPT_SPARK_LOG"} | (more or {})
     process, stdout, stderr = _start_cli(arguments, logs, environment)
     try:
         code = process.wait(timeout=timeout)
@@ -330,10 +330,13 @@ def test_an_executor_killed_while_archiving_leaves_nothing_the_archive_reader_tr
 def test_a_kafka_topic_read_and_results_written_to_one_on_a_standalone_cluster(cluster, kafka, tmp_path):
     """`--cluster` with Kafka on both sides: the job hands Spark's Kafka connector to the cluster by
     itself (nothing about jars on the command line); the executors read the topic's three partitions
-    (a gateway's blocks of lines) and write the results to another topic. What a consumer keeps per
-    key and version equals the reference."""
+    (a gateway's blocks of lines) and write the results to another topic, both through the broker's
+    SASL listener with `--kafka-option` settings whose secret comes from the environment (a client
+    without them is not let in there). What a consumer keeps per key and version equals the
+    reference; the secret is in no file of OUT and not in the run's output."""
     from kafka_broker import Gateway
 
+    from tests.brokers import SASL_PASSWORD, sasl_options
     from tests.test_kafka import topic_messages, upserted
 
     out, data = tmp_path / "out", tmp_path / "data"
@@ -347,12 +350,17 @@ def test_a_kafka_topic_read_and_results_written_to_one_on_a_standalone_cluster(c
     gateway.send(lines)
     gateway.flush(60)
 
+    options, secret = sasl_options()
     code, output = _run_cli(["run", str(out), "--cluster", cluster.url, "--once",
-                             "--input", f"kafka://{kafka.bootstrap}/cluster-readings",
-                             "--sink", f"kafka://{kafka.bootstrap}/cluster-results"], tmp_path, SUBMIT_TIMEOUT)
+                             "--input", f"kafka://{kafka.sasl_bootstrap}/cluster-readings",
+                             "--sink", f"kafka://{kafka.sasl_bootstrap}/cluster-results", *options],
+                            tmp_path, SUBMIT_TIMEOUT, secret)
     assert code == 0, f"sscript run --cluster exited with {code};\n{output}"
+    assert SASL_PASSWORD not in output
+    assert not [p for p in out.rglob("*") if p.is_file() and SASL_PASSWORD.encode() in p.read_bytes()]
     (worker,) = cluster.workers
     assert "Running task" in _executor_log(worker), "the cluster's executors ran no tasks"
+    assert SASL_PASSWORD not in _executor_log(worker)
     evaluation = evaluate(load([str(f) for f in WORKFLOWS]).workflows, [lines])
     assert len(evaluation.rows) > 50
     assert_same(sorted(row[:5] for row in upserted(topic_messages(kafka.bootstrap, "cluster-results"))),

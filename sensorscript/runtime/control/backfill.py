@@ -293,16 +293,12 @@ def main(argv: list[str] | None = None) -> int:
     newest version's backfill, once it can: `Readiness`); prints progress lines and the backfill as one JSON line."""
     import sys
 
-    from sensorscript.runtime.output.status import read_status
+    from sensorscript.runtime.output.status import read_status, results_spec
 
     out = Path((argv or sys.argv[1:])[0])
     backfill = newest(out)
     status = read_status(out)
     job, _ = versions.load(out, backfill.version)
-    if status.get("results_topic"):  # --sink kafka://: the rows it would compare with are in the topic
-        print(f"error: the results go to the Kafka topic {status['results_topic']}, which a backfill does not read "
-              f"back yet; run the update's new streams from their switch on")
-        return 1
     ends, why = Readiness(out, backfill, job).check(status)
     if ends is None:
         print(f"not ready: {why}")
@@ -313,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         alarms = Writes.of(out)  # the alarms the job's kept settings ask for
-        found = run(out, backfill, job, status["sink_spec"], ends,
+        found = run(out, backfill, job, results_spec(out, status), ends,
                     lambda sensors, lo, hi: archive.read(folder, sensors, lo, hi), archive.earliest(folder),
                     alarms=alarms)
         if alarms is not None:

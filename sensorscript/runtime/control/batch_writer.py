@@ -9,6 +9,7 @@ import logging
 import threading
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ from sensorscript.runtime.control.housekeeping import Housekeeping
 from sensorscript.runtime.control.late_corrections import LateCorrections
 from sensorscript.runtime.control.run_summary import BatchCounts, RunSummary
 from sensorscript.runtime.ingest import archive
-from sensorscript.runtime.output.kafka_sink import ResultsTopic
+from sensorscript.runtime.output.kafka_sink import ResultsTopic, TopicIndex
 from sensorscript.runtime.output.sinks import PLAN_COLUMN, BatchRows, open_sink
 from sensorscript.runtime.output.status import Status
 from sensorscript.runtime.plan.program import Job
@@ -126,6 +127,8 @@ class BatchWriter:
         self.job, self.sink_spec, self.target, self.status, self.summary = job, sink_spec, target, status, summary
         self.housekeeping, self.alarms, self.corrections, self.echo = housekeeping, alarms, corrections, echo
         self.results_topic = results_topic
+        # Where a read back of the topic starts (corrections, backfills): beside the ledger, in the sink.
+        self.index = TopicIndex(Path(sink_spec.partition(":")[2])) if results_topic is not None else None
         self.gate = Gate()
         self.ended = threading.Event()
 
@@ -158,7 +161,7 @@ class BatchWriter:
             written = None  # the results below are all of them
         else:  # the executors write the results; the driver gets those whose alarms it delivers
             keep = frozenset(self.alarms.writes.kinds(job)) if self.alarms is not None else frozenset()
-            rows, *written = self.results_topic.write(batch, job, keep)
+            rows, *written = self.results_topic.write(batch, job, keep, self.index)
         kinds = rows["kind"]
         results, quarantine, counted = rows[kinds == "result"], rows[kinds == "quarantine"], rows[kinds == "metric"]
         written = tuple(written) if written else (len(results), _matches(results))

@@ -443,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     from sensorscript.runtime.plan.loading import load_job
-    from sensorscript.runtime.output.status import emitted_until, read_status
+    from sensorscript.runtime.output.status import emitted_until, read_status, results_spec
 
     out = Path((argv or sys.argv[1:])[0])
     status = read_status(out)
@@ -452,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     from sensorscript.runtime.output.alerts.pipeline import Writes
 
     alarms = Writes.of(out)  # the alarms the job's kept settings ask for
-    found = correct(job, out, status["sink_spec"], emitted_until(status.get("partitions", {}), job), alarms)
+    found = correct(job, out, results_spec(out, status), emitted_until(status.get("partitions", {}), job), alarms)
     if alarms is not None:
         alarms.close()
     print(json.dumps(dataclasses.asdict(found)))

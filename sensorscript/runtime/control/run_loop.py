@@ -27,7 +27,7 @@ from sensorscript.runtime.control.stopping import StopOnSignals, clear_request
 from sensorscript.runtime.ingest import kafka, source as sources
 from sensorscript.runtime.output.alerts import Alerts
 from sensorscript.runtime.output.sinks import open_sink
-from sensorscript.runtime.output.status import Status
+from sensorscript.runtime.output.status import Status, results_spec
 from sensorscript.runtime.plan import retention as retaining
 from sensorscript.runtime.plan import versions
 from sensorscript.runtime.plan.program import SELECTIVITY, Job
@@ -88,10 +88,9 @@ def _check(job: Job, settings: RunSettings) -> None:
         raise ValueError("--once reads a folder of files or what a Kafka topic holds; a socket or MQTT source runs "
                          "until stopped (sscript stop OUT --drain ends it)")
     settings.check(job)
-    if parse_late_policy(job.late)[0] == "correct" and (settings.sink_spec == "console" or settings.results_topic):
+    if parse_late_policy(job.late)[0] == "correct" and settings.sink_spec == "console":
         raise ValueError("late policy correct compares corrections with the results written, which it reads back: "
-                         "use a sqlite, csv or parquet sink" + (" (a Kafka topic is not read back yet)"
-                                                                if settings.results_topic else ""))
+                         "use a sqlite, csv, parquet or kafka:// sink")
 
 
 def _writer(job: Job, settings: RunSettings, resumed, echo) -> BatchWriter:
@@ -101,7 +100,7 @@ def _writer(job: Job, settings: RunSettings, resumed, echo) -> BatchWriter:
     target = open_sink(sink_spec, matches=job.has_matches)
     described = target.describe() if topic is None else f"{topic.describe()}; the rest to {target.describe()}"
     status = Status.start(out, job, sink_spec, described, fresh=resumed.afresh, source=settings.input,
-                          results_topic=topic.url if topic else "")
+                          results_topic=topic.url if topic else "", results_topic_options=topic.options if topic else ())
     job = switching.at_start(job, out, status, resumed.after, resumed.switching, resumed.held, echo)
     late_policy, gamma_ms = parse_late_policy(job.late)
     correcting = late_policy == "correct"
@@ -109,7 +108,9 @@ def _writer(job: Job, settings: RunSettings, resumed, echo) -> BatchWriter:
     # The alarms given, or those kept in OUT by an earlier run (None: no alarms).
     alarms = Alerts.open(settings.alert_settings, out, job, status, echo, fresh=resumed.afresh, sink_spec=sink_spec)
     summary = RunSummary()
-    corrections = LateCorrections(out, sink_spec, gamma_ms, resumed.retention["archive"], status, summary, alarms,
+    # Corrections read the results back and write theirs where the results are (a topic: `topic:OUT`).
+    spec = results_spec(out, {"sink_spec": sink_spec, "results_topic": status.results_topic})
+    corrections = LateCorrections(out, spec, gamma_ms, resumed.retention["archive"], status, summary, alarms,
                                   echo) if correcting else None
     return BatchWriter(job, sink_spec, target, status, summary, housekeeping, alarms, corrections, echo, topic)
 

@@ -243,7 +243,7 @@ class RunSettings:
 
         return AlertSettings.of(self.alerts, self.alerts_for, self.alerts_timeout, self.alerts_template,
                                 self.tls, self.mqtt_plain_password, self.alerts_group_by,
-                                self.alerts_group_wait) if self.alerts else None
+                                self.alerts_group_wait, self.kafka_option) if self.alerts else None
 
     def policies_for(self, job):
         """The job with this run's watermark and late policies (checked) instead of the compiled ones."""
@@ -262,7 +262,8 @@ class RunSettings:
         from sensorscript.runtime.ingest.kafka import PREFIX
 
         feed_settings = self.kafka_settings
-        if not self.input.startswith(PREFIX) and self.results_topic is not None:  # --kafka-option for the sink
+        to_kafka = self.results_topic is not None or any(a.startswith(PREFIX) for a in self.alerts)
+        if not self.input.startswith(PREFIX) and to_kafka:  # --kafka-option for the sink or the alarms
             feed_settings = (*feed_settings[:2], (), *feed_settings[3:])
         check_feed(self.input, self.sensor_from_topic, self.mqtt_login, feed_settings)
         alert_options = (self.alerts_for, self.alerts_timeout, self.alerts_template, self.alerts_group_by,
@@ -279,7 +280,7 @@ class RunSettings:
         if settings is None:
             return
         if self.sink == "console":
-            raise ValueError("--alerts delivers alarms from the results written: use a sqlite, csv or parquet sink"
+            raise ValueError("--alerts delivers alarms from the results written: use a sqlite, csv, parquet or kafka:// sink"
                              + ("" if self.alerts else f" (the alarms' targets are kept in {self.out}/alerts/; "
                                                        f"--alerts none stops them)"))
         try:

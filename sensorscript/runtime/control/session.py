@@ -91,6 +91,21 @@ def spark_session(job: Job, master: str | None, ui: bool = False, app_name: str 
     return spark
 
 
+def local_session(app_name: str, log: Path | None):
+    """A small local Spark session for work beside a job (reading its results back from a Kafka
+    topic): two cores, Spark's Kafka connector, its output into `log`."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    options = {"spark.master": "local[2]", "spark.app.name": app_name, "spark.ui.enabled": "false",
+               "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
+               "spark.driver.extraJavaOptions": extra_jvm_options(), **jars.spark_options()}
+    start_jvm(options, log)
+    spark = SparkSession.builder.config(map=options).getOrCreate()
+    spark.sparkContext.setLogLevel(spark_log_level() or ("WARN" if log is not None else "OFF"))
+    return spark
+
+
 def start_jvm(options: dict[str, str], log: Path | None) -> None:
     """Start Spark's JVM with its output read by this process (into `log`, or to the terminal as
     SSCRIPT_SPARK_LOG asks), unless there is one already: under spark-submit the JVM started this

@@ -8,6 +8,8 @@ after a failure does not duplicate rows.
     csv:PATH      one CSV file with a header; quarantine/, late/ and metrics/ folders beside it
     parquet:PATH  a folder of Parquet files, one per batch; the same folders beside it
     console       printed (metrics are not)
+    topic:OUT     the results topic of the job in OUT (`--sink kafka://...`), the rest in OUT's store:
+                  what corrections and backfills read back and write (runtime/output/kafka_sink.py)
 
 `late` holds the readings that came behind their partition's watermark (late policy `log`):
 the sensor, its reading, the watermark it came behind and the result streams it missed; under late
@@ -27,11 +29,12 @@ from dataclasses import dataclass
 import json
 import math
 import sqlite3
+import time
 from pathlib import Path
 
 import pandas as pd
 
-from sensorscript.runtime.output.kafka_sink import ResultsTopic, is_topic
+from sensorscript.runtime.output.kafka_sink import SPEC_PREFIX, ResultsTopic, TopicIndex, is_topic, spark_for_read_back
 
 RESULT_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version")
 MATCH_COLUMNS = ("start_ts", "end_ts", "events")  # pattern matches add these (SPEC §7)
@@ -82,6 +85,8 @@ class Sink(ABC):
 def open_sink(spec: str, matches: bool = False) -> Sink:
     """`matches`: the job has pattern streams among its outputs, so results carry MATCH_COLUMNS too
     (always in SQLite, where they are empty for other streams)."""
+    if spec.startswith(SPEC_PREFIX):
+        return TopicSink(Path(spec[len(SPEC_PREFIX):]))
     check_sink(spec)
     kind, _, path = spec.partition(":")
     columns = RESULT_COLUMNS + (MATCH_COLUMNS if matches else ()) + (PLAN_COLUMN,)
@@ -206,6 +211,35 @@ class SQLiteSink(Sink):
 
     def describe(self) -> str:
         return f"sqlite:{self.path} (tables results, quarantine, late, metrics)"
+
+
+class TopicSink(Sink):
+    """`topic:OUT`: the results of a job that sends them to a Kafka topic, as a correction or a
+    backfill writes them from the driver: the rows to the topic (through Spark), then the unit in
+    the ledger of OUT's store, so that a unit in the ledger is in the topic."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.side = SQLiteSink(Path(_status_of(out)["sink_spec"].partition(":")[2]))
+
+    def wrote(self, batch_id: int) -> bool:
+        return self.side.wrote(batch_id)
+
+    def write(self, batch_id, rows):
+        if self.side.wrote(batch_id):
+            return
+        results = rows.results
+        if len(results):
+            TopicIndex(self.side.path).note(time.time(), int(results["ts"].max()))
+            ResultsTopic.at(self.out).send(spark_for_read_back(self.out), results)
+        self.side.write(batch_id, BatchRows(results.iloc[:0], rows.quarantine, rows.late, rows.metrics))
+
+    def describe(self) -> str:
+        return f"{_status_of(self.out)['results_topic']} (results; the rest to {self.side.describe()})"
+
+
+def _status_of(out: Path) -> dict:
+    return json.loads((Path(out) / "status.json").read_text())
 
 
 class _FileSink(Sink):
@@ -348,6 +382,11 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
     RESULT_COLUMNS + MATCH_COLUMNS: what corrections compare with and `sscript results` shows."""
     kind, _, path = spec.partition(":")
     columns = list(RESULT_COLUMNS + MATCH_COLUMNS)
+    if spec.startswith(SPEC_PREFIX):  # scanned by the executors from where rows at lo or later begin
+        out = Path(path)
+        since = TopicIndex(Path(_status_of(out)["sink_spec"].partition(":")[2])).since(lo)
+        frame = ResultsTopic.at(out).read(spark_for_read_back(out), streams, lo, hi, since)
+        return frame.reindex(columns=columns).reset_index(drop=True)
     if kind == "sqlite":
         if not Path(path).exists():
             return pd.DataFrame(columns=columns)
@@ -373,7 +412,7 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
         files = sorted(Path(path).glob("*.parquet"))
         frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True) if files else pd.DataFrame(columns=columns)
     else:
-        raise ValueError(f"results cannot be read back from '{spec}': use a sqlite, csv or parquet sink")
+        raise ValueError(f"results cannot be read back from '{spec}': use a sqlite, csv, parquet or kafka:// sink")
     frame = frame.reindex(columns=columns)
     if kind != "sqlite":  # SQLite selected them already
         if streams is not None:

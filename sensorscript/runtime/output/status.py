@@ -76,20 +76,22 @@ class Status:
     # the broker's newest and the lag between them, as the last batch saw them (`partitions`, `at`);
     # `skipped`: messages the broker deleted before the job read them, all runs.
     feed: dict = field(default_factory=dict)
-    # `--sink kafka://...`: the topic the results go to (runtime/output/kafka_sink.py); `sink_spec`
-    # then holds the rest (quarantine, late readings, metrics).
+    # `--sink kafka://...`: the topic the results go to (runtime/output/kafka_sink.py) and the run's
+    # --kafka-option values (a secret as env:NAME, never its value); `sink_spec` then holds the rest
+    # (quarantine, late readings, metrics). `results_spec` names both.
     results_topic: str = ""
+    results_topic_options: list = field(default_factory=list)
 
     @staticmethod
     def start(out: Path, job, sink_spec: str, sink: str, fresh: bool, source: str = "",
-              results_topic: str = "") -> "Status":
+              results_topic: str = "", results_topic_options: tuple[str, ...] = ()) -> "Status":
         """The status of a run starting now: a fresh one for a run that starts afresh, else the
         totals so far carried on (the checkpoint carries the state on too)."""
         path = Path(out) / STATUS
         now = time.time()
         status = Status(str(path), job.name, list(job.workflows), job.watermark, job.late, sink_spec, sink, now,
                         pid=os.getpid(), host=socket.gethostname(), source=source, plan_version=job.version.number,
-                        results_topic=results_topic)
+                        results_topic=results_topic, results_topic_options=list(results_topic_options))
         if not fresh and path.exists():
             try:
                 earlier = json.loads(path.read_text())
@@ -259,6 +261,12 @@ def describe_state(status: dict, tz: tzinfo = UTC) -> str:
     if state == "ended":
         return f"ended at {when}: its input ended {after} and every window was emitted; a new run starts afresh"
     return f"failed at {when}, {after}; '{resume}' continues from its checkpoint"
+
+
+def results_spec(out: Path, status: dict) -> str:
+    """Where the job's results are read back from and corrections and backfills write them: its
+    sink, or `topic:OUT` when they go to a Kafka topic (runtime/output/sinks.py)."""
+    return f"topic:{Path(out)}" if status.get("results_topic") else status["sink_spec"]
 
 
 def read_status(out: Path) -> dict:

@@ -195,7 +195,8 @@ def deliverer(out: Path, settings: AlertSettings, targets: list[Target], on_coun
     template = load_template(settings.template) if settings.template else None
     key = routing_key(template) if template is not None else None
     return Deliverer(out, targets, template, settings.tls, settings.limit, on_counts=on_counts, login=settings.login,
-                     group_by=settings.group_by, group_wait_s=settings.group_wait_s, routing_key=key)
+                     group_by=settings.group_by, group_wait_s=settings.group_wait_s, routing_key=key,
+                     kafka_options=settings.kafka_options)
 
 
 def said(counts: dict, out: Path, waited_s: float | None) -> str:

@@ -139,6 +139,7 @@ class AlertSettings:
     plain_password: bool = False  # the run's --mqtt-plain-password: a broker's password may cross in plain
     group_by: str = GROUP_BY
     group_wait_s: float = GROUP_WAIT_S
+    kafka_options: tuple[str, ...] = ()  # the run's --kafka-option (a secret as env:NAME): kafka:// targets
 
     @property
     def login(self) -> mqtt.Login:
@@ -148,7 +149,7 @@ class AlertSettings:
     @staticmethod
     def of(targets, workflows=(), timeout: str | None = None, template: str | None = None,
            tls: mqtt.Tls = mqtt.Tls(), plain_password: bool = False, group_by: str | None = None,
-           group_wait: str | None = None) -> "AlertSettings":
+           group_wait: str | None = None, kafka_options: tuple[str, ...] = ()) -> "AlertSettings":
         """From the command line: --alerts (repeated), --alerts-for (comma-separated, repeated),
         --alerts-timeout and --alerts-group-wait (durations: 60s, 5min, 0s), --alerts-template,
         --alerts-group-by."""
@@ -165,7 +166,7 @@ class AlertSettings:
         targets = [FILE + str(Path(t[len(FILE):]).resolve()) if t.startswith(FILE) else t for t in targets]
         tls = mqtt.Tls(*(str(Path(f).resolve()) if f else f for f in (tls.ca, tls.cert, tls.key)))
         return AlertSettings(tuple(targets), names, seconds, template, tls, plain_password=plain_password,
-                             group_by=group_by or GROUP_BY, group_wait_s=wait)
+                             group_by=group_by or GROUP_BY, group_wait_s=wait, kafka_options=tuple(kafka_options))
 
     def save(self, out: Path) -> None:
         """Kept in OUT: the targets as given (env:, file: or a URL that holds no secret), never a secret."""
@@ -185,6 +186,7 @@ class AlertSettings:
             return None
         fields = json.loads(path.read_text())
         fields["targets"], fields["workflows"] = tuple(fields["targets"]), tuple(fields["workflows"])
+        fields["kafka_options"] = tuple(fields.get("kafka_options", ()))
         fields["tls"] = mqtt.Tls(**fields["tls"])
         return AlertSettings(**fields)
 
@@ -199,6 +201,10 @@ class AlertSettings:
         if len(set(keys)) < len(keys):
             raise ValueError("--alerts: a target is given twice")
         for target in targets:
+            if target.kind == "kafka":
+                from sensorscript.runtime.output.alerts.kafka_topic import producer_options
+
+                producer_options(self.kafka_options, environ)
             if target.kind == "mqtt":
                 try:
                     self.login.password(mqtt.Address.parse(target.url), environ)
