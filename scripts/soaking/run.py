@@ -113,11 +113,14 @@ def run(args, out: Path, workload: Workload, echo) -> Soak:
         feed.close()
         if feed.error and failure is None:
             failure = f"the feed stopped after {fed_until - feed.started_at:.0f} s: {feed.error}"
-        # Let the job take what was fed (up to 30 s) before stopping it.
+        # Let the job take what was fed (up to 30 s) before stopping it: every partition has processed
+        # the newest reading of its own sensors, which lies within one reading of a sensor of the
+        # newest written (in event time: with --days, a simulated day every --day-seconds, minutes).
         newest = feed.newest_written()
+        slack = max(100, int(1000 * args.sensors / readings.rate * clock.speedup))
         while failure is None and time.time() < fed_until + 30 and job.alive():
             processed = watcher.processed_ms()
-            if processed is not None and newest is not None and processed >= newest - 100:
+            if processed is not None and newest is not None and processed >= newest - slack:
                 break
             sampler.sample()
             time.sleep(LAG_EVERY)
