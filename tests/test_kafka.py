@@ -203,7 +203,7 @@ def test_kafka_addresses_and_options_are_checked_in_the_users_words(monkeypatch)
     with pytest.raises(ValueError, match="alarms are produced to one topic, not 2"):
         Target.parse("kafka://a/t1,t2")
     # The alarms' producer (librdkafka) takes the security settings of the Java client's options.
-    from sensorscript.runtime.output.alerts.kafka_topic import producer_options
+    producer_options = kafka.producer_options
 
     monkeypatch.setenv("JAAS", 'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" '
                                'password="p\\"w";')

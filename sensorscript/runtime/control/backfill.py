@@ -305,8 +305,10 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     folder = out / archive.FOLDER
     yield_to_the_job()
+    from sensorscript.runtime.control.session import read_back_session
     from sensorscript.runtime.output.alerts.pipeline import Writes
 
+    read_back_session(out, status)
     try:
         alarms = Writes.of(out)  # the alarms the job's kept settings ask for
         found = run(out, backfill, job, results_spec(out, status), ends,

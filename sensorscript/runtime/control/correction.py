@@ -449,8 +449,10 @@ def main(argv: list[str] | None = None) -> int:
     status = read_status(out)
     job = dataclasses.replace(load_job(out).JOB, late=status["late_policy"],
                               archive=str((out / archive.FOLDER).resolve()))
+    from sensorscript.runtime.control.session import read_back_session
     from sensorscript.runtime.output.alerts.pipeline import Writes
 
+    read_back_session(out, status)
     alarms = Writes.of(out)  # the alarms the job's kept settings ask for
     found = correct(job, out, results_spec(out, status), emitted_until(status.get("partitions", {}), job), alarms)
     if alarms is not None:

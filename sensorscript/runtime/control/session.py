@@ -91,9 +91,16 @@ def spark_session(job: Job, master: str | None, ui: bool = False, app_name: str 
     return spark
 
 
+def read_back_session(out: Path, status: dict) -> None:
+    """For work beside a job on its results (`sscript correct`, `sscript backfill`, `sscript
+    results`): where they go to a Kafka topic, which Spark reads back and writes
+    (runtime/output/kafka_sink.py), a small local session, its output into OUT/spark.log."""
+    if status.get("results_topic"):
+        local_session("sensorscript:read-back", Path(out) / SPARK_LOG)
+
+
 def local_session(app_name: str, log: Path | None):
-    """A small local Spark session for work beside a job (reading its results back from a Kafka
-    topic): two cores, Spark's Kafka connector, its output into `log`."""
+    """A small local Spark session: two cores, Spark's Kafka connector, its output into `log`."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

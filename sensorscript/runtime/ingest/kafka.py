@@ -130,6 +130,48 @@ def client_options(given: tuple[str, ...], environ=os.environ) -> dict[str, str]
     return options
 
 
+# Java client setting -> librdkafka's of the same meaning (the security settings the two share).
+_SAME = {"security.protocol": "security.protocol", "sasl.mechanism": "sasl.mechanism",
+         "ssl.keystore.location": "ssl.keystore.location", "ssl.keystore.password": "ssl.keystore.password",
+         "ssl.key.password": "ssl.key.password"}
+_LOGIN = re.compile(r'\b(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def producer_options(given: tuple[str, ...], environ=os.environ) -> dict[str, str]:
+    """librdkafka's settings (the alarms' producer: runtime/output/alerts/kafka_topic.py) for the run's
+    --kafka-option values, which are the Java client's (Spark's connector reads and writes with it):
+    their security part under librdkafka's names, the protocol and SASL mechanism as they are, a PLAIN
+    or SCRAM login's user and password out of `sasl.jaas.config`, a PEM trust store as
+    `ssl.ca.location`, a PKCS#12 key store as it is; settings of other kinds (fetch sizes, timeouts)
+    are the source's and the sink's alone. ValueError in the user's words for a security setting
+    librdkafka cannot take; env:NAME read."""
+    java = {key.removeprefix("kafka."): value for key, value in client_options(given, environ).items()}
+    found: dict[str, str] = {}
+    for key, value in java.items():
+        if key in _SAME:
+            found[_SAME[key]] = value
+        elif key == "sasl.jaas.config":
+            login = dict(_LOGIN.findall(value))
+            if not re.search(r"\b(PlainLoginModule|ScramLoginModule)\b", value) or set(login) != {"username", "password"}:
+                raise ValueError("--kafka-option sasl.jaas.config: the alarms' Kafka producer takes the user and "
+                                 "password of a PLAIN or SCRAM login (PlainLoginModule or ScramLoginModule required "
+                                 'username="..." password="...";)')
+            user, password = (re.sub(r"\\(.)", r"\1", login[k]) for k in ("username", "password"))
+            found["sasl.username"], found["sasl.password"] = user, password
+        elif key == "ssl.truststore.location":
+            if java.get("ssl.truststore.type", "").upper() != "PEM":
+                raise ValueError("--kafka-option ssl.truststore.location: the alarms' Kafka producer reads a trust "
+                                 "store of PEM certificates (add --kafka-option ssl.truststore.type=PEM)")
+            found["ssl.ca.location"] = value
+        elif key == "ssl.keystore.type" and value.upper() != "PKCS12":
+            raise ValueError(f"--kafka-option ssl.keystore.type={value}: the alarms' Kafka producer reads a PKCS12 "
+                             f"key store")
+        elif key == "ssl.endpoint.identification.algorithm":
+            found[key] = value
+    return found
+
+
+
 class Settings(NamedTuple):
     """A run's Kafka settings, as `Job.kafka` carries them (a plain tuple in the job)."""
 

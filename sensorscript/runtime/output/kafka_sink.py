@@ -210,15 +210,13 @@ class TopicIndex:
 
 
 def spark_for_read_back(out: Path):
-    """The process's Spark session (the job's), or a local one with the Kafka connector, its output
-    in OUT/spark.log (`sscript correct`, `sscript backfill`, `sscript results`)."""
+    """The process's Spark session: the job's, or the one `sscript correct`, `sscript backfill` and
+    `sscript results` start for a job whose results go to a topic (`session.read_back_session`)."""
     from pyspark.sql import SparkSession
 
-    if SparkSession._instantiatedSession is not None:
-        return SparkSession._instantiatedSession
-    from sensorscript.runtime.control.session import local_session
-
-    return local_session("sensorscript:read-back", Path(out) / "spark.log")
+    if SparkSession._instantiatedSession is None:
+        raise RuntimeError(f"the results of {out} are in a Kafka topic, read by Spark: no Spark session runs here")
+    return SparkSession._instantiatedSession
 
 
 def messages(results, job: Job | None):

@@ -202,7 +202,7 @@ class AlertSettings:
             raise ValueError("--alerts: a target is given twice")
         for target in targets:
             if target.kind == "kafka":
-                from sensorscript.runtime.output.alerts.kafka_topic import producer_options
+                from sensorscript.runtime.ingest.kafka import producer_options
 
                 producer_options(self.kafka_options, environ)
             if target.kind == "mqtt":
