@@ -6,7 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 # The suite's JVMs live seconds: compiled by C1 alone and with the serial collector they cost about
-# 40 % less CPU (a Spark smoke run: 45 -> 27 CPU seconds), which on 2 cores is the suite's time.
-# Unset or empty: the JVMs as a job's run.
-export SSCRIPT_JVM_OPTIONS=${SSCRIPT_JVM_OPTIONS--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}
+# 40 % less CPU (a Spark smoke run: 45 -> 27 CPU seconds), which on 2 cores is the suite's time; and
+# Spark's driver classes mapped from a class-data-sharing archive (scripts/jvm_archive.py, made once
+# per pyspark and Java) save about a quarter of what is left of a short job's CPU. Without the archive
+# (it could not be made) the JVMs start as before. Unset or empty: the JVMs as a job's run.
+archive=.venv/jvm/spark.jsa
+.venv/bin/python scripts/jvm_archive.py --archive "$archive" \
+    || echo "sensorscript: no class-data-sharing archive for the tests' JVMs (see above); they start without it" >&2
+shared=""
+[ -f "$archive" ] && shared=" -XX:SharedArchiveFile=$PWD/$archive"
+export SSCRIPT_JVM_OPTIONS=${SSCRIPT_JVM_OPTIONS--XX:TieredStopAtLevel=1 -XX:+UseSerialGC$shared}
 exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

@@ -128,6 +128,9 @@ SMOKE: dict[str, tuple[Case, ...]] = {
                              "--keep", "{work}"),
                             (r"\n +1 +[\d,]+ +[\d,]+ +[\d.]+  yes  \(",),
                             spark=True),),
+    # Made for real by scripts/test.sh before the suite (about 40 s): here only asked whether one is there.
+    "jvm_archive.py": (Case(("--check", "--archive", "{work}/none.jsa"),
+                            (r"archive missing or made for another pyspark or Java: .*none\.jsa",)),),
     "bench_plan.py": (Case(("--workflows", "8", "--sensors", "60", "--partitions", "2"),
                            (r"tuples/minute at n=2: ours",)),),
     "bench_sources.py": (Case(("--readings", "20000", "--files", "2", "--rounds", "1", "--keep", "{work}"),
