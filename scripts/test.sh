@@ -10,10 +10,10 @@ scripts/setup.sh
 # Spark's driver classes mapped from a class-data-sharing archive (scripts/jvm_archive.py, made once
 # per pyspark and Java) save about a quarter of what is left of a short job's CPU. Without the archive
 # (it could not be made) the JVMs start as before. Unset or empty: the JVMs as a job's run.
+# The archive is made beside the suite's first tests (about 40 s; its log in .venv/jvm/archive.log):
+# a JVM started before it is there runs without it, as does one whose class path differs.
 archive=.venv/jvm/spark.jsa
-.venv/bin/python scripts/jvm_archive.py --archive "$archive" \
-    || echo "sensorscript: no class-data-sharing archive for the tests' JVMs (see above); they start without it" >&2
-shared=""
-[ -f "$archive" ] && shared=" -XX:SharedArchiveFile=$PWD/$archive"
-export SSCRIPT_JVM_OPTIONS=${SSCRIPT_JVM_OPTIONS--XX:TieredStopAtLevel=1 -XX:+UseSerialGC$shared}
+mkdir -p .venv/jvm
+.venv/bin/python scripts/jvm_archive.py --archive "$archive" >.venv/jvm/archive.log 2>&1 &
+export SSCRIPT_JVM_OPTIONS=${SSCRIPT_JVM_OPTIONS--XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:SharedArchiveFile=$PWD/$archive}
 exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

@@ -420,20 +420,25 @@ def same_message(a: dict, b: dict) -> bool:
             and all({**x, "value": 0} == {**y, "value": 0} and close(x["value"], y["value"]) for x, y in zip(*events)))
 
 
-def test_corrections_of_late_data_go_to_the_topic_and_are_read_back(kafka, tmp_path, monkeypatch):
-    """`--sink kafka://...` with late policy `correct`: corrections read the rows they compare with back
-    from the topic (Spark's Kafka source, on the executors) and write the changed rows there with the
-    next version; their alarms are judged by the rows read back. Results and alarms go through the
-    broker's SASL listener (`--kafka-option`, the secret from the environment). The job SIGKILLed
-    after batch 3 and drained by a second run: what a consumer keeps (the highest version of each
-    key, a retraction removing it) equals the reference over all the readings, late ones too, and
-    so do the alarms standing; `sscript results` reads the same newest rows back from the topic; the
-    secret is in no file of OUT and not in the output."""
+def test_results_and_corrections_to_a_topic_through_kills_count_once_and_are_read_back(kafka, tmp_path, monkeypatch):
+    """`--sink kafka://.../TOPIC` with late policy `correct`: each result row a message keyed STREAM/TS
+    (a match's STREAM/TS/START_TS) with its version, written by the executors; corrections read the
+    rows they compare with back from the topic (Spark's Kafka source, on the executors) and write the
+    changed rows there with the next version; their alarms are judged by the rows read back. Results
+    and alarms go through the broker's SASL listener (`--kafka-option`, the secret from the
+    environment). The job SIGKILLed twice while it replays a folder and restarted (batches written
+    again): what a consumer keeps (the highest version of each key, a row written twice counted once,
+    a retraction removing it) equals the reference over all the readings, late ones too, and so do
+    the alarms standing; the quarantine stays in OUT/results.db; `sscript results` reads the same
+    newest rows back from the topic; the secret is in no file of OUT and not in the output."""
     from tests.brokers import SASL_PASSWORD, sasl_options
     from tests.test_restart import sscript
 
     batches = disordered_replay(tmp_path / "replay", seed=11, files=FILES)  # late readings in most files
     data = tmp_path / "replay" / "data"
+    replayed = (data / "part-002.csv").stat()
+    (data / "part-002.csv").write_text("\n".join(batches[2] + ["8AC2-Z,never,1.5"]) + "\n")
+    os.utime(data / "part-002.csv", ns=(replayed.st_atime_ns, replayed.st_mtime_ns))  # its place in the replay
     out = tmp_path / "out"
     compile_examples(out, late="correct:2s")
     kafka.topic("corrected", 3)
@@ -446,19 +451,25 @@ def test_corrections_of_late_data_go_to_the_topic_and_are_read_back(kafka, tmp_p
     lines = [line for batch in batches for line in batch]
     runs = []
     try:
+        for stop_after in ("batch 1:", "batch 3:"):
+            runs.append(Run(out, data, extra=sink))
+            runs[-1].wait_for(stop_after)
+            runs[-1].kill()
         runs.append(Run(out, data, extra=sink))
-        runs[-1].wait_for("batch 3:")
-        runs[-1].kill()
-        runs.append(Run(out, data, extra=sink))
-        output = runs[-1].drain(len(lines))
+        output = runs[-1].drain(len(lines) + 1)
     finally:
         for run in runs:
             run.cleanup()
     assert "Traceback" not in output and re.search(r"correction: .* [1-9][\d,]* rows corrected", output), output
+    assert f"results: kafka://{kafka.sasl_bootstrap}/corrected; quarantine, late readings and metrics: sqlite:" in output
+    assert "corrected (results, written by the executors)" in json.loads((out / "status.json").read_text())["sink"]
     messages = topic_messages(kafka.bootstrap, "corrected")
     assert any(row["version"] > 1 for _, row in messages)  # corrections reached the topic
+    assert {r["plan_version"] for _, r in messages} == {1}
+    assert all(key == f"{r['stream']}/{r['ts']}" + (f"/{r['start_ts']}" if "start_ts" in r else "") for key, r in messages)
     expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [lines])
     same_rows(upserted(messages), expected)
+    assert quarantined(out) == [("8AC2-Z,never,1.5", quarantined(out)[0][1])]
     with sqlite3.connect(out / "results.db") as db:
         assert db.execute("SELECT count(*) FROM results").fetchone() == (0,)  # the rows are in the topic only
     alarms = topic_messages(kafka.bootstrap, "corrected-alarms")
@@ -496,62 +507,4 @@ def upserted(messages: list[tuple[str, dict]]) -> list[tuple]:
     return [(r["stream"], r["ts"], r.get("window_start"), r.get("window_end"), r["value"], r.get("start_ts"),
              r.get("end_ts"), r.get("events")) for r in kept.values()
             if r.get("value") is not None]  # a retraction (no value) removes the key's row
-
-
-def test_results_to_a_topic_from_the_executors_through_kills_and_a_fresh_run_count_once(kafka, tmp_path):
-    """`--sink kafka://.../TOPIC`: each result row a message keyed STREAM/TS (a match's
-    STREAM/TS/START_TS) with its version, written by the executors; the job SIGKILLed twice while
-    it replays a folder and restarted, then run again afresh (every row written a second time).
-    What a consumer keeps per key and version equals the reference over all the readings; the
-    quarantine stays in OUT/results.db, and `sscript results` says where the results are."""
-    from tests.test_restart import sscript
-
-    out = tmp_path / "out"
-    batches = disordered_replay(tmp_path / "replay", seed=47, files=6)
-    batches[2] = batches[2] + ["8AC2-Z,never,1.5"]
-    data = tmp_path / "replay" / "data"
-    replayed = (data / "part-002.csv").stat()
-    (data / "part-002.csv").write_text("\n".join(batches[2]) + "\n")
-    os.utime(data / "part-002.csv", ns=(replayed.st_atime_ns, replayed.st_mtime_ns))  # its place in the replay
-    compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark="fixed:60000")
-    kafka.topic("bridge-results", 3)
-    sink = ("--sink", f"kafka://{kafka.bootstrap}/bridge-results", "--alerts", f"kafka://{kafka.bootstrap}/bridge-alarms")
-    lines = [line for batch in batches for line in batch]
-    runs = []
-    try:
-        for stop_after in ("batch 1:", "batch 3:"):
-            runs.append(Run(out, data, extra=sink))
-            runs[-1].wait_for(stop_after)
-            runs[-1].kill()
-        runs.append(Run(out, data, extra=sink))
-        output = runs[-1].drain(len(lines))
-    finally:
-        for run in runs:
-            run.cleanup()
-    assert "Traceback" not in output, output
-    assert f"results: kafka://{kafka.bootstrap}/bridge-results; quarantine, late readings and metrics: sqlite:" in output
-    assert "bridge-results (results, written by the executors)" in json.loads((out / "status.json").read_text())["sink"]
-    once = topic_messages(kafka.bootstrap, "bridge-results")
-    readings = [line for line in lines if not line.endswith("never,1.5")]
-    expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [readings], 0, compiled.plan)
-    same_rows(upserted(once), expected)
-    assert {r["plan_version"] for _, r in once} == {1}
-    assert all(key == f"{r['stream']}/{r['ts']}" + (f"/{r['start_ts']}" if "start_ts" in r else "") for key, r in once)
-    assert quarantined(out) == [("8AC2-Z,never,1.5", quarantined(out)[0][1])]
-    with sqlite3.connect(out / "results.db") as db:
-        assert db.execute("SELECT count(*) FROM results").fetchone() == (0,)  # the rows are in the topic only
-    # The alarms, produced to their own topic keyed by id, from the rows the driver collected of the alarm streams.
-    alarms = topic_messages(kafka.bootstrap, "bridge-alarms")
-    assert all(key == alarm["id"] for key, alarm in alarms)
-    reference = evaluate(load([str(f) for f in EXAMPLES]).workflows, [readings])
-    incidents = reference_incidents(reference.rows, FLAGS)
-    assert len(incidents) >= 5 and any(key[0] in FLAGS for key in incidents), incidents
-    assert standing([alarm for _, alarm in alarms]) == {key: (state, None if key[0] in FLAGS else 1)
-                                                       for key, state in incidents.items()}
-
-    again = sscript("run", str(out), "--input", str(data), "--once", "--fresh", *sink)
-    assert again.returncode == 0, again.stdout + again.stderr
-    twice = topic_messages(kafka.bootstrap, "bridge-results")
-    assert len(twice) >= 2 * len(expected)
-    same_rows(upserted(twice), expected)
 

@@ -116,10 +116,10 @@ SMOKE: dict[str, tuple[Case, ...]] = {
                            r"job through Kafka \(--once, SQLite sink\): +[1-9][\d,]* readings/s .* [1-9][\d,]* results",
                            r"Kafka / files: \d[\d.]* \(target: at least 0\.8\)"),
                           spark=True),),
-    "bench_kafka_catchup.py": (Case(("--minutes", "0.5", "--rate", "2000", "--sensors", "30", "--workflows", "4",
+    "bench_kafka_catchup.py": (Case(("--minutes", "0.3", "--rate", "2000", "--sensors", "30", "--workflows", "4",
                                      "--lines-per-message", "20", "--max-readings-per-batch", "10000", "--out", "{work}"),
-                                    (r"backlog: 60,000 readings \(0\.5 min at 2,000/s of 30 sensors\) in 3,000 messages",
-                                     r"caught up 60,000 readings in \d+ s from the job's start .*the job's totals: 60,000 "
+                                    (r"backlog: 36,000 readings \(0\.3 min at 2,000/s of 30 sensors\) in 1,800 messages",
+                                     r"caught up 36,000 readings in \d+ s from the job's start .*the job's totals: 36,000 "
                                      r"readings taken",
                                      r"batches: \d+, readings each: median [\d,]+, largest [\d,]+;",
                                      r"driver memory \(RSS\): Python peak [\d,]+ MiB"),
