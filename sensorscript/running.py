@@ -251,10 +251,10 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
     status = job_status(out) if (out / "status.json").exists() else {}
     # With --sink kafka://: read back from the topic, by a local Spark (runtime/output/kafka_sink.py).
     spec = results_spec(out, status) if status else f"sqlite:{out / 'results.db'}"
-    if status:
+    if status.get("results_topic"):  # the job loaded for its session only then
         from sensorscript.runtime.control.session import read_back_session
 
-        read_back_session(out, status)
+        read_back_session(out, status, load_job(out).JOB)
     try:
         rows = read_results(spec, streams)
     except ValueError as exc:

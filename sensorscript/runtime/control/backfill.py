@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     from sensorscript.runtime.control.session import read_back_session
     from sensorscript.runtime.output.alerts.pipeline import Writes
 
-    read_back_session(out, status)
+    read_back_session(out, status, job)
     try:
         alarms = Writes.of(out)  # the alarms the job's kept settings ask for
         found = run(out, backfill, job, results_spec(out, status), ends,

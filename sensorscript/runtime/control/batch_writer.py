@@ -9,7 +9,6 @@ import logging
 import threading
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -127,8 +126,9 @@ class BatchWriter:
         self.job, self.sink_spec, self.target, self.status, self.summary = job, sink_spec, target, status, summary
         self.housekeeping, self.alarms, self.corrections, self.echo = housekeeping, alarms, corrections, echo
         self.results_topic = results_topic
-        # Where a read back of the topic starts (corrections, backfills): beside the ledger, in the sink.
-        self.index = TopicIndex(Path(sink_spec.partition(":")[2])) if results_topic is not None else None
+        # Where a read back of the topic starts (corrections, backfills): beside the ledger, in the
+        # SQLite store that takes the rest of a topic run's rows.
+        self.index = TopicIndex(target.path) if results_topic is not None else None
         self.gate = Gate()
         self.ended = threading.Event()
 

@@ -452,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     from sensorscript.runtime.control.session import read_back_session
     from sensorscript.runtime.output.alerts.pipeline import Writes
 
-    read_back_session(out, status)
+    read_back_session(out, status, job)
     alarms = Writes.of(out)  # the alarms the job's kept settings ask for
     found = correct(job, out, results_spec(out, status), emitted_until(status.get("partitions", {}), job), alarms)
     if alarms is not None:

@@ -91,26 +91,12 @@ def spark_session(job: Job, master: str | None, ui: bool = False, app_name: str 
     return spark
 
 
-def read_back_session(out: Path, status: dict) -> None:
+def read_back_session(out: Path, status: dict, job: Job) -> None:
     """For work beside a job on its results (`sscript correct`, `sscript backfill`, `sscript
     results`): where they go to a Kafka topic, which Spark reads back and writes
-    (runtime/output/kafka_sink.py), a small local session, its output into OUT/spark.log."""
+    (runtime/output/kafka_sink.py), the job's kind of session on local[2], its output into OUT/spark.log."""
     if status.get("results_topic"):
-        local_session("sensorscript:read-back", Path(out) / SPARK_LOG)
-
-
-def local_session(app_name: str, log: Path | None):
-    """A small local Spark session: two cores, Spark's Kafka connector, its output into `log`."""
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    options = {"spark.master": "local[2]", "spark.app.name": app_name, "spark.ui.enabled": "false",
-               "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2",
-               "spark.driver.extraJavaOptions": extra_jvm_options(), **jars.spark_options()}
-    start_jvm(options, log)
-    spark = SparkSession.builder.config(map=options).getOrCreate()
-    spark.sparkContext.setLogLevel(spark_log_level() or ("WARN" if log is not None else "OFF"))
-    return spark
+        spark_session(job, "local[2]", app_name=f"sensorscript:{job.name}:read-back", log=Path(out) / SPARK_LOG)
 
 
 def start_jvm(options: dict[str, str], log: Path | None) -> None:

@@ -27,7 +27,6 @@ sink's unit `topic:OUT` (`sinks.open_sink`): the topic first, then the ledger.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -36,12 +35,18 @@ from pathlib import Path
 import pandas as pd
 
 from sensorscript.runtime.ingest import kafka
+from sensorscript.runtime.output.rows import OUTPUT_SCHEMA
 from sensorscript.runtime.plan.program import Job
 
 PREFIX = kafka.PREFIX
 # The columns of a result's message, in order (runtime/output/rows.py's OUTPUT_SCHEMA names them).
 MESSAGE_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version", "start_ts", "end_ts", "events")
 PLAN_VERSION = "plan_version"  # the message's last field (sinks.PLAN_COLUMN)
+# A message's fields as the driver sends them (`send`) and a read back finds them (`read`).
+FIELDS = (*MESSAGE_COLUMNS, PLAN_VERSION)
+# Their types: the stage's output types (rows.OUTPUT_SCHEMA), the plan version a long.
+_TYPES = {**dict(f.split() for f in OUTPUT_SCHEMA.split(", ")), PLAN_VERSION: "long"}
+_SCHEMA = ", ".join(f"{c} {_TYPES[c]}" for c in FIELDS)
 # `sinks.open_sink("topic:OUT")`: the results topic of the job in OUT, with its ledger in OUT's store.
 SPEC_PREFIX = "topic:"
 # How much earlier than the driver's clock a message's time may be (the executors' and the brokers'
@@ -71,52 +76,44 @@ class ResultsTopic:
         return ResultsTopic(url, tuple(options))
 
     def writer_options(self) -> dict[str, str]:
-        address = kafka.Address.parse(self.url)
-        return {"kafka.bootstrap.servers": ",".join(address.servers), "topic": address.topics[0],
+        return {**self._client(), "topic": kafka.Address.parse(self.url).topics[0]}
+
+    def _client(self) -> dict[str, str]:
+        """The Kafka client's settings, Spark's connector's way: the brokers and --kafka-option."""
+        return {"kafka.bootstrap.servers": ",".join(kafka.Address.parse(self.url).servers),
                 **kafka.client_options(self.options)}
 
     def describe(self) -> str:
         return f"{self.url} (results, written by the executors)"
 
     @staticmethod
-    def at(out: Path) -> "ResultsTopic":
-        """The results topic of the job in `out`, as its run's status keeps it (the address and the
-        --kafka-option values; a secret as env:NAME, read from this process's environment)."""
-        status = json.loads((Path(out) / "status.json").read_text())
+    def of_status(status: dict) -> "ResultsTopic":
+        """The results topic a run's status keeps (the address and the --kafka-option values; a secret
+        as env:NAME, read from this process's environment)."""
         return ResultsTopic.of(status["results_topic"], tuple(status.get("results_topic_options", ())))
 
-    def send(self, spark, rows: pd.DataFrame) -> None:
-        """Rows the driver holds (a correction's, a backfill's: MESSAGE_COLUMNS and plan_version) to
-        the topic, as `messages` of a batch's rows, through Spark's Kafka writer."""
-        if not len(rows):
-            return
-        columns = (*MESSAGE_COLUMNS, PLAN_VERSION)
-        frame = rows.reindex(columns=list(columns))
-        kinds = {c: _FIELDS[c].split()[1] for c in columns}
-        cast = {"long": int, "int": int, "double": float, "string": str}
-        records = [tuple(None if pd.isna(v) else cast[kinds[c]](v) for c, v in zip(columns, row))
-                   for row in frame.itertuples(index=False, name=None)]
-        data = spark.createDataFrame(records, schema=", ".join(_FIELDS[c] for c in columns))
-        messages(data, None).write.format("kafka").options(**self.writer_options()).save()
+    def send(self, spark, records: list[tuple]) -> None:
+        """Rows the driver holds (a correction's, a backfill's: plain values in FIELDS' order) to the
+        topic, as `messages` of a batch's rows, through Spark's Kafka writer."""
+        if records:
+            data = spark.createDataFrame(records, schema=_SCHEMA)
+            messages(data, None).write.format("kafka").options(**self.writer_options()).save()
 
     def read(self, spark, streams: list[str] | None, lo: int | None, hi: int | None,
              since_ms: int | None) -> pd.DataFrame:
-        """Every version of the rows the topic holds (of these streams, lo <= ts < hi), in
-        MESSAGE_COLUMNS and plan_version, from the messages written at `since_ms` (ms since the epoch)
+        """Every version of the rows the topic holds (of these streams, lo <= ts < hi), in FIELDS,
+        from the messages written at `since_ms` (ms since the epoch)
         on, or all. Scanned by the executors; the driver receives the rows asked for."""
         from pyspark.sql import functions as F
 
-        address = kafka.Address.parse(self.url)
-        options = {"kafka.bootstrap.servers": ",".join(address.servers), "subscribe": address.topics[0],
-                   "endingOffsets": "latest", "failOnDataLoss": "false",
-                   **kafka.client_options(self.options)}
+        options = {**self._client(), "subscribe": kafka.Address.parse(self.url).topics[0],
+                   "endingOffsets": "latest", "failOnDataLoss": "false"}
         if since_ms is None:
             options["startingOffsets"] = "earliest"
         else:  # from the first message at or after since_ms; none: from the end
             options.update(startingTimestamp=str(int(since_ms)), startingOffsetsByTimestampStrategy="latest")
-        fields = ", ".join(_FIELDS[c] for c in (*MESSAGE_COLUMNS, PLAN_VERSION))
         found = (spark.read.format("kafka").options(**options).load()
-                 .select(F.from_json(F.col("value").cast("string"), fields).alias("row")).select("row.*")
+                 .select(F.from_json(F.col("value").cast("string"), _SCHEMA).alias("row")).select("row.*")
                  .filter(F.col("stream").isNotNull()))  # a message not of this form: not a result
         if streams is not None:
             found = found.filter(F.col("stream").isin(sorted(streams)))
@@ -152,22 +149,6 @@ class ResultsTopic:
         finally:
             batch.unpersist()
         return rows, int(counted["rows"]), int(counted["matches"])
-
-
-def _field(column: str) -> str:
-    """`column TYPE` of a result message's field: the stage's output type (rows.OUTPUT_SCHEMA)."""
-    from sensorscript.runtime.output.rows import OUTPUT_SCHEMA
-
-    return next(f for f in OUTPUT_SCHEMA.split(", ") if f.split()[0] == column)
-
-
-class _Fields(dict):
-    def __missing__(self, column: str) -> str:
-        self[column] = f"{PLAN_VERSION} long" if column == PLAN_VERSION else _field(column)
-        return self[column]
-
-
-_FIELDS = _Fields()
 
 
 class TopicIndex:

@@ -34,7 +34,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from sensorscript.runtime.output.kafka_sink import SPEC_PREFIX, ResultsTopic, TopicIndex, is_topic, spark_for_read_back
+from sensorscript.runtime.output.kafka_sink import (FIELDS, SPEC_PREFIX, ResultsTopic, TopicIndex, is_topic,
+                                                    spark_for_read_back)
+from sensorscript.runtime.output.status import read_status
 
 RESULT_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version")
 MATCH_COLUMNS = ("start_ts", "end_ts", "events")  # pattern matches add these (SPEC §7)
@@ -220,7 +222,8 @@ class TopicSink(Sink):
 
     def __init__(self, out: Path):
         self.out = out
-        self.side = SQLiteSink(Path(_status_of(out)["sink_spec"].partition(":")[2]))
+        self.topic, store = _topic_of(out)
+        self.side = SQLiteSink(store)
 
     def wrote(self, batch_id: int) -> bool:
         return self.side.wrote(batch_id)
@@ -231,15 +234,18 @@ class TopicSink(Sink):
         results = rows.results
         if len(results):
             TopicIndex(self.side.path).note(time.time(), int(results["ts"].max()))
-            ResultsTopic.at(self.out).send(spark_for_read_back(self.out), results)
+            self.topic.send(spark_for_read_back(self.out), _records(results, FIELDS))
         self.side.write(batch_id, BatchRows(results.iloc[:0], rows.quarantine, rows.late, rows.metrics))
 
     def describe(self) -> str:
-        return f"{_status_of(self.out)['results_topic']} (results; the rest to {self.side.describe()})"
+        return f"{self.topic.url} (results; the rest to {self.side.describe()})"
 
 
-def _status_of(out: Path) -> dict:
-    return json.loads((Path(out) / "status.json").read_text())
+def _topic_of(out: Path) -> tuple[ResultsTopic, Path]:
+    """The results topic of the job in OUT and the SQLite store beside it (the ledger, `TopicIndex`),
+    as its run's status keeps them."""
+    status = read_status(out)
+    return ResultsTopic.of_status(status), Path(status["sink_spec"].partition(":")[2])
 
 
 class _FileSink(Sink):
@@ -383,9 +389,8 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
     kind, _, path = spec.partition(":")
     columns = list(RESULT_COLUMNS + MATCH_COLUMNS)
     if spec.startswith(SPEC_PREFIX):  # scanned by the executors from where rows at lo or later begin
-        out = Path(path)
-        since = TopicIndex(Path(_status_of(out)["sink_spec"].partition(":")[2])).since(lo)
-        frame = ResultsTopic.at(out).read(spark_for_read_back(out), streams, lo, hi, since)
+        topic, store = _topic_of(Path(path))
+        frame = topic.read(spark_for_read_back(path), streams, lo, hi, TopicIndex(store).since(lo))
         return frame.reindex(columns=columns).reset_index(drop=True)
     if kind == "sqlite":
         if not Path(path).exists():

@@ -266,7 +266,9 @@ def describe_state(status: dict, tz: tzinfo = UTC) -> str:
 def results_spec(out: Path, status: dict) -> str:
     """Where the job's results are read back from and corrections and backfills write them: its
     sink, or `topic:OUT` when they go to a Kafka topic (runtime/output/sinks.py)."""
-    return f"topic:{Path(out)}" if status.get("results_topic") else status["sink_spec"]
+    from sensorscript.runtime.output.kafka_sink import SPEC_PREFIX
+
+    return f"{SPEC_PREFIX}{Path(out)}" if status.get("results_topic") else status["sink_spec"]
 
 
 def read_status(out: Path) -> dict:
