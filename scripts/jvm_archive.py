@@ -65,7 +65,11 @@ def driver_class_path(process: subprocess.Popen, timeout: float = 120) -> tuple[
 
 
 def make(archive: Path) -> None:
-    work = Path(tempfile.mkdtemp(prefix="sscript-jvm-archive-"))
+    with tempfile.TemporaryDirectory(prefix="sscript-jvm-archive-") as folder:  # the example job's, removed after
+        _make(archive, Path(folder))
+
+
+def _make(archive: Path, work: Path) -> None:
     classes = work / "classes.lst"
     out, data = work / "out", work / "data"
     python = sys.executable

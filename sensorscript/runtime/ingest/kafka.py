@@ -171,7 +171,6 @@ def producer_options(given: tuple[str, ...], environ=os.environ) -> dict[str, st
     return found
 
 
-
 class Settings(NamedTuple):
     """A run's Kafka settings, as `Job.kafka` carries them (a plain tuple in the job)."""
 

@@ -17,6 +17,8 @@ from sensorscript.runtime.output.alerts.notifier import SEND_TIMEOUT_S, Failure,
 from sensorscript.runtime.output.alerts.settings import Target
 
 MOST = 1_000  # alarms of one request
+
+
 class KafkaTopic:
     """The notifier of a kafka:// target."""
 

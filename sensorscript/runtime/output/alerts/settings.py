@@ -202,9 +202,7 @@ class AlertSettings:
             raise ValueError("--alerts: a target is given twice")
         for target in targets:
             if target.kind == "kafka":
-                from sensorscript.runtime.ingest.kafka import producer_options
-
-                producer_options(self.kafka_options, environ)
+                kafka.producer_options(self.kafka_options, environ)
             if target.kind == "mqtt":
                 try:
                     self.login.password(mqtt.Address.parse(target.url), environ)
