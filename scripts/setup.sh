@@ -17,14 +17,16 @@ if ! command -v java >/dev/null 2>&1; then
     echo "sensorscript: Java 17 is needed to run Spark jobs (apt-get install openjdk-17-jre-headless)" >&2
 fi
 # The dashboard's browser tests drive Debian's chromium; the MQTT tests (--input mqtt://, --alerts
-# mqtt://) and the demo's broker are Debian's mosquitto, started by them on a free port of
-# 127.0.0.1 (never as a service). Install them where we may (as root, or with sudo that needs no
-# password). Elsewhere those tests skip and say why; in CI (CI=true) they must run, so a package
-# that cannot be had stops the set-up here, in one sentence.
+# mqtt://) and the demo's broker are Debian's mosquitto, the PostgreSQL tests (--sink postgresql://)
+# Debian's PostgreSQL, started by them on a free port of 127.0.0.1 (never as a service). Install them
+# where we may (as root, or with sudo that needs no password). Elsewhere those tests skip and say
+# why; in CI (CI=true) they must run, so a package that cannot be had stops the set-up here, in one
+# sentence.
 wanted=()
 command -v chromium >/dev/null 2>&1 || wanted+=(chromium)
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || wanted+=(mosquitto)
 command -v mvn >/dev/null 2>&1 || wanted+=(maven)  # fetches the Kafka jars below
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || wanted+=(postgresql)
 if [ ${#wanted[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
     as_root=""
     if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
@@ -36,13 +38,19 @@ if [ ${#wanted[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
             || { $as_root apt-get update -qq >/dev/null 2>&1 \
                  && $as_root apt-get install -y -qq "${wanted[@]}" >/dev/null 2>&1; } \
             || echo "sensorscript: could not install ${wanted[*]} with apt-get" >&2
-        # Debian's package may start a broker as a service on port 1883; ours are started by the tests.
+        # Debian's packages may start a broker (port 1883) and a PostgreSQL cluster (5432) as services;
+        # ours are started by the tests, on ports of their own.
     fi
 fi
 if [ "${CI:-}" = true ]; then
     if ! command -v chromium >/dev/null 2>&1; then
         echo "sensorscript: CI=true needs Debian's chromium for the dashboard's browser tests" \
              "(apt-get install chromium as root); none is installed and it could not be installed here" >&2
+        exit 1
+    fi
+    if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+        echo "sensorscript: CI=true needs Debian's PostgreSQL for the PostgreSQL sink's tests" \
+             "(apt-get install postgresql as root); none is installed and it could not be installed here" >&2
         exit 1
     fi
     if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then

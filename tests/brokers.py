@@ -1,8 +1,9 @@
-"""What the tests need of a real MQTT broker and a real Kafka broker: `Broker` is scripts/mosquitto.py's
-(Debian's mosquitto on a free port of 127.0.0.1, which the benchmarks and the soak start too),
-`KafkaBroker` scripts/kafka_broker.py's (Apache Kafka in KRaft mode, from the jars scripts/setup.sh
-fetched); here the rule for a machine without one (`need_broker`, `need_kafka`), a subscriber, and
-the `broker` and `kafka` fixtures.
+"""What the tests need of a real MQTT broker, a real Kafka broker and a real PostgreSQL: `Broker` is
+scripts/mosquitto.py's (Debian's mosquitto on a free port of 127.0.0.1, which the benchmarks and the
+soak start too), `KafkaBroker` scripts/kafka_broker.py's (Apache Kafka in KRaft mode, from the jars
+scripts/setup.sh fetched), `PostgresServer` scripts/postgres_server.py's (Debian's PostgreSQL, initdb
+in a temporary folder); here the rule for a machine without one (`need_broker`, `need_kafka`,
+`need_postgres`), a subscriber, and the `broker`, `kafka` and `postgres` fixtures.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from kafka_broker import KafkaBroker, why_no_kafka  # noqa: E402
 from mosquitto import Broker, why_no_broker  # noqa: E402
+from postgres_server import PostgresServer, why_no_postgres  # noqa: E402
 
 
 def need_broker() -> None:
@@ -83,3 +85,32 @@ def kafka(tmp_path):
     started = KafkaBroker(tmp_path / "kafka", users={SASL_USER: SASL_PASSWORD}).start()
     yield started
     started.stop(kill=True)
+
+
+def need_postgres() -> None:
+    """A PostgreSQL test's first line: skip where no server can be started, but fail in CI (CI=true)."""
+    from tests.conftest import need
+
+    need(why_no_postgres(), "the PostgreSQL tests")
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One PostgreSQL server for the tests of a worker that share it (each in a schema of its own:
+    `postgres`); a test that stops or kills its server starts one of its own."""
+    need_postgres()
+    server = PostgresServer(durable=False).start()
+    yield server
+    server.remove()
+
+
+@pytest.fixture
+def postgres(postgres_server, request, monkeypatch):
+    """(the server, the address of a sink in a schema of this test's own); its password in PGPASSWORD."""
+    import re
+
+    schema = "t_" + re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:50]
+    monkeypatch.setenv("PGPASSWORD", postgres_server.password)
+    with postgres_server.connect() as db:
+        db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    return postgres_server, f"{postgres_server.url}{'&' if '?' in postgres_server.url else '?'}schema={schema}"

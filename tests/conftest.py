@@ -110,4 +110,4 @@ def spark():
     session.stop()
 
 
-from tests.brokers import broker, kafka  # noqa: E402,F401  (a real mosquitto, a real Kafka broker: tests/brokers.py)
+from tests.brokers import broker, kafka, postgres, postgres_server  # noqa: E402,F401  (real brokers and PostgreSQL: tests/brokers.py)
