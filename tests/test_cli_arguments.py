@@ -182,8 +182,14 @@ CASES = [
     (RUN + " --sink sqlite:{t}/a_file/results.db", "the sink 'sqlite:{t}/a_file/results.db': {t}/a_file is a file, "
                                                    "not a folder"),
     (RUN + " --sink sqlite:{t}/notes.txt", "{t}/notes.txt is not an SQLite database, and the results would replace it"),
-    (RUN + " --sink bogus:x", "unknown sink 'bogus:x': use sqlite:PATH, csv:PATH, parquet:PATH, console or "
-                                   "kafka://HOST:PORT/TOPIC"),
+    (RUN + " --sink bogus:x", "unknown sink 'bogus:x': use sqlite:PATH, csv:PATH, parquet:PATH, console, "
+                                   "kafka://HOST:PORT/TOPIC or postgresql://[USER@]HOST[:PORT]/DB"),
+    (RUN + " --sink postgresql://ops:s3cret@127.0.0.1:{closed}/sensors",
+     "the address of a PostgreSQL sink holds no password (it would be kept in OUT/status.json and shown); give it "
+     "in PGPASSWORD or ~/.pgpass, as for psql"),
+    (RUN + " --sink postgresql://127.0.0.1:{closed}/sensors?schema=Bad-Name",
+     "schema 'Bad-Name' is not a plain lower-case name (letters, digits, _)"),
+    (RUN + " --sink postgresql://127.0.0.1:{closed}/sensors?sslmode=sometimes", "sslmode"),
     (RUN + " --sink csv:", "the sink 'csv:' needs a path"),
     (RUN + " --cluster spark://127.0.0.1:{closed}", "cannot reach the Spark master at 127.0.0.1:{closed} "
                                                     "(connection refused)"),

@@ -19,6 +19,7 @@ from sensorscript.runtime.control.late_corrections import LateCorrections
 from sensorscript.runtime.control.run_summary import BatchCounts, RunSummary
 from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.output.kafka_sink import ResultsTopic, TopicIndex
+from sensorscript.runtime.output.postgres_sink import PostgresSink
 from sensorscript.runtime.output.sinks import PLAN_COLUMN, BatchRows, open_sink
 from sensorscript.runtime.output.status import Status
 from sensorscript.runtime.plan.program import Job
@@ -156,12 +157,16 @@ class BatchWriter:
 
     def write(self, batch, batch_id: int) -> None:
         started, job = time.monotonic(), self.job
-        if self.results_topic is None:
+        on_executors = self.results_topic is not None or isinstance(self.target, PostgresSink)
+        if not on_executors:
             rows = batch.toPandas()
             written = None  # the results below are all of them
         else:  # the executors write the results; the driver gets those whose alarms it delivers
             keep = frozenset(self.alarms.writes.kinds(job)) if self.alarms is not None else frozenset()
-            rows, *written = self.results_topic.write(batch, job, keep, self.index)
+            if self.results_topic is not None:
+                rows, *written = self.results_topic.write(batch, job, keep, self.index)
+            else:
+                rows, *written = self.target.write_on_executors(batch, batch_id, job, keep)
         kinds = rows["kind"]
         results, quarantine, counted = rows[kinds == "result"], rows[kinds == "quarantine"], rows[kinds == "metric"]
         written = tuple(written) if written else (len(results), _matches(results))
@@ -177,7 +182,7 @@ class BatchWriter:
         # The status first: an update's switch time comes from it (`switching.switched`), and a batch done again
         # after a kill leaves it as it was, so a switch at a restart starts where this one would have.
         self.status.batch(batch_id, metrics, measures, len(quarantine), counts.results, counts.too_late)
-        stored = results if self.results_topic is None else results.iloc[:0]  # in the topic already
+        stored = results.iloc[:0] if on_executors else results  # in the topic or the database already
         self.target.write(batch_id, BatchRows(stored, quarantine, late_rows, measures))
         if self.alarms is not None:  # into the outbox only: the delivery threads send them
             self.alarms.batch(batch_id, results, job)

@@ -14,6 +14,7 @@ from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.control import correction
 from sensorscript.runtime.output import expiry
 from sensorscript.runtime.output.sinks import SIDE_TABLES
+from sensorscript.runtime.output.postgres_sink import PostgresSink, is_postgres
 from sensorscript.runtime.plan import retention as retaining
 from sensorscript.runtime.plan import versions
 from sensorscript.runtime.plan.program import Job
@@ -131,6 +132,9 @@ def start_afresh(out: Path, sink_spec: str) -> None:
 def reset_sink(spec: str) -> None:
     """Remove what the sink's earlier runs wrote, and only that: a folder beside a file sink may
     hold files of the user's, which stay."""
+    if is_postgres(spec):  # its tables, made anew
+        PostgresSink(spec).reset()
+        return
     kind, _, path = spec.partition(":")
     target = Path(path)
     if kind == "sqlite" and target.exists():

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from sensorscript import atomic
+from sensorscript.runtime.output.postgres_sink import PostgresSink, is_postgres
 from sensorscript.runtime.output.sinks import METRIC_COLUMNS, MINUTE_COLUMNS, MINUTES, SIDE_TABLES
 
 MINUTES_FOLDER = "metrics-minutes"  # beside a file sink
@@ -54,6 +55,8 @@ def check(spec: str, results_horizon: int | None) -> None:
 def expire_results(out: Path, spec: str, before: int, streams) -> int:
     """Remove result rows with ts < `before` (event time); returns how many rows (files: parquet)."""
     _expiring(out, "results", before)
+    if is_postgres(spec):  # whole days (partitions) behind the horizon
+        return PostgresSink(spec).drop_before("results", before)
     kind, _, path = spec.partition(":")
     if kind == "sqlite" and Path(path).exists():
         removed, streams = 0, sorted(streams)
@@ -73,6 +76,8 @@ def expire_results(out: Path, spec: str, before: int, streams) -> int:
 
 def expire_late(spec: str, before: int) -> int:
     """Remove late-store rows of readings with ts < `before` (event time)."""
+    if is_postgres(spec):
+        return PostgresSink(spec).drop_before("late", before)
     kind, _, path = spec.partition(":")
     if kind == "sqlite" and Path(path).exists():
         with _connect(path) as db:
@@ -87,6 +92,8 @@ def downsample_metrics(spec: str, before: float) -> int:
     """Turn the metrics rows of batches written before `before` (wall time, s; rounded down to a
     minute, so that a minute is aggregated whole) into per-minute rows; returns the rows taken."""
     before = float(int(before // 60) * 60)
+    if is_postgres(spec):
+        return PostgresSink(spec).downsample_metrics(before)
     kind, _, path = spec.partition(":")
     if kind == "sqlite" and Path(path).exists():
         with _connect(path) as db:  # one transaction: aggregated and deleted, or neither
@@ -120,6 +127,8 @@ def downsample_metrics(spec: str, before: float) -> int:
 
 def expire_minutes(spec: str, before: float) -> int:
     """Remove per-minute metrics of minutes before `before` (wall time, s)."""
+    if is_postgres(spec):
+        return PostgresSink(spec).expire_minutes(before - 60)
     kind, _, path = spec.partition(":")
     if kind == "sqlite" and Path(path).exists():
         with _connect(path) as db:
@@ -132,6 +141,8 @@ def expire_minutes(spec: str, before: float) -> int:
 
 def size(spec: str) -> int:
     """Bytes the sink takes on disk (its results and the tables or folders beside)."""
+    if is_postgres(spec):
+        return PostgresSink(spec).size()
     kind, _, path = spec.partition(":")
     target = Path(path)
     if kind == "sqlite":  # the database and its journal

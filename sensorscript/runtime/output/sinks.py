@@ -10,6 +10,8 @@ after a failure does not duplicate rows.
     console       printed (metrics are not)
     topic:OUT     the results topic of the job in OUT (`--sink kafka://...`), the rest in OUT's store:
                   what corrections and backfills read back and write (runtime/output/kafka_sink.py)
+    postgresql://[USER@]HOST[:PORT]/DB[?schema=NAME&...]   tables in PostgreSQL, the results
+                  written by the executors (runtime/output/postgres_sink.py)
 
 `late` holds the readings that came behind their partition's watermark (late policy `log`):
 the sensor, its reading, the watermark it came behind and the result streams it missed; under late
@@ -36,6 +38,7 @@ import pandas as pd
 
 from sensorscript.runtime.output.kafka_sink import (FIELDS, SPEC_PREFIX, ResultsTopic, TopicIndex, is_topic,
                                                     spark_for_read_back)
+from sensorscript.runtime.output.postgres_sink import Address, PostgresSink, is_postgres
 from sensorscript.runtime.output.status import read_status
 
 RESULT_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version")
@@ -90,6 +93,8 @@ def open_sink(spec: str, matches: bool = False) -> Sink:
     if spec.startswith(SPEC_PREFIX):
         return TopicSink(Path(spec[len(SPEC_PREFIX):]))
     check_sink(spec)
+    if is_postgres(spec):
+        return PostgresSink(spec)
     kind, _, path = spec.partition(":")
     columns = RESULT_COLUMNS + (MATCH_COLUMNS if matches else ()) + (PLAN_COLUMN,)
     if kind == "sqlite":
@@ -114,9 +119,12 @@ def check_sink(spec: str) -> None:
     if is_topic(spec):  # results to a topic: its own check (one topic)
         ResultsTopic.of(spec)
         return
+    if is_postgres(spec):  # the address alone: the database is reached when the job starts
+        Address.parse(spec)
+        return
     if kind not in _EXAMPLE_PATHS:
-        raise ValueError(f"unknown sink '{spec}': use sqlite:PATH, csv:PATH, parquet:PATH, console or "
-                         f"kafka://HOST:PORT/TOPIC")
+        raise ValueError(f"unknown sink '{spec}': use sqlite:PATH, csv:PATH, parquet:PATH, console, "
+                         f"kafka://HOST:PORT/TOPIC or postgresql://[USER@]HOST[:PORT]/DB")
     if not path:
         raise ValueError(f"the sink '{spec}' needs a path, e.g. {kind}:{_EXAMPLE_PATHS[kind]}")
     target = Path(path)
@@ -213,6 +221,9 @@ class SQLiteSink(Sink):
 
     def describe(self) -> str:
         return f"sqlite:{self.path} (tables results, quarantine, late, metrics)"
+
+
+Sink.register(PostgresSink)
 
 
 class TopicSink(Sink):
@@ -392,6 +403,8 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
         topic, store = _topic_of(Path(path))
         frame = topic.read(spark_for_read_back(path), streams, lo, hi, TopicIndex(store).since(lo))
         return frame.reindex(columns=columns).reset_index(drop=True)
+    if is_postgres(spec):  # selected by PostgreSQL
+        return PostgresSink(spec).read(columns, streams, lo, hi)
     if kind == "sqlite":
         if not Path(path).exists():
             return pd.DataFrame(columns=columns)
@@ -417,7 +430,8 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
         files = sorted(Path(path).glob("*.parquet"))
         frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True) if files else pd.DataFrame(columns=columns)
     else:
-        raise ValueError(f"results cannot be read back from '{spec}': use a sqlite, csv, parquet or kafka:// sink")
+        raise ValueError(f"results cannot be read back from '{spec}': use a sqlite, csv, parquet, kafka:// or "
+                         f"postgresql:// sink")
     frame = frame.reindex(columns=columns)
     if kind != "sqlite":  # SQLite selected them already
         if streams is not None:

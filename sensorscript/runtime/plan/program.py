@@ -311,6 +311,15 @@ def sender_id(stage: int, partition: int, partitions: int) -> int:
     return (stage - 1) * partitions + partition
 
 
+def plan_versions_of(number: int, handed_over, stream: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """`Job.plan_versions`' rule from its inputs (version `number`, `Job.handed_over()`), for whoever
+    holds those and not the job (the executors writing to PostgreSQL)."""
+    found = np.full(len(ts), number, np.int64)
+    for name, before, old_version in handed_over:
+        found[(stream == name) & (ts < before)] = old_version
+    return found
+
+
 @dataclass(frozen=True)
 class Version:
     """Which version of the plan a job runs (`sscript update` makes the next) and what its state
@@ -386,10 +395,7 @@ class Job:
     def plan_versions(self, stream: np.ndarray, ts: np.ndarray) -> np.ndarray:
         """The version of the plan that computed each result row (results' `plan_version`): this one's,
         but the previous version's for a handed-over stream's rows before its handover."""
-        found = np.full(len(ts), self.version.number, np.int64)
-        for name, before, old_version in self.handed_over():
-            found[(stream == name) & (ts < before)] = old_version
-        return found
+        return plan_versions_of(self.version.number, self.handed_over(), stream, ts)
 
     def handed_over(self) -> list[tuple[str, int, int]]:
         """(stream, time, version): the rows of that stream before that time came from that earlier

@@ -1,0 +1,582 @@
+"""Results in PostgreSQL: `--sink postgresql://[USER@]HOST[:PORT]/DB[?schema=NAME&sslmode=...]`,
+written by the executors: no result row crosses the driver.
+
+The address holds no password: libpq finds it as it always does (PGPASSWORD, ~/.pgpass, PGPASSFILE),
+in the driver's process. The driver hands what it found to the executors inside the write it sends
+them (never into status, logs or the address), since a cluster's executors do not share its
+environment. Every other libpq setting of the address (sslmode, sslrootcert, connect_timeout, ...)
+is libpq's; `schema` (default `public`) and `retry_for` (how long a write waits for the database to
+come back, default 5min) are ours.
+
+The tables (`Tables.create`, made by the job, kept by later runs):
+
+    results          the rows of every output stream (sinks.RESULT_COLUMNS, MATCH_COLUMNS, plan_version)
+                     and the batch that wrote them; partitioned by event time (ts), a day a
+                     partition (results_dYYYYMMDD), so `--retain results=...` drops whole days
+    late             the late store (sinks.LATE_COLUMNS), partitioned the same way (late_dYYYYMMDD)
+    quarantine       lines that could not be read, with the batch and its time
+    metrics, metrics_minutes   as in SQLite, their `time` in seconds since the epoch
+    latest           a view: the newest version of each result row, retractions left out
+    sscript_parts    the ledger of the executors' writes: one row per (batch, stage, partition),
+                     in the transaction that COPYs that partition's rows
+    sscript_batches  the ledger of the driver's: a batch's small facts, a correction's write
+
+Exactly once. A micro-batch's result rows are written per Spark partition of its last stage, by
+the Python worker that holds them (`ExecutorWrites`): one transaction inserts the partition's
+ledger row and COPYs its rows; a partition whose ledger row is there (a batch done again after a
+kill, a task retried) writes nothing. The recomputation of a batch from the same checkpoint gives
+the same rows, so a partition written by an earlier attempt holds what this one would write. An
+attempt under another version of the plan (`sscript update` switched between the two) may cut the
+batch differently: the driver first removes what earlier attempts of the batch wrote under
+another version (`ExecutorWrites.write`). The driver then writes the batch's small facts and its
+`sscript_batches` row in one transaction (`PostgresSink.write`).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from urllib.parse import parse_qsl, urlsplit, urlencode, urlunsplit
+
+import numpy as np
+import pandas as pd
+
+from sensorscript.runtime.plan.program import plan_versions_of
+from sensorscript.times import duration_ms
+
+PREFIXES = ("postgresql://", "postgres://")
+DAY_MS = 86_400_000
+# The columns of a results row in the table's order (sinks.RESULT_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN),
+# then the batch that wrote it. Named here, not imported: sinks imports this module.
+RESULTS = ("stream", "ts", "window_start", "window_end", "value", "version", "start_ts", "end_ts", "events",
+           "plan_version", "batch_id")
+KEY = ("stream", "ts", "window_start", "window_end", "start_ts", "end_ts")
+_OURS = ("schema", "retry_for")  # the address's settings that are not libpq's
+_PATIENCE = "5min"
+_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")  # libpq's
+_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def is_postgres(spec: str | None) -> bool:
+    return bool(spec) and spec.startswith(PREFIXES)
+
+
+@dataclass(frozen=True)
+class Address:
+    """A checked `postgresql://` sink address: libpq's connection string (`conninfo`, no password),
+    the schema of the tables and how long a write waits for the database (`patience_s`)."""
+
+    url: str
+    conninfo: str
+    schema: str = "public"
+    patience_s: float = 300.0
+
+    @staticmethod
+    def parse(url: str) -> "Address":
+        """ValueError, in the user's words, for an address the sink cannot use."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("postgresql", "postgres"):
+            raise ValueError(f"--sink {url}: a PostgreSQL sink is postgresql://[USER@]HOST[:PORT]/DB")
+        if parts.password is not None:
+            raise ValueError("--sink: the address of a PostgreSQL sink holds no password (it would be kept in "
+                             "OUT/status.json and shown); give it in PGPASSWORD or ~/.pgpass, as for psql")
+        if not parts.hostname or not parts.path.strip("/"):
+            raise ValueError(f"--sink {url}: name the server and the database: postgresql://[USER@]HOST[:PORT]/DB")
+        try:
+            parts.port  # noqa: B018 (raises for a port that is not a number)
+        except ValueError:
+            raise ValueError(f"--sink {url}: the port is not a number") from None
+        settings = dict(parse_qsl(parts.query, keep_blank_values=True))
+        schema = settings.pop("schema", "public")
+        if not _NAME.fullmatch(schema):
+            raise ValueError(f"--sink {url}: schema '{schema}' is not a plain lower-case name (letters, digits, _)")
+        patience = duration_ms(settings.pop("retry_for", _PATIENCE), "retry_for") / 1000.0
+        if settings.get("sslmode", "prefer") not in _SSLMODES:
+            raise ValueError(f"--sink {url}: sslmode '{settings['sslmode']}' is not one of {', '.join(_SSLMODES)}")
+        conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(settings), ""))
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:
+            conninfo_to_dict(conninfo)
+        except Exception as exc:  # noqa: BLE001 (psycopg's ProgrammingError: libpq's own words)
+            raise ValueError(f"--sink {url}: {str(exc).strip()}") from None
+        return Address(url, conninfo, schema, patience)
+
+    def describe(self) -> str:
+        return f"{self.url} (tables results, late, quarantine, metrics in schema {self.schema}; " \
+               f"results written by the executors)"
+
+    def connect(self, password: str | None = None, **settings):
+        import psycopg
+
+        extra = {"password": password} if password else {}
+        return psycopg.connect(self.conninfo, **extra, **settings)
+
+    def password(self) -> str | None:
+        """The password libpq finds for this address here (PGPASSWORD, ~/.pgpass), for the executors;
+        ValueError in one sentence when the database cannot be reached."""
+        with self.connect_waiting() as db:
+            return db.info.password or None
+
+    def connect_waiting(self, password: str | None = None, patience: float | None = None):
+        """A connection, waiting up to `patience` seconds (default the address's) for the database;
+        ConnectionError in one sentence when it stays away."""
+        import psycopg
+
+        deadline = time.monotonic() + (self.patience_s if patience is None else patience)
+        delay = 0.5
+        while True:
+            try:
+                return self.connect(password)
+            except psycopg.OperationalError as exc:
+                if time.monotonic() + delay > deadline or _refused_for_good(exc):
+                    raise ConnectionError(f"PostgreSQL at {self.url} could not be reached: {_first_line(exc)}") \
+                        from None
+                time.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[-1].strip() if text else type(exc).__name__
+
+
+def _refused_for_good(exc: BaseException) -> bool:
+    """A login refused (a wrong password, an unknown role or database, TLS that does not verify):
+    waiting will not help."""
+    text = str(exc)
+    return any(words in text for words in ("password authentication failed", "does not exist",
+                                           "no password supplied", "certificate verify failed",
+                                           "no pg_hba.conf entry", "server does not support SSL"))
+
+
+def retrying(address: Address, password: str | None, work, what: str):
+    """`work(connection)` (in autocommit: `work` opens the transactions it needs), done again from the
+    start when the connection is lost (the database restarted), for up to the address's patience;
+    ConnectionError in one sentence once it is spent. `work` must be safe to do again (the ledger
+    makes it so)."""
+    import psycopg
+
+    deadline = time.monotonic() + address.patience_s
+    delay = 0.5
+    while True:
+        try:
+            with address.connect_waiting(password, max(0.0, deadline - time.monotonic())) as db:
+                db.autocommit = True
+                return work(db)
+        except (psycopg.OperationalError, psycopg.errors.AdminShutdown, psycopg.errors.CrashShutdown) as exc:
+            if time.monotonic() + delay > deadline:
+                raise ConnectionError(f"{what}: PostgreSQL at {address.url} stayed away: {_first_line(exc)}") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+
+# ------------------------------------------------------------------ the tables
+
+class Tables:
+    """The sink's tables in `schema`, and their partitions by day of event time."""
+
+    PARTITIONED = ("results", "late")
+
+    def __init__(self, schema: str):
+        self.schema = schema
+        self.known: set[str] = set()  # partitions this process made or found
+
+    def name(self, table: str) -> str:
+        return f'"{self.schema}".{table}'
+
+    def create(self, db) -> None:
+        """Every table, index and view, where missing (one process at a time: an advisory lock)."""
+        with db.transaction():
+            self._create(db)
+
+    def _create(self, db) -> None:
+        s = self.schema
+        db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sensorscript:{s}",))
+        db.execute(f'CREATE SCHEMA IF NOT EXISTS "{s}"')
+        for statement in (
+            f"""CREATE TABLE IF NOT EXISTS "{s}".results (stream text NOT NULL, ts bigint NOT NULL,
+                window_start bigint, window_end bigint, value double precision, version integer NOT NULL,
+                start_ts bigint, end_ts bigint, events text, plan_version integer, batch_id bigint NOT NULL)
+                PARTITION BY RANGE (ts)""",
+            # A stream's rows in time, each row's versions side by side (the view `latest`, corrections).
+            f'CREATE INDEX IF NOT EXISTS results_by_stream ON "{s}".results (stream, ts, version)',
+            f"""CREATE TABLE IF NOT EXISTS "{s}".late (sensor_id text NOT NULL, ts bigint NOT NULL,
+                value double precision, watermark bigint NOT NULL, streams text NOT NULL, batch_id bigint NOT NULL,
+                too_late integer) PARTITION BY RANGE (ts)""",
+            f"""CREATE TABLE IF NOT EXISTS "{s}".quarantine (raw text NOT NULL, reason text NOT NULL,
+                batch_id bigint, time timestamptz NOT NULL DEFAULT now())""",
+            f'CREATE INDEX IF NOT EXISTS quarantine_by_time ON "{s}".quarantine (time)',
+            f"""CREATE TABLE IF NOT EXISTS "{s}".metrics (batch_id bigint NOT NULL, partition integer,
+                time double precision NOT NULL, name text NOT NULL, value double precision)""",
+            f'CREATE INDEX IF NOT EXISTS metrics_by_name ON "{s}".metrics (name, batch_id)',
+            f'CREATE INDEX IF NOT EXISTS metrics_by_time ON "{s}".metrics (time)',
+            f"""CREATE TABLE IF NOT EXISTS "{s}".metrics_minutes (minute double precision NOT NULL,
+                partition integer, name text NOT NULL, batches integer NOT NULL, total double precision,
+                low double precision, high double precision)""",
+            f'CREATE INDEX IF NOT EXISTS metrics_minutes_by_minute ON "{s}".metrics_minutes (minute)',
+            f"""CREATE TABLE IF NOT EXISTS "{s}".sscript_parts (batch_id bigint NOT NULL, stage integer NOT NULL,
+                part integer NOT NULL, plan_version integer NOT NULL, rows bigint, low_ts bigint, high_ts bigint,
+                time timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (batch_id, stage, part))""",
+            f"""CREATE TABLE IF NOT EXISTS "{s}".sscript_batches (batch_id bigint PRIMARY KEY,
+                time timestamptz NOT NULL DEFAULT now())""",
+            # The newest version of each row, retractions (an empty value) left out: one look-up in
+            # results_by_stream per row.
+            f"""CREATE OR REPLACE VIEW "{s}".latest AS SELECT r.* FROM "{s}".results r WHERE r.value IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM "{s}".results n WHERE n.stream = r.stream AND n.ts = r.ts AND """
+            + " AND ".join(f"n.{c} IS NOT DISTINCT FROM r.{c}" for c in KEY[2:]) + " AND n.version > r.version)",
+        ):
+            db.execute(statement)
+
+    def partitions(self, db, table: str, days: set[int]) -> None:
+        """Make the partitions of `table` for these days (days since the epoch) that are missing: each
+        made alone and attached, which neither waits for nor blocks the writes and reads of the
+        others (CREATE ... PARTITION OF would lock the whole table); one process at a time."""
+        wanted = {day: f"{table}_d{_day_name(day)}" for day in days}
+        missing = {day: name for day, name in wanted.items() if name not in self.known}
+        if not missing:
+            return
+        found = {row[0] for row in db.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = ANY(%s)", (self.schema, list(missing.values())))}
+        for day, name in sorted(missing.items()):
+            if name not in found:
+                with db.transaction():
+                    db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sensorscript:{self.schema}:{name}",))
+                    exists = db.execute("SELECT to_regclass(%s)", (f'"{self.schema}".{name}',)).fetchone()[0]
+                    if exists is None:
+                        db.execute(f'CREATE TABLE "{self.schema}".{name} (LIKE "{self.schema}".{table} '
+                                   f'INCLUDING DEFAULTS INCLUDING CONSTRAINTS)')
+                        db.execute(f'ALTER TABLE "{self.schema}".{table} ATTACH PARTITION "{self.schema}".{name} '
+                                   f'FOR VALUES FROM ({day * DAY_MS}) TO ({(day + 1) * DAY_MS})')
+            self.known.add(name)
+
+    def drop_before(self, db, table: str, before_ms: int) -> int:
+        """Drop the partitions of `table` whose every row is older than `before_ms`; how many rows they held."""
+        rows = db.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace n ON n.oid = p.relnamespace "
+            "WHERE n.nspname = %s AND p.relname = %s", (self.schema, table)).fetchall()
+        dropped = 0
+        for (name,) in rows:
+            match = re.fullmatch(rf"{table}_d(\d{{8}})", name)
+            if match and (_day_of_name(match.group(1)) + 1) * DAY_MS <= before_ms:
+                dropped += db.execute(f'SELECT count(*) FROM "{self.schema}".{name}').fetchone()[0]
+                db.execute(f'DROP TABLE "{self.schema}".{name}')
+                self.known.discard(name)
+        return dropped
+
+
+def _day_name(day: int) -> str:
+    return datetime.fromtimestamp(day * 86_400, timezone.utc).strftime("%Y%m%d")
+
+
+def _day_of_name(text: str) -> int:
+    return int(datetime.strptime(text, "%Y%m%d").replace(tzinfo=timezone.utc).timestamp()) // 86_400
+
+
+def days_of(ts) -> set[int]:
+    return {int(d) for d in np.unique(np.floor_divide(np.asarray(ts, np.int64), DAY_MS))}
+
+
+# ------------------------------------------------------------------ COPY
+
+def copy_arrow(db, tables: Tables, table: str, columns: tuple[str, ...], data) -> int:
+    """COPY an Arrow table (these columns, in order) into `table`: written as CSV by Arrow's writer
+    (every string quoted, an empty value unquoted: NULL), read by PostgreSQL's COPY."""
+    import pyarrow.csv as pacsv
+
+    if not data.num_rows:
+        return 0
+    buffer = io.BytesIO()
+    pacsv.write_csv(data.select(list(columns)), buffer,
+                    pacsv.WriteOptions(include_header=False, quoting_style="needed"))
+    with db.cursor().copy(f"COPY {tables.name(table)} ({', '.join(columns)}) FROM STDIN WITH (FORMAT csv)") as copy:
+        copy.write(buffer.getbuffer())
+    return data.num_rows
+
+
+def arrow_of(frame: pd.DataFrame, columns: tuple[str, ...], types: dict[str, str]):
+    """A pandas frame (a driver's rows) as an Arrow table of these columns."""
+    import pyarrow as pa
+
+    arrays = []
+    for column in columns:
+        values = frame[column] if column in frame else pd.Series([None] * len(frame), dtype=object)
+        kind = {"text": pa.string(), "bigint": pa.int64(), "integer": pa.int32(), "double": pa.float64()}[types[column]]
+        present = values.notna().to_numpy()
+        if kind in (pa.int64(), pa.int32()):
+            arrays.append(pa.array(values.astype(object).where(present, None).tolist(), type=kind))
+        elif kind == pa.float64():
+            arrays.append(pa.array(values.to_numpy(np.float64, na_value=np.nan), mask=~present, type=kind))
+        else:
+            arrays.append(pa.array(values.astype(object).where(present, None).tolist(), type=kind))
+    return pa.table(arrays, names=list(columns))
+
+
+RESULT_TYPES = {"stream": "text", "ts": "bigint", "window_start": "bigint", "window_end": "bigint", "value": "double",
+                "version": "integer", "start_ts": "bigint", "end_ts": "bigint", "events": "text",
+                "plan_version": "integer", "batch_id": "bigint"}
+SIDE_TYPES = {
+    "late": {"sensor_id": "text", "ts": "bigint", "value": "double", "watermark": "bigint", "streams": "text",
+             "batch_id": "bigint", "too_late": "integer"},
+    "quarantine": {"raw": "text", "reason": "text", "batch_id": "bigint"},
+    "metrics": {"batch_id": "bigint", "partition": "integer", "time": "double", "name": "text", "value": "double"},
+}
+
+
+# ------------------------------------------------------------------ the executors' writes
+
+@dataclass
+class PartitionWrite:
+    """What a Python worker needs to write its partition's result rows of a micro-batch (pickled
+    into Spark's task; the password is never shown: repr leaves it out)."""
+
+    address: Address
+    batch_id: int
+    stage: int
+    plan: int  # the plan version that computes the batch
+    handed_over: tuple  # Job.handed_over(): (stream, before, old version)
+    keep: frozenset  # the streams whose result rows the driver also needs (their alarms)
+    password: str | None = field(default=None, repr=False)
+
+    def __call__(self, batches):
+        """mapInArrow: the partition's rows in; out, the rows the driver needs (everything but the
+        result rows, and the result rows of `keep`) and one row of what was written."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyspark import TaskContext
+
+        part = TaskContext.get().partitionId()
+        results, schema = [], None
+        for batch in batches:
+            schema = batch.schema
+            kinds = batch.column(batch.schema.get_field_index("kind"))
+            is_result = pc.equal(kinds, "result").fill_null(False)
+            if self.keep:
+                driver = pc.or_(pc.invert(is_result),
+                                pc.is_in(batch.column(batch.schema.get_field_index("stream")),
+                                         value_set=pa.array(sorted(self.keep), pa.string())).fill_null(False))
+            else:
+                driver = pc.invert(is_result)
+            if pc.any(is_result).as_py():
+                results.append(batch.filter(is_result))
+            if pc.any(driver).as_py():
+                yield batch.filter(driver)
+        if schema is None:  # an empty partition
+            return
+        rows, matches, newest = self.write(part, pa.Table.from_batches(results) if results else None)
+        yield summary_row(schema, rows, matches, newest)
+
+    def write(self, part: int, table) -> tuple[int, int, int | None]:
+        """COPY the partition's result rows with its ledger row, unless the ledger has it."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if table is None or not table.num_rows:
+            return 0, 0, None
+        stream = table.column("stream").to_numpy(zero_copy_only=False)
+        ts = table.column("ts").to_numpy()
+        plan = plan_versions_of(self.plan, self.handed_over, stream, ts)
+        data = table.append_column("plan_version", pa.array(plan, pa.int32())) \
+                    .append_column("batch_id", pa.array(np.full(table.num_rows, self.batch_id, np.int64)))
+        tables = Tables(self.address.schema)
+        low, high = int(pc.min(table.column("ts")).as_py()), int(pc.max(table.column("ts")).as_py())
+        matches = int(table.num_rows - table.column("events").null_count)
+
+        def work(db):
+            tables.partitions(db, "results", days_of(ts))
+            with db.transaction():
+                new = db.execute(f"INSERT INTO {tables.name('sscript_parts')} (batch_id, stage, part, plan_version, "
+                                 f"rows, low_ts, high_ts) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                                 f"ON CONFLICT DO NOTHING RETURNING 1",
+                                 (self.batch_id, self.stage, part, self.plan, table.num_rows, low, high)).fetchone()
+                if new is not None:  # the ledger has it: written by an earlier attempt
+                    copy_arrow(db, tables, "results", RESULTS, data)
+
+        retrying(self.address, self.password, work, f"micro-batch {self.batch_id}, partition {part}")
+        return table.num_rows, matches, high
+
+
+SUMMARY = "written"  # the kind of the row a partition's write sends the driver: ts the newest row time,
+# window_start how many result rows, window_end how many of them were pattern matches
+
+
+def summary_row(schema, rows: int, matches: int, newest: int | None):
+    """The row of what a partition wrote, in the stage's output schema (that of its rows, `schema`)."""
+    import pyarrow as pa
+
+    values = {"kind": SUMMARY, "ts": newest, "window_start": rows, "window_end": matches}
+    return pa.RecordBatch.from_pydict({n: [values.get(n)] for n in schema.names}, schema=schema)
+
+
+# ------------------------------------------------------------------ the driver's side
+
+class PostgresSink:
+    """The sink `postgresql://...` as the driver sees it: the tables made, a batch's small facts and
+    its ledger row written in one transaction (`write`, also a correction's or a backfill's rows),
+    what the sink holds read back (`read`), and the executors' write of a micro-batch's result
+    rows handed to Spark (`write_on_executors`)."""
+
+    def __init__(self, spec: str):
+        self.address = Address.parse(spec)
+        self.tables = Tables(self.address.schema)
+        self._password: str | None = None
+        retrying(self.address, None, self.tables.create, "the sink's tables could not be made")
+
+    @property
+    def path(self) -> str:  # what a sink's describe names
+        return self.address.url
+
+    def describe(self) -> str:
+        return self.address.describe()
+
+    def password(self) -> str | None:
+        if self._password is None:
+            self._password = self.address.password()
+        return self._password
+
+    def _in_ledger(self, db, batch_id: int) -> bool:
+        return db.execute(f"SELECT 1 FROM {self.tables.name('sscript_batches')} WHERE batch_id = %s",
+                          (batch_id,)).fetchone() is not None
+
+    def wrote(self, batch_id: int) -> bool:
+        return retrying(self.address, None, lambda db: self._in_ledger(db, batch_id),
+                        f"the ledger of {self.address.url} could not be read")
+
+    def write(self, batch_id: int, rows) -> None:
+        """One transaction: the rows (results the driver holds: a correction's, a backfill's; the
+        late store, quarantine, metrics) and the batch's ledger row, or nothing; a batch in the
+        ledger is skipped."""
+        tables = self.tables
+        results = rows.results if rows.results is not None else pd.DataFrame()
+        late = rows.late if rows.late is not None else pd.DataFrame()
+
+        def work(db):
+            if len(results):
+                tables.partitions(db, "results", days_of(results["ts"].to_numpy(np.int64)))
+            if len(late):
+                tables.partitions(db, "late", days_of(late["ts"].to_numpy(np.int64)))
+            with db.transaction():
+                if self._in_ledger(db, batch_id):
+                    return
+                if len(results):
+                    copy_arrow(db, tables, "results", RESULTS,
+                               arrow_of(results.assign(batch_id=batch_id), RESULTS, RESULT_TYPES))
+                for table, frame in (("late", late), ("quarantine", rows.quarantine), ("metrics", rows.metrics)):
+                    if frame is not None and len(frame):
+                        types = SIDE_TYPES[table]
+                        if table == "quarantine":
+                            frame = frame.assign(batch_id=batch_id)
+                        copy_arrow(db, tables, table, tuple(types), arrow_of(frame, tuple(types), types))
+                db.execute(f"INSERT INTO {tables.name('sscript_batches')} (batch_id) VALUES (%s)", (batch_id,))
+
+        retrying(self.address, None, work, f"micro-batch {batch_id} could not be written")
+
+    def write_on_executors(self, batch, batch_id: int, job, keep: frozenset = frozenset()):
+        """A micro-batch's result rows into `results` from the executors (`PartitionWrite`, per
+        partition of its last stage); returns what the driver needs: the batch's other rows with
+        the result rows of the streams in `keep`, how many result rows there were, and how many of
+        them were pattern matches. First, what earlier attempts of this batch wrote under another
+        version of the plan goes."""
+        from sensorscript.runtime.output.rows import OUTPUT_SCHEMA
+
+        number = job.version.number
+        self.forget_other_attempts(batch_id, number)
+        stage = max([1, *(n for n, _ in job.stages_after_first())])
+        write = PartitionWrite(self.address, batch_id, stage, number, tuple(job.handed_over()), frozenset(keep),
+                               self.password())
+        found = batch.mapInArrow(write, OUTPUT_SCHEMA).toPandas()
+        written = found["kind"] == SUMMARY
+        counts = found[written]
+        return (found[~written].reset_index(drop=True), int(counts["window_start"].fillna(0).sum()),
+                int(counts["window_end"].fillna(0).sum()))
+
+    def forget_other_attempts(self, batch_id: int, plan: int) -> None:
+        tables = self.tables
+
+        def work(db):
+            with db.transaction():
+                for version, low, high in db.execute(
+                        f"SELECT plan_version, min(low_ts), max(high_ts) FROM {tables.name('sscript_parts')} "
+                        f"WHERE batch_id = %s AND plan_version <> %s GROUP BY plan_version", (batch_id, plan)).fetchall():
+                    db.execute(f"DELETE FROM {tables.name('results')} WHERE batch_id = %s AND ts BETWEEN %s AND %s",
+                               (batch_id, low, high))
+                    db.execute(f"DELETE FROM {tables.name('sscript_parts')} WHERE batch_id = %s AND plan_version = %s",
+                               (batch_id, version))
+
+        retrying(self.address, None, work, f"micro-batch {batch_id} could not be written")
+
+    def read(self, columns: list[str], streams=None, lo: int | None = None, hi: int | None = None) -> pd.DataFrame:
+        """Every version of the result rows (of these streams, lo <= ts < hi), in `columns`."""
+        where, parameters = ["TRUE"], []
+        if streams is not None:
+            where.append("stream = ANY(%s)")
+            parameters.append(list(streams))
+        if lo is not None and lo > -(2**63):
+            where.append("ts >= %s")
+            parameters.append(int(lo))
+        if hi is not None and hi < 2**63 - 1:
+            where.append("ts < %s")
+            parameters.append(int(hi))
+
+        def work(db):
+            cursor = db.execute(f"SELECT {', '.join(columns)} FROM {self.tables.name('results')} "
+                                f"WHERE {' AND '.join(where)}", parameters)
+            return pd.DataFrame(cursor.fetchall(), columns=columns)
+
+        return retrying(self.address, None, work, f"the results in {self.address.url} could not be read")
+
+    def reset(self) -> None:
+        """Remove what earlier runs wrote (a run afresh): the sink's tables, made anew."""
+        s = self.address.schema
+
+        def work(db):
+            with db.transaction():
+                db.execute(f'DROP VIEW IF EXISTS "{s}".latest')
+                for table in ("results", "late", "quarantine", "metrics", "metrics_minutes", "sscript_parts",
+                              "sscript_batches"):
+                    db.execute(f'DROP TABLE IF EXISTS "{s}".{table} CASCADE')
+                self.tables.known.clear()
+                self.tables._create(db)
+
+        retrying(self.address, None, work, f"the sink {self.address.url} could not be cleared")
+
+    # ------------------------------------------------------------------ retention (runtime/output/expiry.py)
+    def drop_before(self, table: str, before_ms: int) -> int:
+        """Drop the days of `table` (results, late) wholly behind `before_ms`; how many rows they held."""
+        tables = self.tables
+
+        def work(db):
+            with db.transaction():
+                return tables.drop_before(db, table, before_ms)
+
+        return retrying(self.address, None, work, f"the {table} behind the horizon could not be removed")
+
+    def downsample_metrics(self, before: float) -> int:
+        """The metrics rows older than `before` (s) become per-minute rows, in one transaction."""
+        name = self.tables.name
+
+        def work(db):
+            with db.transaction():
+                db.execute(f"INSERT INTO {name('metrics_minutes')} (minute, partition, name, batches, total, low, high) "
+                           f"SELECT floor(time / 60) * 60, partition, name, count(*), sum(value), min(value), "
+                           f"max(value) FROM {name('metrics')} WHERE time < %s GROUP BY 1, 2, 3", (before,))
+                return db.execute(f"DELETE FROM {name('metrics')} WHERE time < %s", (before,)).rowcount
+
+        return retrying(self.address, None, work, "the metrics could not be downsampled")
+
+    def expire_minutes(self, before: float) -> int:
+        return retrying(self.address, None, lambda db: db.execute(
+            f"DELETE FROM {self.tables.name('metrics_minutes')} WHERE minute < %s", (before,)).rowcount,
+            "the metrics per minute could not be removed")
+
+    def size(self) -> int:
+        """Bytes the sink's tables take (their indexes too)."""
+        return retrying(self.address, None, lambda db: int(db.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            (self.address.schema,)).fetchone()[0]), "the sink's size could not be read")
