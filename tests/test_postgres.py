@@ -3,6 +3,10 @@ PostgreSQL (Debian's, started by tests/brokers.py on a free port of 127.0.0.1)."
 
 from __future__ import annotations
 
+import os
+import re
+import time
+
 import pytest
 
 from sensorscript.compiler import compile_workflows
@@ -108,8 +112,6 @@ def test_killed_three_times_between_the_executors_write_and_the_drivers_each_row
 def _written_by_executors_only(server, schema: str, run, after: int) -> int:
     """Wait for a batch after `after` whose result rows the executors committed while the driver,
     held, has not written it (its ledger row); that batch."""
-    import time
-
     deadline = time.monotonic() + 300
     with server.connect() as db:
         while time.monotonic() < deadline:
@@ -120,3 +122,130 @@ def _written_by_executors_only(server, schema: str, run, after: int) -> int:
                 return int(found[0])
             time.sleep(0.1)
     raise AssertionError(f"no batch written by the executors alone within 300 s:\n{run.output()}")
+
+
+def _batch(stream: str, stamps: list[int], version: int = 1):
+    import pandas as pd
+
+    from sensorscript.runtime.output.sinks import BatchRows
+
+    results = pd.DataFrame({"stream": stream, "ts": stamps, "window_start": [t - 1000 for t in stamps],
+                            "window_end": stamps, "value": [t / 7 for t in stamps], "version": version,
+                            "plan_version": 1})
+    return BatchRows(results, pd.DataFrame({"raw": ["x,y"], "reason": ["bad ts"]}))
+
+
+DAY = 86_400_000
+
+
+def test_retention_drops_the_days_behind_the_horizon_and_nothing_newer(postgres, tmp_path):
+    from sensorscript.runtime.output import expiry
+    from sensorscript.runtime.output.sinks import open_sink, read_results
+
+    server, url = postgres
+    schema = _schema(url)
+    sink = open_sink(url)
+    stamps = [10 * DAY + 5, 10 * DAY + DAY - 1, 11 * DAY, 11 * DAY + 7, 12 * DAY + 3]
+    sink.write(0, _batch("w.A", stamps))
+    sink.write(0, _batch("w.A", [1]))  # a batch in the ledger: skipped
+    assert sink.wrote(0) and not sink.wrote(1)
+    assert sorted(read_results(url)["ts"]) == stamps
+    with server.connect() as db:
+        parts = sorted(r[0] for r in db.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'", (schema,)))
+    assert parts == ["results_d19700111", "results_d19700112", "results_d19700113"]
+    removed = expiry.expire_results(tmp_path, url, 11 * DAY + 3_600_000, ["w.A"])  # within the second day
+    assert removed == 2  # the first day's rows; the second day's stay whole
+    assert sorted(read_results(url)["ts"]) == stamps[2:]
+    assert expiry.expired_before(tmp_path) == 11 * DAY + 3_600_000
+    assert sorted(read_results(url, ["w.A"], 11 * DAY + 1, 12 * DAY)["ts"]) == [11 * DAY + 7]
+
+
+def test_tls_verify_full_against_the_servers_own_ca_and_a_password_from_pgpass(tmp_path, monkeypatch):
+    """A server that serves TLS only, with a certificate for 127.0.0.1 its own CA signed: the sink
+    verifies it (sslmode=verify-full) and logs in with the password ~/.pgpass holds; a CA that did
+    not sign it, and no password at all, are refused at once, in one sentence."""
+    from tests.brokers import Broker, PostgresServer, need_postgres
+    from sensorscript.runtime.output.sinks import open_sink, read_results
+
+    need_postgres()
+    server = PostgresServer(tls=True, durable=False).start()
+    try:
+        monkeypatch.delenv("PGPASSWORD", raising=False)
+        monkeypatch.setenv("HOME", str(tmp_path))
+        pgpass = tmp_path / ".pgpass"
+        pgpass.write_text(f"127.0.0.1:{server.port}:sensors:sensors:{server.password}\n")
+        pgpass.chmod(0o600)
+        sink = open_sink(server.url)
+        sink.write(3, _batch("w.B", [5, 6]))
+        assert sorted(read_results(server.url)["ts"]) == [5, 6]
+        with server.connect() as db:
+            assert db.execute("SELECT bool_and(ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid "
+                              "WHERE a.usename = 'sensors'").fetchone()[0]
+        other_ca = Broker.certificates(tmp_path / "other")[0]
+        wrong = server.url.replace(str(server.ca), str(other_ca))
+        with pytest.raises(ConnectionError, match=r"^PostgreSQL at postgresql://sensors@127\.0\.0\.1:\d+/sensors\?"
+                                                  r".* could not be reached: .*certificate verify failed"):
+            open_sink(wrong)
+        pgpass.unlink()
+        with pytest.raises(ConnectionError, match="no password supplied"):
+            open_sink(server.url)
+    finally:
+        server.remove()
+
+
+@pytest.mark.spark
+def test_the_database_restarted_while_the_job_runs_the_batch_waits_and_if_it_stays_away_one_sentence(tmp_path):
+    """The job writes to a PostgreSQL that is killed after batch 2 and started again 4 s later: the
+    batch being written waits and is written once the database is back; the results equal the
+    reference's, each row once. A second job, told to wait 2 s (`retry_for=2s`), stops when the
+    database stays away, with one sentence that says so."""
+    from tests.brokers import PostgresServer, need_postgres
+    from tests.cep_harness import reference_rows, same_rows
+    from tests.conftest import EXAMPLES
+    from tests.differential import disordered_replay
+    from tests.test_restart import DELAY_MS, Run, batches_read
+
+    need_postgres()
+    folder = tmp_path / "replay"
+    batches = disordered_replay(folder, seed=3, files=6)
+    server = PostgresServer(durable=False).start()
+    runs = []
+    try:
+        os.environ["PGPASSWORD"] = server.password
+        out = tmp_path / "out"
+        compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2,
+                                     watermark=f"fixed:{DELAY_MS}", late="log")
+        run = Run(out, folder / "data", extra=("--sink", server.url))
+        runs.append(run)
+        run.wait_for("batch 2:")
+        server.stop(kill=True)
+        time.sleep(4)
+        server.start()
+        said = run.drain(sum(map(len, batches)))
+        assert "every window and pending match was emitted" in said and "Traceback" not in said
+        scripts = {f.stem: f.read_text() for f in EXAMPLES}
+        expected, _ = reference_rows(scripts, batches_read(out), DELAY_MS, compiled.plan)
+        with server.connect() as db:
+            found = [tuple(r) for r in db.execute("SELECT stream, ts, window_start, window_end, value, start_ts, "
+                                                  "end_ts, events FROM results")]
+        same_rows(found, expected)
+
+        second = tmp_path / "second"
+        compile_workflows([str(f) for f in EXAMPLES], second, str(SENSORS), 2, watermark=f"fixed:{DELAY_MS}")
+        stays = Run(second, folder / "data", extra=("--sink", f"{server.url}?schema=second&retry_for=2s"))
+        runs.append(stays)
+        stays.wait_for("batch 0:")
+        server.stop(kill=True)
+        assert stays.finish() == 1
+        told = stays.output()
+        errors = [line for line in told.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "Traceback" not in told, told
+        assert re.search(r"micro-batch \d+ could not be written: .*PostgreSQL at postgresql://sensors@127\.0\.0\.1:"
+                         r"\d+/sensors\?schema=second&retry_for=2s (stayed away|could not be reached)", errors[0]), told
+    finally:
+        for run in runs:
+            run.cleanup()
+        os.environ.pop("PGPASSWORD", None)
+        server.remove()

@@ -456,6 +456,8 @@ class PostgresSink:
         late = rows.late if rows.late is not None else pd.DataFrame()
 
         def work(db):
+            if self._in_ledger(db, batch_id):
+                return
             if len(results):
                 tables.partitions(db, "results", days_of(results["ts"].to_numpy(np.int64)))
             if len(late):
