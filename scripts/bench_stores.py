@@ -144,7 +144,7 @@ def measure(out: Path, sink: SQLiteSink, streams: pd.DataFrame, runs: int, next_
     newest = query(path, NEWEST_PER_STREAM)()
     assert {row[0] for row in newest} == set(streams["name"]), "the newest row per stream: not one for each"
     times = {
-        "sscript results --stream S": timed(lambda: running.show_results(out, [window], False, 50), runs),
+        "sscript results --stream S": timed(lambda: list(running.show_results(out, [window], False, 50)), runs),
         "latest, a stream": timed(query(path, "SELECT * FROM latest WHERE stream = ?", window), runs),
         "latest, a stream, an hour": timed(query(path, "SELECT * FROM latest WHERE stream = ? AND ts >= ? AND ts < ?",
                                                  window, *hour), runs),

@@ -430,7 +430,8 @@ def results(out, streams, all_versions, limit, tz) -> None:
     from sensorscript import running
 
     try:
-        click.echo(running.show_results(Path(out), list(streams) or None, all_versions, limit, tz))
+        for line in running.show_results(Path(out), list(streams) or None, all_versions, limit, tz):
+            click.echo(line)
     except SensorScriptError as exc:
         _fail(exc)
 

@@ -238,12 +238,14 @@ def correct_now(out: Path):
     return Correction(**json.loads(report[-1]))
 
 
-def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit: int, tz=None) -> str:
+def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit: int, tz=None):
     """`sscript results OUT`: the newest version of each result row (or every version), times in
-    `tz` (UTC when None)."""
+    `tz` (UTC when None); its lines, one by one (a PostgreSQL sink's stream after stream, never all
+    its rows at once)."""
     from sensorscript.runtime.control.correction import newest
+    from sensorscript.runtime.output.postgres_sink import PostgresSink, is_postgres
     from sensorscript.runtime.output.sinks import read_results
-    from sensorscript.runtime.output.status import describe_results, results_spec
+    from sensorscript.runtime.output.status import result_groups, result_lines, results_spec
     from sensorscript.times import UTC
 
     out = Path(out)
@@ -251,18 +253,20 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
     status = job_status(out) if (out / "status.json").exists() else {}
     # With --sink kafka://: read back from the topic, by a local Spark (runtime/output/kafka_sink.py).
     spec = results_spec(out, status) if status else f"sqlite:{out / 'results.db'}"
-    if status.get("results_topic"):  # the job loaded for its session only then
-        from sensorscript.runtime.control.session import read_back_session
-
-        read_back_session(out, status, load_job(out).JOB)
     try:
+        if is_postgres(spec):  # selected per stream by PostgreSQL
+            return result_lines(PostgresSink(spec).result_groups(streams, all_versions, limit), tz or UTC)
+        if status.get("results_topic"):  # the job loaded for its session only then
+            from sensorscript.runtime.control.session import read_back_session
+
+            read_back_session(out, status, load_job(out).JOB)
         rows = read_results(spec, streams)
-    except ValueError as exc:
+    except (ValueError, ConnectionError) as exc:
         raise SensorScriptError([Diagnostic("error", str(exc))]) from None
     if not all_versions:
         rows = newest(rows)
         rows = rows[rows["value"].notna()]
-    return describe_results(rows, limit, tz or UTC)
+    return result_lines(result_groups(rows, limit), tz or UTC)
 
 
 def job_status(out: Path) -> dict:

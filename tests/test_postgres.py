@@ -53,6 +53,22 @@ def test_the_examples_into_postgresql_equal_the_reference_written_by_the_executo
     assert quarantine == sorted(evaluation.quarantine)
     assert parts[1] == summary.results and parts[0] >= 2
     assert batches_done == summary.batches
+    # `sscript results` selects per stream in PostgreSQL: the lines of the rows read back whole.
+    from click.testing import CliRunner
+
+    from sensorscript.cli import main
+    from sensorscript.runtime.control.correction import newest
+    from sensorscript.runtime.output.sinks import read_results
+    from sensorscript.runtime.output.status import describe_results
+
+    rows = newest(read_results(url))
+    shown = CliRunner().invoke(main, ["results", str(out), "--limit", "3"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output == describe_results(rows[rows["value"].notna()], 3) + "\n"
+    one = CliRunner().invoke(main, ["results", str(out), "--stream", "bridge.out_MZ", "--all-versions", "--limit", "0"])
+    assert one.output.splitlines()[0] == f"bridge.out_MZ: {int((rows['stream'] == 'bridge.out_MZ').sum()):,} rows"
+    status = CliRunner().invoke(main, ["status", str(out)])
+    assert status.exit_code == 0 and schema in status.output, status.output
 
 
 @pytest.mark.spark

@@ -423,14 +423,24 @@ def describe_exact(status: dict, streams=None, tz: tzinfo = UTC) -> list[str]:
 
 def describe_results(rows, limit: int, tz: tzinfo = UTC) -> str:
     """Result rows per stream (the newest `limit` of each), with times people read (in `tz`)."""
-    if not len(rows):
-        return "no results"
-    lines = []
+    return "\n".join(result_lines(result_groups(rows, limit), tz))
+
+
+def result_groups(rows, limit: int):
+    """(stream, how many rows, the newest `limit` of them: all with 0) per stream, in name order."""
     for stream, group in rows.groupby("stream", sort=True):
         group = group.sort_values(["ts", "version"])
-        shown = group.tail(limit) if limit else group
-        more = f" (the last {len(shown):,} of {len(group):,})" if len(shown) < len(group) else ""
-        lines.append(f"{stream}: {len(group):,} rows{more}")
+        yield stream, len(group), group.tail(limit) if limit else group
+
+
+def result_lines(groups, tz: tzinfo = UTC):
+    """The lines of `sscript results`, one stream after another as `groups` yields them (stream, rows,
+    the rows shown): what a sink that selects per stream (PostgreSQL) never holds all at once."""
+    shown_any = False
+    for stream, count, shown in groups:
+        shown_any = True
+        more = f" (the last {len(shown):,} of {count:,})" if len(shown) < count else ""
+        yield f"{stream}: {count:,} rows{more}"
         for row in shown.itertuples(index=False):
             window = ""
             if row.window_start == row.window_start and row.window_start is not None:  # not NaN
@@ -438,5 +448,6 @@ def describe_results(rows, limit: int, tz: tzinfo = UTC) -> str:
             value = "retracted" if row.value != row.value or row.value is None else f"{row.value:.6g}"
             version = f"  version {int(row.version)}" if int(row.version) > 1 else ""
             match = f"  events {row.events}" if isinstance(getattr(row, "events", None), str) else ""
-            lines.append(f"  {human_time(row.ts, tz)}  {value}{window}{version}{match}")
-    return "\n".join(lines)
+            yield f"  {human_time(row.ts, tz)}  {value}{window}{version}{match}"
+    if not shown_any:
+        yield "no results"
