@@ -265,3 +265,73 @@ def test_the_database_restarted_while_the_job_runs_the_batch_waits_and_if_it_sta
             run.cleanup()
         os.environ.pop("PGPASSWORD", None)
         server.remove()
+
+
+GRAFANA = ROOT / "docs" / "grafana" / "sensorscript-postgresql.json"
+
+
+def _grafana_sql(sql: str, start_s: int, end_s: int, workflows: list[str]) -> str:
+    """A panel's SQL as Grafana's PostgreSQL data source sends it: its macros and the variable expanded."""
+    from datetime import datetime, timezone
+
+    def stamp(s: int) -> str:
+        return datetime.fromtimestamp(s, timezone.utc).strftime("'%Y-%m-%dT%H:%M:%SZ'")
+
+    sql = sql.replace("$__unixEpochFrom()", str(start_s)).replace("$__unixEpochTo()", str(end_s))
+    sql = re.sub(r"\$__timeFilter\(([^)]+)\)", lambda m: f"{m.group(1)} BETWEEN {stamp(start_s)} AND {stamp(end_s)}", sql)
+    sql = sql.replace("$workflow", ", ".join(f"'{w}'" for w in workflows))
+    assert "$" not in sql, sql
+    return sql
+
+
+def test_every_grafana_panel_query_runs_on_the_sink_and_finds_its_rows(postgres):
+    """docs/grafana/sensorscript-postgresql.json: each panel's SQL and the workflow variable's, with
+    Grafana's macros expanded, run against a real sink and return the rows they are for."""
+    import json
+
+    import pandas as pd
+
+    from sensorscript.runtime.output.sinks import BatchRows, open_sink
+
+    server, url = postgres
+    schema = _schema(url)
+    sink = open_sink(url)
+    sink.name_streams({"w.on": "flag", "w.m": "match"}, ["w.on", "w.m", "w.avg", "x.avg"])
+    results = pd.DataFrame({
+        "stream": ["w.on"] * 5 + ["w.m", "w.avg", "x.avg", "w.on"],
+        "ts": [1000, 2000, 3000, 4000, 5000, 4500, 4000, 4000, 6000],
+        "value": [0, 1, 1, 0, 1, 1, 2.5, 7.0, 1],
+        "version": [1] * 9, "plan_version": [1] * 9,
+        "start_ts": [None] * 5 + [4400, None, None, None], "end_ts": [None] * 5 + [4500, None, None, None],
+        "events": [None] * 5 + ['[{"var": "A"}]', None, None, None]})
+    late = pd.DataFrame({"sensor_id": ["S1", "S2", "S1"], "ts": [2500, 61_000, 100], "value": [1.0, 2.0, 3.0],
+                         "watermark": [3000, 62_000, 900], "streams": ["w.on"] * 3, "batch_id": 0, "too_late": 0})
+    quarantine = pd.DataFrame({"raw": ["a,b", "c"], "reason": ["bad ts", "too few fields"]})
+    sink.write(0, BatchRows(results, quarantine, late))
+    sink.write(-1, BatchRows(pd.DataFrame({"stream": ["w.on"], "ts": [6000], "value": [None], "version": [2],
+                                           "plan_version": [1]}), pd.DataFrame()))  # a retraction of 6000
+    grafana = json.loads(GRAFANA.read_text())
+    variable = grafana["templating"]["list"][0]
+    now = int(time.time())
+    panels = {panel["title"]: panel["targets"][0]["rawSql"] for panel in grafana["panels"]}
+    with server.connect(options=f"-c search_path={schema}") as db:  # the Grafana role's search_path
+        def run(title, start_s=0, end_s=now + 60, workflows=("w",)):
+            return [tuple(r) for r in db.execute(_grafana_sql(panels[title], start_s, end_s, list(workflows)))]
+
+        assert [r[0] for r in db.execute(variable["query"])] == ["w", "x"]
+        assert [(r[1], r[2]) for r in run("Results", 0)] == [("w.on", 0.0), ("w.on", 1.0), ("w.on", 1.0),
+                                                              ("w.avg", 2.5), ("w.on", 0.0), ("w.m", 1.0), ("w.on", 1.0)]
+        # (at 4 s, w.avg before w.on: by time, then stream)
+        assert [r[1] for r in run("Results", 0, 60, ("x",))] == ["x.avg"]
+        # From 3 s: 3000 is no alarm (the row before, out of the range, is 1 too); 5000 is; 6000 was retracted.
+        assert [(r[1], r[2], int(r[0].timestamp() * 1000)) for r in run("Newest alarms", 3)] == [
+            ("w.on", "flag", 5000), ("w.m", "match", 4500)]
+        assert [(r[1], r[2]) for r in run("Newest alarms", 0)][-1] == ("w.on", "flag")  # 2000
+        assert len(run("Newest alarms", 0)) == 3
+        assert sorted(r[1] for r in run("Newest quarantined lines", now - 600)) == ["bad ts", "too few fields"]
+        assert run("Newest quarantined lines", now + 600, now + 700) == []
+        assert [(int(r[0].timestamp()), r[1]) for r in run("Late readings per minute", 0)] == [(0, 2), (60, 1)]
+        assert run("Late readings", 1)[0][0] == 2
+        assert sum(r[1] for r in run("Quarantined lines per minute", now - 600)) == 2
+        assert run("Quarantined lines", now - 600)[0][0] == 2
+    assert {p["datasource"]["type"] for p in grafana["panels"]} == {"grafana-postgresql-datasource"}

@@ -18,6 +18,7 @@ from sensorscript.runtime.control.housekeeping import Housekeeping
 from sensorscript.runtime.control.late_corrections import LateCorrections
 from sensorscript.runtime.control.run_summary import BatchCounts, RunSummary
 from sensorscript.runtime.ingest import archive
+from sensorscript.runtime.output.alarms import alarm_kinds
 from sensorscript.runtime.output.kafka_sink import ResultsTopic, TopicIndex
 from sensorscript.runtime.output.postgres_sink import PostgresSink
 from sensorscript.runtime.output.sinks import PLAN_COLUMN, BatchRows, open_sink
@@ -130,6 +131,7 @@ class BatchWriter:
         # Where a read back of the topic starts (corrections, backfills): beside the ledger, in the
         # SQLite store that takes the rest of a topic run's rows.
         self.index = TopicIndex(target.path) if results_topic is not None else None
+        self._name_streams()
         self.gate = Gate()
         self.ended = threading.Event()
 
@@ -137,6 +139,13 @@ class BatchWriter:
         """Write for `job`, a newer version of the plan, from the next batch on."""
         self.job = self.housekeeping.job = job
         self.target = open_sink(self.sink_spec, matches=job.has_matches)
+        self._name_streams()
+
+    def _name_streams(self) -> None:
+        """A database sink keeps the job's output streams, for Grafana (runtime/output/postgres_sink.py)."""
+        if isinstance(self.target, PostgresSink):
+            self.target.name_streams(alarm_kinds(self.job), (name for program in self.job.programs
+                                                             for names in program.outputs.values() for name in names))
 
     def __call__(self, batch, batch_id: int) -> None:
         if not self.gate.enter(batch_id):  # a stop came before this batch began: the next run does it

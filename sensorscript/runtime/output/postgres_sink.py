@@ -16,6 +16,7 @@ The tables (`Tables.create`, made by the job, kept by later runs):
     late             the late store (sinks.LATE_COLUMNS), partitioned the same way (late_dYYYYMMDD)
     quarantine       lines that could not be read, with the batch and its time
     metrics, metrics_minutes   as in SQLite, their `time` in seconds since the epoch
+    streams          the job's output streams: workflow, and `match` or `flag` for those with alarms
     latest           a view: the newest version of each result row, retractions left out
     sscript_parts    the ledger of the executors' writes: one row per (batch, stage, partition),
                      in the transaction that COPYs that partition's rows
@@ -218,6 +219,10 @@ class Tables:
                 partition integer, name text NOT NULL, batches integer NOT NULL, total double precision,
                 low double precision, high double precision)""",
             f'CREATE INDEX IF NOT EXISTS metrics_minutes_by_minute ON "{s}".metrics_minutes (minute)',
+            # The job's output streams, their workflow, and which have alarms (runtime/output/alarms.py:
+            # `match`, `flag`): Grafana's workflow variable and alarm panels (docs/grafana/).
+            f"""CREATE TABLE IF NOT EXISTS "{s}".streams (stream text PRIMARY KEY, workflow text NOT NULL,
+                alarm text)""",
             f"""CREATE TABLE IF NOT EXISTS "{s}".sscript_parts (batch_id bigint NOT NULL, stage integer NOT NULL,
                 part integer NOT NULL, plan_version integer NOT NULL, rows bigint, low_ts bigint, high_ts bigint,
                 time timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (batch_id, stage, part))""",
@@ -439,6 +444,19 @@ class PostgresSink:
             self._password = self.address.password()
         return self._password
 
+    def name_streams(self, alarms: dict[str, str], streams) -> None:
+        """The job's output streams (`streams`) into the table `streams`, with their alarm kinds
+        (`alarms`: alarms.alarm_kinds); a stream an update dropped stays (its rows do)."""
+        rows = [(name, name.split(".", 1)[0], alarms.get(name)) for name in sorted(set(streams))]
+
+        def work(db):
+            with db.transaction():
+                db.cursor().executemany(f"INSERT INTO {self.tables.name('streams')} (stream, workflow, alarm) "
+                                        f"VALUES (%s, %s, %s) ON CONFLICT (stream) DO UPDATE SET "
+                                        f"workflow = excluded.workflow, alarm = excluded.alarm", rows)
+
+        retrying(self.address, None, work, "the job's streams could not be written")
+
     def _in_ledger(self, db, batch_id: int) -> bool:
         return db.execute(f"SELECT 1 FROM {self.tables.name('sscript_batches')} WHERE batch_id = %s",
                           (batch_id,)).fetchone() is not None
@@ -563,8 +581,8 @@ class PostgresSink:
         def work(db):
             with db.transaction():
                 db.execute(f'DROP VIEW IF EXISTS "{s}".latest')
-                for table in ("results", "late", "quarantine", "metrics", "metrics_minutes", "sscript_parts",
-                              "sscript_batches"):
+                for table in ("results", "late", "quarantine", "metrics", "metrics_minutes", "streams",
+                              "sscript_parts", "sscript_batches"):
                     db.execute(f'DROP TABLE IF EXISTS "{s}".{table} CASCADE')
                 self.tables.known.clear()
                 self.tables._create(db)
