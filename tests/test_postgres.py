@@ -335,3 +335,61 @@ def test_every_grafana_panel_query_runs_on_the_sink_and_finds_its_rows(postgres)
         assert sum(r[1] for r in run("Quarantined lines per minute", now - 600)) == 2
         assert run("Quarantined lines", now - 600)[0][0] == 2
     assert {p["datasource"]["type"] for p in grafana["panels"]} == {"grafana-postgresql-datasource"}
+
+
+def test_the_dashboards_look_at_postgresql_finds_what_its_look_at_sqlite_finds(postgres, tmp_path):
+    """The same batches (and a correction) written to a SQLite and a PostgreSQL sink: the dashboard's
+    looks at both (dashboard/sqlite_look.py, postgres_look.py) find the same rows, quarantine counts and
+    metrics, first whole, then past the last look."""
+    from collections import Counter
+
+    import pandas as pd
+
+    from sensorscript.dashboard.postgres_look import Postgres
+    from sensorscript.dashboard.sink_look import COLUMNS
+    from sensorscript.dashboard.sqlite_look import SQLite
+    from sensorscript.runtime.output.sinks import BatchRows, open_sink
+
+    server, url = postgres
+    sinks = [open_sink(f"sqlite:{tmp_path / 'results.db'}"), open_sink(url)]
+    looks = [SQLite(tmp_path / "results.db"), Postgres(url)]
+
+    def batch(number: int) -> BatchRows:
+        stamps = [number * 1000 + k for k in range(3)]
+        results = pd.DataFrame({"stream": ["w.a", "w.b", "w.a"], "ts": stamps, "window_start": [s - 10 for s in stamps],
+                                "window_end": stamps, "value": [float(number), 1.5, None], "version": 1,
+                                "plan_version": 1})
+        metrics = pd.DataFrame({"batch_id": number, "partition": [0, None], "time": 1.0e9 + number,
+                                "name": ["readings", "results"], "value": [10.0 * number, 3.0]})
+        return BatchRows(results, pd.DataFrame({"raw": [f"x{number}"], "reason": ["bad ts" if number % 2 else "blank"]}),
+                         None, metrics)
+
+    def seen(after: int):
+        found = []
+        for look in looks:
+            with look:
+                last = look.last_rowid()
+                rows = look.rows(["w.a", "w.b"], after, last, ("_rowid",) + COLUMNS)
+                counts, _ = look.quarantine(0, Counter())
+                metrics, _ = look.metrics(0)
+            rows = sorted(tuple(None if pd.isna(v) else v for v in r) for r in rows[list(COLUMNS)].itertuples(index=False))
+            found.append((rows, counts, sorted(map(tuple, metrics.astype(object).where(metrics.notna(), None).values.tolist()))))
+        assert found[0] == found[1]
+        return found[0]
+
+    for number in range(3):
+        for sink in sinks:
+            sink.write(number, batch(number))
+    rows, counts, metrics = seen(0)
+    assert len(rows) == 9 and counts == Counter({"blank": 2, "bad ts": 1}) and len(metrics) == 3  # "readings" shown
+    with looks[1]:
+        past = looks[1].last_rowid()
+    correction = pd.DataFrame({"stream": ["w.b"], "ts": [2001], "window_start": [1991], "window_end": [2001],
+                               "value": [9.0], "version": [2], "plan_version": [1]})
+    for sink in sinks:
+        sink.write(-1, BatchRows(correction, pd.DataFrame()))
+        sink.write(3, batch(3))
+    with looks[1]:
+        rows = looks[1].rows(["w.b"], past, looks[1].last_rowid(), ("_rowid",) + COLUMNS)
+    assert sorted(zip(rows["ts"], rows["version"])) == [(2001, 2), (3001, 1)]  # past the last look only
+    assert len(seen(0)[0]) == 13

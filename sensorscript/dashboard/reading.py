@@ -35,9 +35,11 @@ import pandas as pd
 from sensorscript.dashboard.file_look import Files
 from sensorscript.dashboard.kept import AlarmView, Health, HealthTables, Results
 from sensorscript.dashboard.plan_summary import PlanSummary
+from sensorscript.dashboard.postgres_look import Postgres
 from sensorscript.dashboard.sink_look import Nothing, Sink, Unreadable
 from sensorscript.dashboard.sqlite_look import SQLite
 from sensorscript.runtime.control.backfill import Backfill, newest as newest_backfill
+from sensorscript.runtime.output.postgres_sink import is_postgres
 from sensorscript.runtime.output.status import STATUS, read_status
 
 PLAN, PLAN_TEXT = "plan.json", "plan.txt"
@@ -144,6 +146,8 @@ class JobOutput:
 
     def _sink(self) -> "Sink":
         spec = self.sink_spec()
+        if is_postgres(spec):
+            return Postgres(spec)
         kind, _, path = spec.partition(":")
         if kind == "sqlite":
             return SQLite(self._sink_path(path))

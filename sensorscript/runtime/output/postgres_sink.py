@@ -226,8 +226,12 @@ class Tables:
             f"""CREATE TABLE IF NOT EXISTS "{s}".sscript_parts (batch_id bigint NOT NULL, stage integer NOT NULL,
                 part integer NOT NULL, plan_version integer NOT NULL, rows bigint, low_ts bigint, high_ts bigint,
                 time timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (batch_id, stage, part))""",
+            # `seq`: the order the driver wrote batches (a correction's too), which a look of the
+            # dashboard reads past (sensorscript/dashboard/postgres_look.py).
             f"""CREATE TABLE IF NOT EXISTS "{s}".sscript_batches (batch_id bigint PRIMARY KEY,
-                time timestamptz NOT NULL DEFAULT now())""",
+                seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE, time timestamptz NOT NULL DEFAULT now())""",
+            # The rows of some batches (written batch after batch: a block range index, tiny to keep).
+            f'CREATE INDEX IF NOT EXISTS results_by_batch ON "{s}".results USING brin (batch_id)',
             # The newest version of each row, retractions (an empty value) left out: one look-up in
             # results_by_stream per row.
             f"""CREATE OR REPLACE VIEW "{s}".latest AS SELECT r.* FROM "{s}".results r WHERE r.value IS NOT NULL
