@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import csv
+import re
 import sqlite3
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sensorscript.runtime.ingest import archive
@@ -139,3 +141,40 @@ def test_a_store_of_an_earlier_release_gets_the_index_and_view_of_this_one(tmp_p
         assert [row[:2] for row in db.execute("SELECT stream, ts FROM latest")] == [("a.x", 2)]
     finally:
         db.close()
+
+
+@pytest.mark.spark
+def test_parquet_files_written_by_the_executors_per_partition_and_committed_by_the_journal(spark, tmp_path):
+    """The Parquet sink's result rows are written by the executors, a file per partition of the last
+    stage and batch, and read back only once the driver's journal holds the batch: the examples equal
+    the reference, and a file of a batch the journal lacks (an attempt a kill cut short) is not read."""
+    from oracles.streams import evaluate
+    from sensorscript.compiler import compile_workflows
+    from sensorscript.parser import load
+    from sensorscript.registry import read_csv
+    from sensorscript.running import run_local
+    from sensorscript.runtime.output.sinks import file_batch, read_results
+    from sensorscript.workload import write_readings
+    from tests.conftest import ROOT
+    from tests.differential import assert_same, expected_rows, write_replay
+
+    examples = [ROOT / "workflows" / n for n in ("bridge.ss", "deck_vibration.ss", "pier_alarms.ss")]
+    sensors = ROOT / "workflows" / "sensors.csv"
+    write_readings(read_csv(sensors), tmp_path / "gen", seconds=600, files=1, bad_lines=3)
+    lines = (tmp_path / "gen" / "readings-000.csv").read_text().splitlines()
+    batches = [lines[: len(lines) // 2], lines[len(lines) // 2:]]
+    out, folder = tmp_path / "out", tmp_path / "parquet"
+    compile_workflows([str(f) for f in examples], out, str(sensors), 2)
+    run_local(out, str(write_replay(tmp_path / "data", batches)), True, f"parquet:{folder}", spark=spark,
+              echo=lambda *_: None, max_files_per_trigger=1)
+    names = sorted(f.name for f in folder.glob("*.parquet"))
+    # a file per partition (0, 1) of the last stage (these examples cut an edge: stage 2) and batch
+    assert names and all(re.fullmatch(r"batch-00000\d\.s2p000[01]\.parquet", n) for n in names), names
+    assert len({file_batch(folder / n) for n in names}) >= 2
+    evaluation = evaluate(load([str(f) for f in examples]).workflows, batches)
+    found = read_results(f"parquet:{folder}")
+    rows = [tuple(None if pd.isna(v) else v for v in r) for r in
+            found[["stream", "ts", "window_start", "window_end", "value"]].itertuples(index=False)]
+    assert_same(sorted(rows, key=lambda r: (r[0], r[1], r[2] or 0)), expected_rows(evaluation))
+    (folder / "batch-000099.s1p0000.parquet").write_bytes((folder / names[0]).read_bytes())  # never journalled
+    assert len(read_results(f"parquet:{folder}")) == len(found)

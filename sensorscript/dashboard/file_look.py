@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from sensorscript.dashboard.sink_look import BATCHES_SHOWN, COLUMNS, METRICS_SHOWN, Sink
-from sensorscript.runtime.output.sinks import METRIC_COLUMNS, read_journal
+from sensorscript.runtime.output.sinks import METRIC_COLUMNS, file_batch, read_journal
 
 
 class Files(Sink):
@@ -129,8 +129,8 @@ class FileReads:
         return True
 
     def _read_batches(self, folder: Path, suffix: str, into: "Appended", read) -> None:
-        present = {f: int(f.stem[len("batch-"):]) for f in folder.glob(f"batch-*.{suffix}")
-                   if f.stem[len("batch-"):].isdigit()}  # the sink's: batch-000042.csv
+        present = {f: batch for f in folder.glob(f"batch-*.{suffix}")  # the sink's: batch-000042.csv, a
+                   if (batch := file_batch(f)) is not None and batch >= 0}   # partition's batch-000042.s1p0003.parquet
         gone = [f for f in self.files if f.parent == folder and f not in present]
         if gone:
             into.drop({self.files.pop(f) for f in gone})

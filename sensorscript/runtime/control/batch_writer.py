@@ -166,7 +166,7 @@ class BatchWriter:
 
     def write(self, batch, batch_id: int) -> None:
         started, job = time.monotonic(), self.job
-        on_executors = self.results_topic is not None or isinstance(self.target, PostgresSink)
+        on_executors = self.results_topic is not None or self.target.on_executors
         if not on_executors:
             rows = batch.toPandas()
             written = None  # the results below are all of them

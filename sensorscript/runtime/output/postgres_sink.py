@@ -45,7 +45,7 @@ from urllib.parse import parse_qsl, urlsplit, urlencode, urlunsplit
 import numpy as np
 import pandas as pd
 
-from sensorscript.runtime.plan.program import plan_versions_of
+from sensorscript.runtime.output.executor_writes import ExecutorWrite, last_stage, write_on_executors
 from sensorscript.times import duration_ms
 
 PREFIXES = ("postgresql://", "postgres://")
@@ -340,61 +340,20 @@ SIDE_TYPES = {
 # ------------------------------------------------------------------ the executors' writes
 
 @dataclass
-class PartitionWrite:
-    """What a Python worker needs to write its partition's result rows of a micro-batch (pickled
-    into Spark's task; the password is never shown: repr leaves it out)."""
+class PartitionWrite(ExecutorWrite):
+    """A micro-batch's result rows into `results`, by partition (`ExecutorWrite`): the password libpq
+    found on the driver travels with it (never shown: repr leaves it out)."""
 
-    address: Address
-    batch_id: int
-    stage: int
-    plan: int  # the plan version that computes the batch
-    handed_over: tuple  # Job.handed_over(): (stream, before, old version)
-    keep: frozenset  # the streams whose result rows the driver also needs (their alarms)
+    address: Address | None = None
     password: str | None = field(default=None, repr=False)
 
-    def __call__(self, batches):
-        """mapInArrow: the partition's rows in; out, the rows the driver needs (everything but the
-        result rows, and the result rows of `keep`) and one row of what was written."""
+    def store(self, part: int, table, ts) -> None:
+        """COPY the partition's rows with its ledger row, unless the ledger has it (an earlier attempt)."""
         import pyarrow as pa
-        import pyarrow.compute as pc
-        from pyspark import TaskContext
 
-        part = TaskContext.get().partitionId()
-        results, schema = [], None
-        for batch in batches:
-            schema = batch.schema
-            kinds = batch.column(batch.schema.get_field_index("kind"))
-            is_result = pc.equal(kinds, "result").fill_null(False)
-            if self.keep:
-                driver = pc.or_(pc.invert(is_result),
-                                pc.is_in(batch.column(batch.schema.get_field_index("stream")),
-                                         value_set=pa.array(sorted(self.keep), pa.string())).fill_null(False))
-            else:
-                driver = pc.invert(is_result)
-            if pc.any(is_result).as_py():
-                results.append(batch.filter(is_result))
-            if pc.any(driver).as_py():
-                yield batch.filter(driver)
-        if schema is None:  # an empty partition
-            return
-        rows, matches, newest = self.write(part, pa.Table.from_batches(results) if results else None)
-        yield summary_row(schema, rows, matches, newest)
-
-    def write(self, part: int, table) -> tuple[int, int, int | None]:
-        """COPY the partition's result rows with its ledger row, unless the ledger has it."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        if table is None or not table.num_rows:
-            return 0, 0, None
-        stream = table.column("stream").to_numpy(zero_copy_only=False)
-        ts = table.column("ts").to_numpy()
-        plan = plan_versions_of(self.plan, self.handed_over, stream, ts)
-        data = table.append_column("plan_version", pa.array(plan, pa.int32())) \
-                    .append_column("batch_id", pa.array(np.full(table.num_rows, self.batch_id, np.int64)))
+        data = table.append_column("batch_id", pa.array(np.full(table.num_rows, self.batch_id, np.int64)))
         tables = Tables(self.address.schema)
-        low, high = int(pc.min(table.column("ts")).as_py()), int(pc.max(table.column("ts")).as_py())
-        matches = int(table.num_rows - table.column("events").null_count)
+        low, high = int(ts.min()), int(ts.max())
 
         def work(db):
             tables.partitions(db, "results", days_of(ts))
@@ -403,23 +362,10 @@ class PartitionWrite:
                                  f"rows, low_ts, high_ts) VALUES (%s, %s, %s, %s, %s, %s, %s) "
                                  f"ON CONFLICT DO NOTHING RETURNING 1",
                                  (self.batch_id, self.stage, part, self.plan, table.num_rows, low, high)).fetchone()
-                if new is not None:  # the ledger has it: written by an earlier attempt
+                if new is not None:  # not in the ledger before: this attempt writes the rows
                     copy_arrow(db, tables, "results", RESULTS, data)
 
         retrying(self.address, self.password, work, f"micro-batch {self.batch_id}, partition {part}")
-        return table.num_rows, matches, high
-
-
-SUMMARY = "written"  # the kind of the row a partition's write sends the driver: ts the newest row time,
-# window_start how many result rows, window_end how many of them were pattern matches
-
-
-def summary_row(schema, rows: int, matches: int, newest: int | None):
-    """The row of what a partition wrote, in the stage's output schema (that of its rows, `schema`)."""
-    import pyarrow as pa
-
-    values = {"kind": SUMMARY, "ts": newest, "window_start": rows, "window_end": matches}
-    return pa.RecordBatch.from_pydict({n: [values.get(n)] for n in schema.names}, schema=schema)
 
 
 # ------------------------------------------------------------------ the driver's side
@@ -429,6 +375,8 @@ class PostgresSink:
     its ledger row written in one transaction (`write`, also a correction's or a backfill's rows),
     what the sink holds read back (`read`), and the executors' write of a micro-batch's result
     rows handed to Spark (`write_on_executors`)."""
+
+    on_executors = True
 
     def __init__(self, spec: str):
         self.address = Address.parse(spec)
@@ -506,18 +454,10 @@ class PostgresSink:
         the result rows of the streams in `keep`, how many result rows there were, and how many of
         them were pattern matches. First, what earlier attempts of this batch wrote under another
         version of the plan goes."""
-        from sensorscript.runtime.output.rows import OUTPUT_SCHEMA
-
         number = job.version.number
         self.forget_other_attempts(batch_id, number)
-        stage = max([1, *(n for n, _ in job.stages_after_first())])
-        write = PartitionWrite(self.address, batch_id, stage, number, tuple(job.handed_over()), frozenset(keep),
-                               self.password())
-        found = batch.mapInArrow(write, OUTPUT_SCHEMA).toPandas()
-        written = found["kind"] == SUMMARY
-        counts = found[written]
-        return (found[~written].reset_index(drop=True), int(counts["window_start"].fillna(0).sum()),
-                int(counts["window_end"].fillna(0).sum()))
+        return write_on_executors(batch, PartitionWrite(batch_id, last_stage(job), number, tuple(job.handed_over()),
+                                                        frozenset(keep), self.address, self.password()))
 
     def forget_other_attempts(self, batch_id: int, plan: int) -> None:
         tables = self.tables

@@ -30,12 +30,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 import json
 import math
+import re
 import sqlite3
 import time
 from pathlib import Path
 
 import pandas as pd
 
+from sensorscript.runtime.output.executor_writes import ExecutorWrite
 from sensorscript.runtime.output.kafka_sink import (FIELDS, SPEC_PREFIX, ResultsTopic, TopicIndex, is_topic,
                                                     spark_for_read_back)
 from sensorscript.runtime.output.postgres_sink import Address, PostgresSink, is_postgres
@@ -74,7 +76,11 @@ class BatchRows:
 
 
 class Sink(ABC):
-    """Write one batch's rows; skip a batch already written."""
+    """Write one batch's rows; skip a batch already written. A sink whose result rows the executors
+    write (`on_executors`) has `write_on_executors(batch, batch_id, job, keep)`
+    (runtime/output/executor_writes.py), and its `write` then takes the batch's other rows."""
+
+    on_executors = False
 
     @abstractmethod
     def write(self, batch_id: int, rows: BatchRows) -> None: ...
@@ -223,7 +229,7 @@ class SQLiteSink(Sink):
         return f"sqlite:{self.path} (tables results, quarantine, late, metrics)"
 
 
-Sink.register(PostgresSink)
+Sink.register(PostgresSink)  # on_executors: its own
 
 
 class TopicSink(Sink):
@@ -319,7 +325,13 @@ class CsvSink(_FileSink):
 
 
 class ParquetSink(_FileSink):
-    """A folder of Parquet files, one per batch; the quarantine/ folder and journal sit beside it."""
+    """A folder of Parquet files; the quarantine/ folder and journal sit beside it. A micro-batch's
+    result rows are written by the executors, a file per partition of its last stage
+    (`batch-000042.s1p0003.parquet`, `ParquetPartitions`), and committed by the driver's journal line
+    (the manifest: readers take the files of journalled batches only); the rows a correction or a
+    backfill writes from the driver go to one file (`batch--00003.parquet`)."""
+
+    on_executors = True
 
     def __init__(self, path: Path, columns: tuple[str, ...] = RESULT_COLUMNS):
         super().__init__(path, columns)
@@ -340,8 +352,57 @@ class ParquetSink(_FileSink):
         self._write_side_tables(batch_id, rows)
         self._done(batch_id)
 
+    def write_on_executors(self, batch, batch_id: int, job, keep: frozenset = frozenset()):
+        """The micro-batch's result rows, a file per partition, from the executors; first, the files of
+        this batch that cut attempts left (not journalled) go, since another plan version may cut the
+        batch into other partitions."""
+        from sensorscript.runtime.output.executor_writes import last_stage, write_on_executors
+
+        if not self.wrote(batch_id):
+            for stale in self.folder.glob(f"batch-{batch_id:06d}.*.parquet"):
+                stale.unlink(missing_ok=True)
+        return write_on_executors(batch, ParquetPartitions(batch_id, last_stage(job), job.version.number,
+                                                           tuple(job.handed_over()), frozenset(keep),
+                                                           str(self.folder.resolve()), self.columns))
+
+    def committed_files(self) -> list[Path]:
+        """The result files of the batches the journal holds, in the order written."""
+        journalled = {batch for batch, _ in read_journal(self.path)[0]}
+        return sorted(f for f in self.folder.glob("batch-*.parquet") if file_batch(f) in journalled)
+
     def describe(self) -> str:
         return f"parquet:{self.folder} (quarantine/, late/ and metrics/ in {self.path.parent}/)"
+
+
+@dataclass
+class ParquetPartitions(ExecutorWrite):
+    """A partition's result rows into the sink's folder (`folder`, as the executors reach it), in the
+    sink's columns: written to a hidden file, then renamed, so a file is whole or absent; a batch done
+    again writes the same file again."""
+
+    folder: str = ""
+    columns: tuple[str, ...] = ()
+
+    def store(self, part: int, table, ts) -> None:
+        import os
+
+        import pyarrow.parquet as pq
+
+        name = f"batch-{self.batch_id:06d}.s{self.stage}p{part:04d}.parquet"
+        hidden = os.path.join(self.folder, f".{name}.tmp")
+        pq.write_table(table.select(list(self.columns)), hidden)
+        os.replace(hidden, os.path.join(self.folder, name))
+
+
+_BATCH_FILE = re.compile(r"batch-(-?\d+)(?:\.s\d+p\d+)?\.(?:parquet|csv)")
+
+
+def file_batch(path: Path) -> int | None:
+    """The batch a file sink's per-batch file belongs to (`batch-000042.csv`, `batch-000042.parquet`,
+    a partition's `batch-000042.s1p0003.parquet`, a correction's `batch--00003.parquet`); None for
+    another file."""
+    match = _BATCH_FILE.fullmatch(Path(path).name)
+    return int(match.group(1)) if match else None
 
 
 class ConsoleSink(Sink):
@@ -426,8 +487,8 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
             db.close()
     elif kind == "csv":
         frame = pd.read_csv(path) if Path(path).exists() else pd.DataFrame(columns=columns)
-    elif kind == "parquet":
-        files = sorted(Path(path).glob("*.parquet"))
+    elif kind == "parquet":  # the files of the batches its journal committed
+        files = ParquetSink(Path(path)).committed_files() if Path(path).is_dir() else []
         frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True) if files else pd.DataFrame(columns=columns)
     else:
         raise ValueError(f"results cannot be read back from '{spec}': use a sqlite, csv, parquet, kafka:// or "
