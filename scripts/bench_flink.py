@@ -141,11 +141,15 @@ def fleet(count: int, rows: int, keep: str | None, prefix: str, need_flink: bool
     return work, sensors, rows / sum(s.frequency_hz for s in sensors), registry
 
 
-def compile_and_run(work: Path, files: list[str], registry: Path, data: Path, partitions: int):
+def compile_and_run(work: Path, files: list[str], registry: Path, data: Path, partitions: int,
+                    also: tuple[str, ...] = ()):
     """Our side of a comparison: compile into WORK/out, run with --once on local[2] (SQLite sink);
     (the run's summary, seconds to compile, the compiled plan). The job runs once first on the first
     200,000 lines of the input (a warm-up, as bench_job.py does: a streaming job runs warm, and the
-    measured run does not pay for the JVM compiling its code; Flink's JIT warms during its run)."""
+    measured run does not pay for the JVM compiling its code; Flink's JIT warms during its run).
+    `also`: sinks the job then runs with again, one after the other (each after a warm-up with it),
+    a line each: its time, its result rows a second, and the driver's time writing batches (what the
+    run loop says of each: its "s to write")."""
     start = time.perf_counter()
     compiled = compile_workflows(files, work / "out", str(registry), partitions)
     compile_seconds = time.perf_counter() - start
@@ -160,6 +164,15 @@ def compile_and_run(work: Path, files: list[str], registry: Path, data: Path, pa
         spark, echo=lambda _: None)
     summary = run(module.JOB, module.build_query, RunSettings(out=work / "out", input=str(data), once=True), spark,
                   echo=lambda line: print("  ours: " + line))
+    for sink in also:
+        out = work / "out-sinks"
+        run(module.JOB, module.build_query, RunSettings(out=out, input=str(warm), once=True, sink=sink), spark,
+            echo=lambda _: None)
+        timed = run(module.JOB, module.build_query, RunSettings(out=out, input=str(data), once=True, sink=sink), spark,
+                    echo=lambda _: None)
+        kind = sink.partition(":")[0]
+        print(f"ours, {kind} sink: {timed.seconds:.2f} s, {timed.results:,} result rows "
+              f"({timed.results / timed.seconds:,.0f} a second of the run)")
     spark.stop()
     return summary, compile_seconds, compiled
 

@@ -2,7 +2,7 @@
 
     bash scripts/flink_env.sh     # once: .venv-flink with the pinned apache-flink (not a project dependency)
     .venv/bin/python scripts/bench_flink_cep.py [--sensors 1000] [--rows 10000000] [--pattern ab|rare|abcd] [--keep DIR]
-                                                [--flink-batch] [--skip-flink]
+                                                [--flink-batch] [--skip-flink] [--compare-sinks]
 
 The seeded bridge fleet (`--sensors` sensors, most at 20 Hz or more) writes about `--rows` readings
 (a slow sine per sensor plus noise) in `--files` CSV files. One pattern, per sensor, strict
@@ -26,12 +26,17 @@ NEXT ROW (every start, as strict enumerates them), timed from submitting the INS
 watermark lags by the input's span (its file source reads the files in no fixed order; a shorter
 lag would drop readings as late), so both match with all of the input known. The matches are
 compared one by one (sensor, first and last event time, length) and events per second printed.
+With --compare-sinks (issue #42), ours runs again with the PostgreSQL sink (a server of its own,
+scripts/postgres_server.py, fsync on: the matches written by the executors), SQLite and PostgreSQL
+again, each warm, and prints each run's time and result rows a second.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import sqlite3
 import sys
@@ -116,13 +121,15 @@ print("BENCH " + json.dumps({"startup_seconds": ready - started, "job_seconds": 
 '''
 
 
-def run_ours(work: Path, sensors, registry: Path, data: Path, pattern: str, partitions: int):
+def run_ours(work: Path, sensors, registry: Path, data: Path, pattern: str, partitions: int,
+             also: tuple[str, ...] = ()):
     folder = work / "workflows"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     union = "U = union(" + ", ".join(f'"{s.sensor_id}"' for s in sensors) + ");"
     (folder / "cep.ss").write_text(union + "\n" + PATTERNS[pattern]["script"] + "\n")
-    summary, compile_seconds, compiled = compile_and_run(work, [str(folder / "cep.ss")], registry, data, partitions)
+    summary, compile_seconds, compiled = compile_and_run(work, [str(folder / "cep.ss")], registry, data, partitions,
+                                                         also)
     with sqlite3.connect(work / "out" / "results.db") as db:
         rows = db.execute("SELECT events FROM results WHERE stream = 'cep.P'").fetchall()
     matches = []
@@ -131,6 +138,18 @@ def run_ours(work: Path, sensors, registry: Path, data: Path, pattern: str, part
         matches.append((bound[0]["sensor"], bound[0]["ts"], bound[-1]["ts"], len(bound)))
     return summary, compile_seconds, compiled, pd.DataFrame(matches, columns=["sensor_id", "first_ts", "last_ts",
                                                                               "events"])
+
+
+@contextlib.contextmanager
+def _postgres(server_class):
+    """A PostgreSQL of its own (scripts/postgres_server.py), its password in PGPASSWORD meanwhile."""
+    server = server_class().start()
+    os.environ["PGPASSWORD"] = server.password
+    try:
+        yield server
+    finally:
+        os.environ.pop("PGPASSWORD", None)
+        server.remove()
 
 
 def run_flink(work: Path, data: Path, pattern: str, parallelism: int, delay_ms: int, batch: bool = False):
@@ -162,6 +181,9 @@ def main() -> None:
     parser.add_argument("--flink-batch", action="store_true",
                         help="run Flink's job in batch mode (bounded input; MATCH_RECOGNIZE sorts each partition by time)")
     parser.add_argument("--keep", help="work in this folder and keep it (the input is reused when there)")
+    parser.add_argument("--compare-sinks", action="store_true",
+                        help="run ours again with the PostgreSQL sink (a server of its own, fsync on) and SQLite, "
+                             "alternated: PostgreSQL, SQLite, PostgreSQL")
     args = parser.parse_args()
     work, sensors, seconds, registry = fleet(args.sensors, args.rows, args.keep, "sscript-flink-cep-",
                                              need_flink=not args.skip_flink)
@@ -177,8 +199,15 @@ def main() -> None:
     print(f"input: {readings:,} readings of {len(sensors):,} sensors, {seconds:.1f} s of event time, "
           f"{args.files} files; pattern {args.pattern}: {PATTERNS[args.pattern]['script']}")
 
-    summary, compile_seconds, compiled, ours = run_ours(work, sensors, registry, data, args.pattern,
-                                                        args.partitions)
+    with contextlib.ExitStack() as stack:
+        also: tuple[str, ...] = ()
+        if args.compare_sinks:
+            from postgres_server import PostgresServer
+
+            server = stack.enter_context(_postgres(PostgresServer))
+            also = (server.url, f"sqlite:{work / 'out-sinks' / 'results.db'}", server.url)
+        summary, compile_seconds, compiled, ours = run_ours(work, sensors, registry, data, args.pattern,
+                                                            args.partitions, also)
     ours_rate = readings / summary.seconds
     print(f"ours  (--once, SQLite sink): {ours_rate:>12,.0f} events/s  ({summary.seconds:.1f} s; "
           f"{len(ours):,} matches; compile {compile_seconds:.1f} s; "

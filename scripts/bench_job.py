@@ -30,6 +30,10 @@ default, 1,000,000, cuts a larger topic into batches, and a topic's partitions t
 stretches of event time at a cut: readings behind the watermark come late (and --check tells).
 Given, the bound is passed on as it is. With --check, the Kafka run's results are checked as the
 files' run's are.
+With --compare-sinks (issue #42), the job also runs with the PostgreSQL sink (a server of its own,
+scripts/postgres_server.py, durable: fsync on; its results written by the executors) and again with
+SQLite, alternated twice, and prints each one's rate (the best of two), the result rows written per
+second, the peak memory of the driver's Python and JVM, and PostgreSQL/SQLite (target: at least 0.9).
 With --check N, the results of N workflows drawn at random equal the reference evaluator's (tests/
 oracles/streams.py) over the same readings, row for row. With --cluster WORKERS, everything runs on
 a standalone cluster of that many workers of one core and 2 GB on 127.0.0.1 (scripts/standalone.py,
@@ -85,6 +89,8 @@ def main() -> None:
                         help="--source kafka: readings per message (a gateway's block of lines)")
     parser.add_argument("--max-readings-per-batch", type=int, metavar="N",
                         help="--source kafka: readings a micro-batch takes at most (default: no bound in effect)")
+    parser.add_argument("--compare-sinks", action="store_true",
+                        help="also run with the PostgreSQL sink (a server of its own) and SQLite, alternated")
     parser.add_argument("--cluster", type=int, default=0, metavar="WORKERS",
                         help="run on a standalone cluster of WORKERS workers (1 core, 2 GB each) on 127.0.0.1")
     args = parser.parse_args()
@@ -165,6 +171,8 @@ def bench(args, master: str) -> None:
         check(sorted(scripts.glob("*.ss")), data, work / "out", args.check)
     if args.source == "kafka":
         through_kafka(args, spark, module, work, data, warm, readings, job_seconds)
+    if args.compare_sinks:
+        compare_sinks(spark, module, work, data, warm, readings)
     if args.compare_late:
         rates = {}
         for late in ("drop", "correct", "drop", "correct"):  # alternated, twice: the best of two each
@@ -189,6 +197,35 @@ def bench(args, master: str) -> None:
     spark.stop()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def compare_sinks(spark, module, work: Path, data: Path, warm: Path, readings: int) -> None:
+    """The job --once with the PostgreSQL sink and with SQLite, alternated twice (the best of two
+    each), each after a warm-up run with that sink; their rates, result rows per second and the
+    driver's peak memory, and PostgreSQL/SQLite."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from postgres_server import PostgresServer
+
+    server = PostgresServer().start()
+    os.environ["PGPASSWORD"] = server.password
+    try:
+        best: dict[str, tuple[float, int, str]] = {}
+        for kind in ("sqlite", "postgresql", "sqlite", "postgresql"):
+            sink = server.url if kind == "postgresql" else f"sqlite:{work / 'out-sinks' / 'results.db'}"
+            run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True,
+                                                            sink=sink), spark, echo=lambda _: None)
+            with PeakMemory() as memory:
+                timed = run(module.JOB, module.build_query, RunSettings(out=work / "out-sinks", input=str(data),
+                                                                        once=True, sink=sink), spark, echo=lambda _: None)
+            driver = ", ".join(f"{k} {v:,.0f} MiB" for k, v in sorted(memory.peaks.items()) if k.startswith("driver"))
+            print(f"job, {kind + ' sink:':<18} {readings / timed.seconds:>12,.0f} readings/s  ({timed.seconds:.1f} s, "
+                  f"{timed.results:,} results: {timed.results / timed.seconds:,.0f} rows/s; peak {driver})")
+            if kind not in best or timed.seconds < best[kind][0]:
+                best[kind] = (timed.seconds, timed.results, driver)
+        print(f"PostgreSQL / SQLite: {best['sqlite'][0] / best['postgresql'][0]:.2f} (best of two each)")
+    finally:
+        os.environ.pop("PGPASSWORD", None)
+        server.remove()
 
 
 def through_kafka(args, spark, module, work: Path, data: Path, warm: Path, readings: int, file_seconds: float) -> None:
