@@ -2,11 +2,13 @@
 
 A sink receives each micro-batch's rows on the driver (`foreachBatch`) and writes
 them once: a batch id already written is skipped, so a batch that Spark replays
-after a failure does not duplicate rows.
+after a failure does not duplicate rows. Parquet's and PostgreSQL's result rows are
+written by the executors instead (`Sink.on_executors`), the rest by the driver.
 
     sqlite:PATH   tables `results`, `quarantine`, `late` and `metrics` (the default)
     csv:PATH      one CSV file with a header; quarantine/, late/ and metrics/ folders beside it
-    parquet:PATH  a folder of Parquet files, one per batch; the same folders beside it
+    parquet:PATH  a folder of Parquet files, one per batch and partition written by the executors
+                  (runtime/output/executor_writes.py); the same folders beside it
     console       printed (metrics are not)
     topic:OUT     the results topic of the job in OUT (`--sink kafka://...`), the rest in OUT's store:
                   what corrections and backfills read back and write (runtime/output/kafka_sink.py)
@@ -358,8 +360,9 @@ class ParquetSink(_FileSink):
         batch into other partitions."""
         from sensorscript.runtime.output.executor_writes import last_stage, write_on_executors
 
-        if not self.wrote(batch_id):
-            for stale in self.folder.glob(f"batch-{batch_id:06d}.*.parquet"):
+        if not self.wrote(batch_id):  # its files and the hidden ones of writes a kill cut short
+            for stale in [*self.folder.glob(f"batch-{batch_id:06d}.*.parquet"),
+                          *self.folder.glob(f".batch-{batch_id:06d}.*.parquet.tmp")]:
                 stale.unlink(missing_ok=True)
         return write_on_executors(batch, ParquetPartitions(batch_id, last_stage(job), job.version.number,
                                                            tuple(job.handed_over()), frozenset(keep),
