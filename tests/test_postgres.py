@@ -270,24 +270,13 @@ def test_the_database_restarted_while_the_job_runs_the_batch_waits_and_if_it_sta
 GRAFANA = ROOT / "docs" / "grafana" / "sensorscript-postgresql.json"
 
 
-def _grafana_sql(sql: str, start_s: int, end_s: int, workflows: list[str]) -> str:
-    """A panel's SQL as Grafana's PostgreSQL data source sends it: its macros and the variable expanded."""
-    from datetime import datetime, timezone
-
-    def stamp(s: int) -> str:
-        return datetime.fromtimestamp(s, timezone.utc).strftime("'%Y-%m-%dT%H:%M:%SZ'")
-
-    sql = sql.replace("$__unixEpochFrom()", str(start_s)).replace("$__unixEpochTo()", str(end_s))
-    sql = re.sub(r"\$__timeFilter\(([^)]+)\)", lambda m: f"{m.group(1)} BETWEEN {stamp(start_s)} AND {stamp(end_s)}", sql)
-    sql = sql.replace("$workflow", ", ".join(f"'{w}'" for w in workflows))
-    assert "$" not in sql, sql
-    return sql
-
-
 def test_every_grafana_panel_query_runs_on_the_sink_and_finds_its_rows(postgres):
     """docs/grafana/sensorscript-postgresql.json: each panel's SQL and the workflow variable's, with
-    Grafana's macros expanded, run against a real sink and return the rows they are for."""
+    Grafana's macros expanded (scripts/bench_grafana.py's `grafana_sql`, as Grafana's PostgreSQL data
+    source expands them), run against a real sink and return the rows they are for."""
     import json
+
+    from bench_grafana import grafana_sql
 
     import pandas as pd
 
@@ -316,7 +305,7 @@ def test_every_grafana_panel_query_runs_on_the_sink_and_finds_its_rows(postgres)
     panels = {panel["title"]: panel["targets"][0]["rawSql"] for panel in grafana["panels"]}
     with server.connect(options=f"-c search_path={schema}") as db:  # the Grafana role's search_path
         def run(title, start_s=0, end_s=now + 60, workflows=("w",)):
-            return [tuple(r) for r in db.execute(_grafana_sql(panels[title], start_s, end_s, list(workflows)))]
+            return [tuple(r) for r in db.execute(grafana_sql(panels[title], start_s, end_s, list(workflows)))]
 
         assert [r[0] for r in db.execute(variable["query"])] == ["w", "x"]
         assert [(r[1], r[2]) for r in run("Results", 0)] == [("w.on", 0.0), ("w.on", 1.0), ("w.on", 1.0),
