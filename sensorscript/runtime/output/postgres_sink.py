@@ -180,7 +180,12 @@ def retrying(address: Address, password: str | None, work, what: str):
 class Tables:
     """The sink's tables in `schema`, and their partitions by day of event time."""
 
-    PARTITIONED = ("results", "late")
+    # The tables `create` makes and a run afresh drops (`PostgresSink.reset`); the view `latest` reads results.
+    TABLES = ("results", "late", "quarantine", "metrics", "metrics_minutes", "streams", "sscript_parts",
+              "sscript_batches")
+    # What `_create` makes, as a version kept in the comment of sscript_batches: a sink already made by
+    # this version is left as it is. Raise it with every change to the tables, indexes or view below.
+    VERSION = "sensorscript sink tables 1"
 
     def __init__(self, schema: str):
         self.schema = schema
@@ -190,7 +195,12 @@ class Tables:
         return f'"{self.schema}".{table}'
 
     def create(self, db) -> None:
-        """Every table, index and view, where missing (one process at a time: an advisory lock)."""
+        """Every table, index and view, where missing (one process at a time: an advisory lock); a sink
+        this version made is left as it is after one look at the catalog (no lock, no DDL): every
+        command and housekeeping pass that opens the sink opens it again."""
+        made = db.execute("SELECT obj_description(to_regclass(%s), 'pg_class')", (self.name("sscript_batches"),))
+        if made.fetchone()[0] == self.VERSION:
+            return
         with db.transaction():
             self._create(db)
 
@@ -239,6 +249,7 @@ class Tables:
             + " AND ".join(f"n.{c} IS NOT DISTINCT FROM r.{c}" for c in KEY[2:]) + " AND n.version > r.version)",
         ):
             db.execute(statement)
+        db.execute(f"COMMENT ON TABLE {self.name('sscript_batches')} IS '{self.VERSION}'")
 
     def partitions(self, db, table: str, days: set[int]) -> None:
         """Make the partitions of `table` for these days (days since the epoch) that are missing: each
@@ -525,8 +536,7 @@ class PostgresSink:
         def work(db):
             with db.transaction():
                 db.execute(f'DROP VIEW IF EXISTS "{s}".latest')
-                for table in ("results", "late", "quarantine", "metrics", "metrics_minutes", "streams",
-                              "sscript_parts", "sscript_batches"):
+                for table in Tables.TABLES:
                     db.execute(f'DROP TABLE IF EXISTS "{s}".{table} CASCADE')
                 self.tables.known.clear()
                 self.tables._create(db)
