@@ -118,7 +118,7 @@ class Address:
 
     def password(self) -> str | None:
         """The password libpq finds for this address here (PGPASSWORD, ~/.pgpass), for the executors;
-        ValueError in one sentence when the database cannot be reached."""
+        ConnectionError in one sentence when the database cannot be reached."""
         with self.connect_waiting() as db:
             return db.info.password or None
 
