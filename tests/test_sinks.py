@@ -178,3 +178,49 @@ def test_parquet_files_written_by_the_executors_per_partition_and_committed_by_t
     assert_same(sorted(rows, key=lambda r: (r[0], r[1], r[2] or 0)), expected_rows(evaluation))
     (folder / "batch-000099.s1p0000.parquet").write_bytes((folder / names[0]).read_bytes())  # never journalled
     assert len(read_results(f"parquet:{folder}")) == len(found)
+
+
+@pytest.mark.spark
+def test_results_over_the_drivers_share_are_taken_in_chunks_and_their_alarms_kept(spark, tmp_path, monkeypatch):
+    """A sink the driver writes (SQLite) takes the result rows of a partition over the driver's share
+    in chunks (executor_writes.DriverCollect). With a share of 4 rows every example's partitions are
+    over it: the rows equal the reference, each once, and the alarms reach a receiver as the
+    reference's rows say (a large partition's alarm rows come to the driver beside its chunks)."""
+    from oracles.streams import evaluate
+    from sensorscript.compiler import compile_workflows
+    from sensorscript.parser import load
+    from sensorscript.registry import read_csv
+    from sensorscript.running import run_local
+    from sensorscript.runtime.output import executor_writes
+    from sensorscript.workload import write_readings
+    from tests.conftest import EXAMPLES, ROOT
+    from tests.differential import assert_same, expected_rows, reference_incidents, write_replay
+    from tests.receivers import Receiver
+    from tests.test_spark_alerts import FLAGS, standing
+
+    monkeypatch.setattr(executor_writes, "CHUNK_ROWS", 4)
+    chunks = []
+    taken = executor_writes.DriverCollect.chunks
+    monkeypatch.setattr(executor_writes.DriverCollect, "chunks",
+                        lambda self: (chunks.append(len(c)) or c for c in taken(self)))
+    sensors = ROOT / "workflows" / "sensors.csv"
+    write_readings(read_csv(sensors), tmp_path / "gen", seconds=900, files=1, bad_lines=3)
+    lines = (tmp_path / "gen" / "readings-000.csv").read_text().splitlines()
+    batches = [lines[: len(lines) // 3], lines[len(lines) // 3: 2 * len(lines) // 3], lines[2 * len(lines) // 3:]]
+    out, db = tmp_path / "out", tmp_path / "results.db"
+    compile_workflows([str(f) for f in EXAMPLES], out, str(sensors), 2)
+    receiver = Receiver().start()
+    try:
+        run_local(out, str(write_replay(tmp_path / "data", batches)), True, f"sqlite:{db}", spark=spark,
+                  echo=lambda *_: None, max_files_per_trigger=1, alerts=(receiver.url,), alerts_timeout="60s")
+    finally:
+        receiver.stop()
+    evaluation = evaluate(load([str(f) for f in EXAMPLES]).workflows, batches)
+    found = read_results(f"sqlite:{db}")
+    rows = [tuple(None if pd.isna(v) else v for v in r) for r in
+            found[["stream", "ts", "window_start", "window_end", "value"]].itertuples(index=False)]
+    assert_same(sorted(rows, key=lambda r: (r[0], r[1], r[2] or 0)), expected_rows(evaluation))
+    assert len(chunks) > 10 and sum(chunks) > len(found) / 2  # most rows came in chunks
+    incidents = reference_incidents(evaluation.rows, FLAGS)
+    assert len(incidents) >= 10 and any(key[0] in FLAGS for key in incidents)
+    assert {key: state for key, (state, _) in standing([a for _, a in receiver.received]).items()} == incidents

@@ -19,6 +19,7 @@ from sensorscript.runtime.control.late_corrections import LateCorrections
 from sensorscript.runtime.control.run_summary import BatchCounts, RunSummary
 from sensorscript.runtime.ingest import archive
 from sensorscript.runtime.output.alarms import alarm_kinds
+from sensorscript.runtime.output.executor_writes import KEPT, DriverCollect
 from sensorscript.runtime.output.kafka_sink import ResultsTopic, TopicIndex
 from sensorscript.runtime.output.postgres_sink import PostgresSink
 from sensorscript.runtime.output.sinks import PLAN_COLUMN, BatchRows, open_sink
@@ -167,17 +168,26 @@ class BatchWriter:
     def write(self, batch, batch_id: int) -> None:
         started, job = time.monotonic(), self.job
         on_executors = self.results_topic is not None or self.target.on_executors
-        if not on_executors:
-            rows = batch.toPandas()
-            written = None  # the results below are all of them
-        else:  # the executors write the results; the driver gets those whose alarms it delivers
-            keep = frozenset(self.alarms.writes.kinds(job)) if self.alarms is not None else frozenset()
-            if self.results_topic is not None:
-                rows, *written = self.results_topic.write(batch, job, keep, self.index)
+        keep = frozenset(self.alarms.writes.kinds(job)) if self.alarms is not None else frozenset()
+        collected = None
+        try:
+            if not on_executors:  # the driver writes: the batch collected with its memory bounded
+                collected = DriverCollect(batch, job, keep)
+                rows, written = collected.rows, None
+            elif self.results_topic is not None:  # the executors write the results; the driver gets
+                rows, *written = self.results_topic.write(batch, job, keep, self.index)  # the alarms' rows
             else:
                 rows, *written = self.target.write_on_executors(batch, batch_id, job, keep)
+            self._write(batch_id, job, rows, written, collected, started)
+        finally:
+            if collected is not None:
+                collected.close()
+
+    def _write(self, batch_id: int, job: Job, rows, written, collected: DriverCollect | None, started: float) -> None:
         kinds = rows["kind"]
         results, quarantine, counted = rows[kinds == "result"], rows[kinds == "quarantine"], rows[kinds == "metric"]
+        if collected is not None:  # with the large partitions' results, which the sink takes in chunks
+            written = (len(results) + sum(collected.held.values()), _matches(results) + collected.held_matches)
         written = tuple(written) if written else (len(results), _matches(results))
         metrics = counted.groupby("stream")["value"].sum()
         measures = _measures(job, batch_id, counted, rows[kinds == "gauge"], written[0])
@@ -185,14 +195,20 @@ class BatchWriter:
         # Late readings older than the archive's horizon: no correction takes them.
         corrections = self.corrections
         too_late = corrections.mark_too_late(late_rows, job) if corrections else np.zeros(len(late_rows), bool)
-        results = results.assign(**{PLAN_COLUMN: job.plan_versions(results["stream"].to_numpy(),
-                                                                    results["ts"].to_numpy(np.int64))})
+        results = _planned(results, job)
         counts = BatchCounts.of(metrics, len(quarantine), written, int(too_late.sum()))
         # The status first: an update's switch time comes from it (`switching.switched`), and a batch done again
         # after a kill leaves it as it was, so a switch at a restart starts where this one would have.
         self.status.batch(batch_id, metrics, measures, len(quarantine), counts.results, counts.too_late)
-        stored = results.iloc[:0] if on_executors else results  # in the topic or the database already
-        self.target.write(batch_id, BatchRows(stored, quarantine, late_rows, measures))
+        if collected is None:  # in the topic or the database already
+            stored = BatchRows(results.iloc[:0], quarantine, late_rows, measures)
+        else:
+            stored = BatchRows(results, quarantine, late_rows, measures,
+                               more=(_planned(chunk, job) for chunk in collected.chunks()))
+            kept = rows[kinds == KEPT]
+            if len(kept):  # the alarms' rows of the partitions the sink takes in chunks
+                results = pd.concat([results, _planned(kept.assign(kind="result"), job)], ignore_index=True)
+        self.target.write(batch_id, stored)
         if self.alarms is not None:  # into the outbox only: the delivery threads send them
             self.alarms.batch(batch_id, results, job)
         if self.corrections:
@@ -204,6 +220,12 @@ class BatchWriter:
         if self.corrections:
             self.corrections.after_batch(job)
         self.housekeeping.after_batch(batch_id)
+
+
+def _planned(results, job: Job):
+    """Result rows with the plan version that computed each (`Job.plan_versions`)."""
+    return results.assign(**{PLAN_COLUMN: job.plan_versions(results["stream"].to_numpy(),
+                                                            results["ts"].to_numpy(np.int64))})
 
 
 def _matches(results) -> int:

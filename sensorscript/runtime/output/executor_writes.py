@@ -88,3 +88,101 @@ def write_on_executors(batch, write: ExecutorWrite) -> tuple[pd.DataFrame, int, 
 def last_stage(job) -> int:
     """The number of the job's last stage, whose partitions write."""
     return max([1, *(number for number, _ in job.stages_after_first())])
+
+
+# ------------------------------------------------------------------ a sink the driver writes
+
+CHUNK_ROWS = 200_000  # the result rows a driver-side sink (SQLite, CSV, console) takes in at once,
+DRIVER_ROWS = "SSCRIPT_DRIVER_ROWS"  # unless this environment variable says another number
+HELD = "held"  # the kind of the row a partition sends instead of more result rows than the driver takes
+# at once: stage the partition, window_start how many result rows, window_end how many were matches
+KEPT = "kept"  # a held partition's result row of a stream whose alarms the run delivers (the driver
+# writes it with the partition's chunks, and takes its alarms from it)
+
+
+@dataclass
+class DriverShare:
+    """A micro-batch's rows for a sink the driver writes (mapInArrow, in the last stage's tasks): a
+    partition with at most `limit` result rows sends them all with its other rows; a larger one sends
+    its other rows, its result rows of the streams in `keep` (as KEPT) and one HELD row of counts, and
+    the driver takes its result rows later, a chunk at a time (`DriverCollect`)."""
+
+    limit: int
+    keep: frozenset
+
+    def __call__(self, batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyspark import TaskContext
+
+        part = TaskContext.get().partitionId()
+        buffered, rows, matches, schema = [], 0, 0, None
+        keep = pa.array(sorted(self.keep), pa.string())
+        for batch in batches:
+            schema = batch.schema
+            kinds = batch.column(schema.get_field_index("kind"))
+            is_result = pc.equal(kinds, "result").fill_null(False)
+            if not pc.all(is_result).as_py():
+                yield batch.filter(pc.invert(is_result))
+            if not pc.any(is_result).as_py():
+                continue
+            results = batch.filter(is_result)
+            rows, matches = rows + results.num_rows, matches + results.num_rows - results.column("events").null_count
+            buffered.append(results)
+            if rows > self.limit:  # held: from now on only the kept rows go to the driver
+                for held in buffered:
+                    if self.keep:
+                        kept = held.filter(pc.is_in(held.column(schema.get_field_index("stream")),
+                                                    value_set=keep).fill_null(False))
+                        if kept.num_rows:
+                            yield kept.set_column(schema.get_field_index("kind"), "kind",
+                                                  pa.array([KEPT] * kept.num_rows, pa.string()))
+                buffered = []
+        yield from buffered
+        if rows > self.limit:
+            values = {"kind": HELD, "stage": part, "window_start": rows, "window_end": matches}
+            yield pa.RecordBatch.from_pydict({n: [values.get(n)] for n in schema.names}, schema=schema)
+
+
+def driver_rows() -> int:
+    """How many result rows the driver takes in at once (CHUNK_ROWS, or SSCRIPT_DRIVER_ROWS)."""
+    import os
+
+    given = os.environ.get(DRIVER_ROWS, "").replace("_", "").replace(",", "")
+    return int(given) if given.isdigit() and int(given) > 0 else CHUNK_ROWS
+
+
+class DriverCollect:
+    """A micro-batch collected for a sink the driver writes, with its memory bounded: the batch is
+    computed once (kept by the executors, spilling to disk), its rows but the result rows of large
+    partitions collected at once (`rows`), and those result rows later, `chunks()`, in about
+    CHUNK_ROWS at a time: each chunk a share of the rows by a hash of their key, so that a chunk is
+    the same set of rows however often the batch is computed. `close` lets the batch go."""
+
+    def __init__(self, batch, job, keep: frozenset = frozenset()):
+        from pyspark import StorageLevel
+
+        self.batch, self.chunk_rows = batch, driver_rows()
+        batch.persist(StorageLevel.MEMORY_AND_DISK)
+        share = DriverShare(max(1, self.chunk_rows // max(1, job.partitions)), frozenset(keep))
+        found = batch.mapInArrow(share, OUTPUT_SCHEMA).toPandas()
+        held = found["kind"] == HELD
+        counts = found[held]
+        self.held = dict(zip(counts["stage"].astype(int), counts["window_start"].astype(int)))
+        self.held_matches = int(counts["window_end"].sum())
+        self.rows = found[~held].reset_index(drop=True)
+
+    def chunks(self):
+        """The held partitions' result rows (OUTPUT_SCHEMA's columns), a frame a chunk."""
+        from pyspark.sql import functions as F
+
+        if not self.held:
+            return
+        count = -(-sum(self.held.values()) // self.chunk_rows)
+        results = self.batch.where((F.col("kind") == "result") & F.spark_partition_id().isin(sorted(self.held)))
+        share = F.pmod(F.xxhash64("stream", "ts", "window_start", "version", "start_ts", "events"), F.lit(count))
+        for number in range(count):
+            yield results.where(share == number).toPandas()
+
+    def close(self) -> None:
+        self.batch.unpersist()

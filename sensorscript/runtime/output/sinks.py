@@ -30,12 +30,14 @@ from __future__ import annotations
 import csv
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+import itertools
 import json
 import math
 import re
 import sqlite3
 import time
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import pandas as pd
 
@@ -70,6 +72,14 @@ class BatchRows:
     quarantine: pd.DataFrame
     late: pd.DataFrame | None = None
     metrics: pd.DataFrame | None = None
+    # More result rows, a frame at a time, taken by the sink as it writes: a batch too large for the
+    # driver to hold at once (runtime/output/executor_writes.py, `DriverCollect`).
+    more: Iterable[pd.DataFrame] = ()
+
+    def result_frames(self) -> Iterator[pd.DataFrame]:
+        """The result rows, a frame at a time."""
+        yield self.results
+        yield from self.more
 
     def side_tables(self):
         """(folder or table name, columns, frame) of everything but the results."""
@@ -221,10 +231,11 @@ class SQLiteSink(Sink):
         with self._connect() as db:  # one transaction: the rows and the batch id, or nothing
             if db.execute("SELECT 1 FROM sscript_batches WHERE batch_id = ?", (batch_id,)).fetchone():
                 return
-            for table, columns, frame in (("results", RESULT_COLUMNS + MATCH_COLUMNS + (PLAN_COLUMN,), rows.results),
-                                          *rows.side_tables()):
+            tables = (("results", RESULT_COLUMNS + MATCH_COLUMNS + (PLAN_COLUMN,), frame)
+                      for frame in rows.result_frames())  # a frame at a time
+            for table, columns, frame in itertools.chain(tables, rows.side_tables()):
                 db.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                               _records(frame, columns))
+                               _each_record(frame, columns))
             db.execute("INSERT INTO sscript_batches VALUES (?)", (batch_id,))
 
     def describe(self) -> str:
@@ -318,7 +329,8 @@ class CsvSink(_FileSink):
             writer = csv.writer(f)
             if new:
                 writer.writerow(self.columns)
-            writer.writerows(("" if v is None else v for v in row) for row in _records(rows.results, self.columns))
+            for frame in rows.result_frames():
+                writer.writerows(("" if v is None else v for v in row) for row in _each_record(frame, self.columns))
         self._write_side_tables(batch_id, rows)
         self._done(batch_id)
 
@@ -413,8 +425,9 @@ class ConsoleSink(Sink):
         self.columns = columns
 
     def write(self, batch_id, rows):
-        for row in _records(rows.results, self.columns):
-            print(json.dumps(dict(zip(self.columns, row))))
+        for frame in rows.result_frames():
+            for row in _each_record(frame, self.columns):
+                print(json.dumps(dict(zip(self.columns, row))))
         for name, columns, frame in rows.side_tables()[:2]:
             for row in _records(frame, columns):
                 print(f"{name}: " + json.dumps(dict(zip(columns, row))))
@@ -444,6 +457,16 @@ def _records(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[tuple]:
             items = [v if ok else None for v, ok in zip(items, present)]
         lists.append(items)
     return list(zip(*lists))
+
+
+RECORDS_AT_ONCE = 10_000  # rows made plain Python at a time by `_each_record`
+
+
+def _each_record(frame: pd.DataFrame, columns: tuple[str, ...]) -> Iterator[tuple]:
+    """`_records`, made a slice of rows at a time: a large frame's rows as Python objects take about
+    ten times its own memory."""
+    for start in range(0, 0 if frame is None else len(frame), RECORDS_AT_ONCE):
+        yield from _records(frame.iloc[start:start + RECORDS_AT_ONCE], columns)
 
 
 # ------------------------------------------------------------------ reading back
