@@ -77,12 +77,16 @@ def test_killed_three_times_between_the_executors_write_and_the_drivers_each_row
     micro-batch a file. Three times the test holds the driver's ledger (a lock on sscript_batches)
     so that a batch's result rows are in PostgreSQL, committed by the executors, while the driver
     has not written the batch; then SIGKILLs the job and lets go. The next run does the batch again:
-    its partitions find their ledger rows and write nothing. The results equal the reference's
-    over the batches read, every row once; the password is nowhere in OUT or the output."""
+    its partitions find their ledger rows and write nothing, and its alarms (--alerts), which the
+    kill kept from the outbox, are taken. The results equal the reference's over the batches read,
+    every row once; a receiver holds every incident in the state the reference's rows say; the
+    password is nowhere in OUT or the output."""
     from tests.cep_harness import reference_rows, same_rows
     from tests.conftest import EXAMPLES
-    from tests.differential import disordered_replay
+    from tests.differential import disordered_replay, reference_incidents
+    from tests.receivers import Receiver
     from tests.test_restart import DELAY_MS, Run, batches_read
+    from tests.test_spark_alerts import FLAGS, standing
 
     server, url = postgres
     schema = _schema(url)
@@ -92,11 +96,13 @@ def test_killed_three_times_between_the_executors_write_and_the_drivers_each_row
     compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2, watermark=f"fixed:{DELAY_MS}",
                                  late="log")
     runs, killed = [], []
+    receiver = Receiver().start()
+    extra = ("--sink", url, "--alerts", receiver.url)
     try:
         for _ in range(3):
             # The run makes the tables (anew, for a fresh OUT) and does again the batch killed last,
             # whose partitions find their ledger rows; then the driver is held.
-            run = Run(out, folder / "data", extra=("--sink", url))
+            run = Run(out, folder / "data", extra=extra)
             runs.append(run)
             run.wait_for("batch 0:" if not killed else f"batch {killed[-1]}:")
             with server.connect(autocommit=False) as holder:
@@ -104,22 +110,26 @@ def test_killed_three_times_between_the_executors_write_and_the_drivers_each_row
                     holder.execute(f'LOCK TABLE "{schema}".sscript_batches IN EXCLUSIVE MODE')
                     killed.append(_written_by_executors_only(server, schema, run, after=killed[-1] if killed else 0))
                     run.kill()
-        last = Run(out, folder / "data", extra=("--sink", url))
+        last = Run(out, folder / "data", extra=extra)
         runs.append(last)
         said = last.drain(sum(map(len, batches)))
     finally:
         for run in runs:
             run.cleanup()
+        receiver.stop()
     assert "every window and pending match was emitted" in said
     assert len(set(killed)) == 3  # three batches cut short after their rows were in PostgreSQL
     scripts = {f.stem: f.read_text() for f in EXAMPLES}
-    expected, _ = reference_rows(scripts, batches_read(out), DELAY_MS, compiled.plan)
+    expected, evaluation = reference_rows(scripts, batches_read(out), DELAY_MS, compiled.plan)
     with server.connect() as db:
         found = [tuple(r) for r in db.execute(f'SELECT stream, ts, window_start, window_end, value, start_ts, end_ts, '
                                               f'events FROM "{schema}".results')]
         ledger = [b for (b,) in db.execute(f'SELECT batch_id FROM "{schema}".sscript_batches ORDER BY 1')]
     same_rows(found, expected)  # none missing, none twice
     assert ledger == list(range(len(ledger)))
+    incidents = reference_incidents(evaluation.rows, FLAGS)
+    assert len(incidents) >= 10 and any(key[0] in FLAGS for key in incidents)
+    assert {key: state for key, (state, _) in standing([a for _, a in receiver.received]).items()} == incidents
     told = said + "".join(r.output() for r in runs)
     kept = "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file() and p.suffix in (".json", ".log", ".txt"))
     assert server.password not in told + kept
@@ -242,7 +252,7 @@ def test_the_database_restarted_while_the_job_runs_the_batch_waits_and_if_it_sta
         said = run.drain(sum(map(len, batches)))
         assert "every window and pending match was emitted" in said and "Traceback" not in said
         scripts = {f.stem: f.read_text() for f in EXAMPLES}
-        expected, _ = reference_rows(scripts, batches_read(out), DELAY_MS, compiled.plan)
+        expected, evaluation = reference_rows(scripts, batches_read(out), DELAY_MS, compiled.plan)
         with server.connect() as db:
             found = [tuple(r) for r in db.execute("SELECT stream, ts, window_start, window_end, value, start_ts, "
                                                   "end_ts, events FROM results")]

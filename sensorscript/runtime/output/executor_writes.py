@@ -94,54 +94,8 @@ def last_stage(job) -> int:
 
 CHUNK_ROWS = 200_000  # the result rows a driver-side sink (SQLite, CSV, console) takes in at once,
 DRIVER_ROWS = "SSCRIPT_DRIVER_ROWS"  # unless this environment variable says another number
-HELD = "held"  # the kind of the row a partition sends instead of more result rows than the driver takes
-# at once: stage the partition, window_start how many result rows, window_end how many were matches
 KEPT = "kept"  # a held partition's result row of a stream whose alarms the run delivers (the driver
 # writes it with the partition's chunks, and takes its alarms from it)
-
-
-@dataclass
-class DriverShare:
-    """A micro-batch's rows for a sink the driver writes (mapInArrow, in the last stage's tasks): a
-    partition with at most `limit` result rows sends them all with its other rows; a larger one sends
-    its other rows, its result rows of the streams in `keep` (as KEPT) and one HELD row of counts, and
-    the driver takes its result rows later, a chunk at a time (`DriverCollect`)."""
-
-    limit: int
-    keep: frozenset
-
-    def __call__(self, batches):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        from pyspark import TaskContext
-
-        part = TaskContext.get().partitionId()
-        buffered, rows, matches, schema = [], 0, 0, None
-        keep = pa.array(sorted(self.keep), pa.string())
-        for batch in batches:
-            schema = batch.schema
-            kinds = batch.column(schema.get_field_index("kind"))
-            is_result = pc.equal(kinds, "result").fill_null(False)
-            if not pc.all(is_result).as_py():
-                yield batch.filter(pc.invert(is_result))
-            if not pc.any(is_result).as_py():
-                continue
-            results = batch.filter(is_result)
-            rows, matches = rows + results.num_rows, matches + results.num_rows - results.column("events").null_count
-            buffered.append(results)
-            if rows > self.limit:  # held: from now on only the kept rows go to the driver
-                for held in buffered:
-                    if self.keep:
-                        kept = held.filter(pc.is_in(held.column(schema.get_field_index("stream")),
-                                                    value_set=keep).fill_null(False))
-                        if kept.num_rows:
-                            yield kept.set_column(schema.get_field_index("kind"), "kind",
-                                                  pa.array([KEPT] * kept.num_rows, pa.string()))
-                buffered = []
-        yield from buffered
-        if rows > self.limit:
-            values = {"kind": HELD, "stage": part, "window_start": rows, "window_end": matches}
-            yield pa.RecordBatch.from_pydict({n: [values.get(n)] for n in schema.names}, schema=schema)
 
 
 def driver_rows() -> int:
@@ -152,25 +106,54 @@ def driver_rows() -> int:
     return int(given) if given.isdigit() and int(given) > 0 else CHUNK_ROWS
 
 
+COUNTS = "part int, rows long, matches long"
+
+
+def _count(batches):
+    """mapInArrow: a partition's result rows (their `events`) in; out, its number, how many, how
+    many were pattern matches."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+
+    rows = matches = 0
+    for batch in batches:
+        rows, matches = rows + batch.num_rows, matches + batch.num_rows - batch.column(0).null_count
+    yield pa.RecordBatch.from_pydict({"part": [TaskContext.get().partitionId()], "rows": [rows],
+                                      "matches": [matches]}, schema=pa.schema(
+        [("part", pa.int32()), ("rows", pa.int64()), ("matches", pa.int64())]))
+
+
 class DriverCollect:
-    """A micro-batch collected for a sink the driver writes, with its memory bounded: the batch is
-    computed once (kept by the executors, spilling to disk), its rows but the result rows of large
-    partitions collected at once (`rows`), and those result rows later, `chunks()`, in about
-    CHUNK_ROWS at a time: each chunk a share of the rows by a hash of their key, so that a chunk is
-    the same set of rows however often the batch is computed. `close` lets the batch go."""
+    """A micro-batch collected for a sink the driver writes, with its memory bounded. The batch is
+    computed once (kept by the executors, spilling to disk) and its result rows counted per
+    partition; a partition with more than its share of the driver's rows (`driver_rows()` over the
+    job's partitions) is held. `rows`: the batch's rows but the held partitions' result rows (of
+    which those of the streams in `keep`, whose alarms the run delivers, come as KEPT); `chunks()`:
+    the held result rows, about `driver_rows()` at a time, each chunk the rows whose key hashes to
+    its number, so that a chunk is the same set of rows however often the batch is computed (a
+    shuffle's order is not fixed). Every step runs in the JVMs: no row goes through a Python worker
+    on its way. `close` lets the batch go."""
 
     def __init__(self, batch, job, keep: frozenset = frozenset()):
         from pyspark import StorageLevel
+        from pyspark.sql import functions as F
 
         self.batch, self.chunk_rows = batch, driver_rows()
         batch.persist(StorageLevel.MEMORY_AND_DISK)
-        share = DriverShare(max(1, self.chunk_rows // max(1, job.partitions)), frozenset(keep))
-        found = batch.mapInArrow(share, OUTPUT_SCHEMA).toPandas()
-        held = found["kind"] == HELD
-        counts = found[held]
-        self.held = dict(zip(counts["stage"].astype(int), counts["window_start"].astype(int)))
-        self.held_matches = int(counts["window_end"].sum())
-        self.rows = found[~held].reset_index(drop=True)
+        is_result = F.col("kind") == "result"
+        # Counted in each partition's task, by a Python worker that sees one column: no shuffle (its
+        # records would add to the tuples the job's report says crossed the network).
+        counts = batch.where(is_result).select("events").mapInArrow(_count, COUNTS).collect()
+        limit = max(1, self.chunk_rows // max(1, job.partitions))
+        self.held = {row["part"]: row["rows"] for row in counts if row["rows"] > limit}
+        self.held_matches = sum(row["matches"] for row in counts if row["part"] in self.held)
+        if not self.held:
+            self.rows = batch.toPandas()
+            return
+        held = is_result & F.spark_partition_id().isin(sorted(self.held))
+        wanted = ~held | F.col("stream").isin(sorted(keep)) if keep else ~held
+        self.rows = (batch.where(wanted).withColumn("kind", F.when(held, F.lit(KEPT)).otherwise(F.col("kind")))
+                     .toPandas())
 
     def chunks(self):
         """The held partitions' result rows (OUTPUT_SCHEMA's columns), a frame a chunk."""
