@@ -240,11 +240,11 @@ def correct_now(out: Path):
 
 def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit: int, tz=None):
     """`sscript results OUT`: the newest version of each result row (or every version), times in
-    `tz` (UTC when None); its lines, one by one (a PostgreSQL sink's stream after stream, never all
-    its rows at once)."""
+    `tz` (UTC when None); its lines, one by one (a SQLite or PostgreSQL sink's stream after stream,
+    never all its rows at once)."""
     from sensorscript.runtime.control.correction import newest
     from sensorscript.runtime.output.postgres_sink import PostgresSink, is_postgres
-    from sensorscript.runtime.output.sinks import read_results
+    from sensorscript.runtime.output.sinks import read_results, sqlite_result_groups
     from sensorscript.runtime.output.status import result_groups, result_lines, results_spec
     from sensorscript.times import UTC
 
@@ -255,7 +255,10 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
     spec = results_spec(out, status) if status else f"sqlite:{out / 'results.db'}"
     try:
         if is_postgres(spec):  # selected per stream by PostgreSQL
-            return result_lines(PostgresSink(spec).result_groups(streams, all_versions, limit), tz or UTC)
+            return _said(result_lines(PostgresSink(spec).result_groups(streams, all_versions, limit), tz or UTC))
+        if spec.startswith("sqlite:"):  # and by SQLite
+            groups = sqlite_result_groups(Path(spec[len("sqlite:"):]), streams, all_versions, limit)
+            return _said(result_lines(groups, tz or UTC))
         if status.get("results_topic"):  # the job loaded for its session only then
             from sensorscript.runtime.control.session import read_back_session
 
@@ -267,6 +270,14 @@ def show_results(out: Path, streams: list[str] | None, all_versions: bool, limit
         rows = newest(rows)
         rows = rows[rows["value"].notna()]
     return result_lines(result_groups(rows, limit), tz or UTC)
+
+
+def _said(lines):
+    """Lines read from a sink as they are printed: an error meanwhile in one sentence."""
+    try:
+        yield from lines
+    except (ValueError, ConnectionError) as exc:
+        raise SensorScriptError([Diagnostic("error", str(exc))]) from None
 
 
 def job_status(out: Path) -> dict:

@@ -224,3 +224,32 @@ def test_results_over_the_drivers_share_are_taken_in_chunks_and_their_alarms_kep
     incidents = reference_incidents(evaluation.rows, FLAGS)
     assert len(incidents) >= 10 and any(key[0] in FLAGS for key in incidents)
     assert {key: state for key, (state, _) in standing([a for _, a in receiver.received]).items()} == incidents
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.dictionaries(st.tuples(st.sampled_from(["a.x", "b.y", "c.z"]), st.integers(0, 20), st.integers(1, 3)),
+                            st.one_of(st.none(), st.floats(-5, 5)), max_size=40),
+       limit=st.sampled_from([0, 1, 3]), all_versions=st.booleans())
+def test_sscript_results_of_sqlite_selected_a_stream_at_a_time_says_what_the_rows_read_whole_say(tmp_path, rows, limit,
+                                                                                                all_versions):
+    """`sscript results` reads a SQLite sink a stream at a time (sinks.sqlite_result_groups, never
+    all its rows at once): its lines are those of every row read and taken newest by pandas."""
+    from sensorscript.runtime.output.sinks import sqlite_result_groups
+    from sensorscript.runtime.output.status import result_groups, result_lines
+
+    path = tmp_path / "results.db"
+    path.unlink(missing_ok=True)
+    SQLiteSink(path)
+    db = sqlite3.connect(path)
+    with db:
+        db.executemany("INSERT INTO results (stream, ts, version, value) VALUES (?, ?, ?, ?)",
+                       [(s, t, v, value) for (s, t, v), value in rows.items()])
+    db.close()
+    stored = read_results(f"sqlite:{path}")
+    if not all_versions:
+        stored = newest(stored)
+        stored = stored[stored["value"].notna()]
+    assert (list(result_lines(sqlite_result_groups(path, None, all_versions, limit)))
+            == list(result_lines(result_groups(stored, limit))))
+    chosen = list(result_lines(sqlite_result_groups(path, ["b.y", "none.such"], all_versions, limit)))
+    assert chosen == list(result_lines(result_groups(stored[stored["stream"] == "b.y"], limit)))

@@ -507,27 +507,16 @@ class PostgresSink:
 
     def result_groups(self, streams, all_versions: bool, limit: int):
         """For `sscript results`: per stream in name order, (stream, how many rows, its newest `limit`
-        rows: all with 0), the newest version of each row (the view `latest`) or every version. The
-        streams and their counts come first; each stream's rows are read when their turn comes, so
-        memory holds one stream's shown rows."""
+        rows: all with 0), the newest version of each row (the view `latest`) or every version,
+        selected per stream (status.selected_groups)."""
+        from sensorscript.runtime.output.status import selected_groups
+
+        def query(sql, parameters):
+            return retrying(self.address, None, lambda db: db.execute(sql, parameters).fetchall(),
+                            f"the results in {self.address.url} could not be read")
+
         source = self.tables.name("results" if all_versions else "latest")
-        where, parameters = "", []
-        if streams is not None:
-            where, parameters = "WHERE stream = ANY(%s)", [list(streams)]
-        columns = ("stream", "ts", "window_start", "window_end", "value", "version", "start_ts", "end_ts", "events")
-
-        def counts(db):
-            return db.execute(f"SELECT stream, count(*) FROM {source} {where} GROUP BY stream ORDER BY stream",
-                              parameters).fetchall()
-
-        for stream, count in retrying(self.address, None, counts, f"the results in {self.address.url} could not be read"):
-            def rows(db, stream=stream):
-                newest = db.execute(f"SELECT {', '.join(columns)} FROM {source} WHERE stream = %s "
-                                    f"ORDER BY ts DESC, version DESC" + (" LIMIT %s" if limit else ""),
-                                    [stream, *([limit] if limit else [])]).fetchall()
-                return pd.DataFrame(newest[::-1], columns=columns)
-
-            yield stream, count, retrying(self.address, None, rows, f"the results in {self.address.url} could not be read")
+        yield from selected_groups(query, source, streams, limit, "%s")
 
     def reset(self) -> None:
         """Remove what earlier runs wrote (a run afresh): the sink's tables, made anew."""

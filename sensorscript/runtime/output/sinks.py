@@ -480,6 +480,23 @@ def sqlite_results(path: str | Path, table: str = "results") -> list[tuple]:
         db.close()
 
 
+def sqlite_result_groups(path: Path, streams, all_versions: bool, limit: int):
+    """For `sscript results` of a SQLite sink: its streams one at a time (status.selected_groups),
+    the newest version of each row (the view `latest`) or every version."""
+    from sensorscript.runtime.output.status import selected_groups
+
+    if not Path(path).exists():
+        return
+    db = sqlite3.connect(path)
+    try:
+        yield from selected_groups(lambda sql, parameters: db.execute(sql, parameters).fetchall(),
+                                   "results" if all_versions else "latest", streams, limit)
+    except sqlite3.DatabaseError as exc:  # not a sink's database
+        raise ValueError(f"the results in sqlite:{path} cannot be read: {exc}") from None
+    finally:
+        db.close()
+
+
 def read_results(spec: str, streams: list[str] | None = None, lo: int | None = None,
                  hi: int | None = None) -> pd.DataFrame:
     """Every version of the result rows a sink holds (of these streams, with lo <= ts < hi), in

@@ -433,9 +433,30 @@ def result_groups(rows, limit: int):
         yield stream, len(group), group.tail(limit) if limit else group
 
 
+SHOWN_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version", "start_ts", "end_ts", "events")
+
+
+def selected_groups(query, source: str, streams, limit: int, mark: str = "?"):
+    """`result_groups` of a sink that selects in SQL (SQLite, PostgreSQL), from `source` (the table
+    `results` or the view `latest`); `query(sql, parameters)` returns the rows, `mark` is the
+    driver's placeholder. The streams and their counts come first; each stream's rows are read when
+    its turn comes, so memory holds one stream's shown rows, never the sink's."""
+    import pandas as pd
+
+    where, parameters = "", []
+    if streams is not None:
+        where, parameters = f"WHERE stream IN ({', '.join([mark] * len(streams))})", list(streams)
+    counts = query(f"SELECT stream, count(*) FROM {source} {where} GROUP BY stream ORDER BY stream", parameters)
+    for stream, count in counts:
+        newest = query(f"SELECT {', '.join(SHOWN_COLUMNS)} FROM {source} WHERE stream = {mark} "
+                       f"ORDER BY ts DESC, version DESC" + (f" LIMIT {mark}" if limit else ""),
+                       [stream, *([limit] if limit else [])])
+        yield stream, count, pd.DataFrame(newest[::-1], columns=SHOWN_COLUMNS)
+
+
 def result_lines(groups, tz: tzinfo = UTC):
     """The lines of `sscript results`, one stream after another as `groups` yields them (stream, rows,
-    the rows shown): what a sink that selects per stream (PostgreSQL) never holds all at once."""
+    the rows shown): what a sink that selects per stream (`selected_groups`) never holds all at once."""
     shown_any = False
     for stream, count, shown in groups:
         shown_any = True
