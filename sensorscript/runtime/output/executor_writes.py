@@ -131,8 +131,8 @@ class DriverCollect:
     which those of the streams in `keep`, whose alarms the run delivers, come as KEPT); `chunks()`:
     the held result rows, about `driver_rows()` at a time, each chunk the rows whose key hashes to
     its number, so that a chunk is the same set of rows however often the batch is computed (a
-    shuffle's order is not fixed). Every step runs in the JVMs: no row goes through a Python worker
-    on its way. `close` lets the batch go."""
+    shuffle's order is not fixed). Every step but the count (a Python worker sees the column
+    `events`) runs in the JVMs. `close` lets the batch go."""
 
     def __init__(self, batch, job, keep: frozenset = frozenset()):
         from pyspark import StorageLevel
