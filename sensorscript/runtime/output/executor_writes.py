@@ -136,10 +136,19 @@ class DriverCollect:
 
     def __init__(self, batch, job, keep: frozenset = frozenset()):
         from pyspark import StorageLevel
-        from pyspark.sql import functions as F
 
         self.batch, self.chunk_rows = batch, driver_rows()
         batch.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            self._collect(job, keep)
+        except BaseException:  # a failed or cut batch: what Spark kept goes
+            batch.unpersist()
+            raise
+
+    def _collect(self, job, keep: frozenset) -> None:
+        from pyspark.sql import functions as F
+
+        batch = self.batch
         is_result = F.col("kind") == "result"
         # Counted in each partition's task, by a Python worker that sees one column: no shuffle (its
         # records would add to the tuples the job's report says crossed the network).

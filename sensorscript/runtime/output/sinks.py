@@ -487,14 +487,16 @@ def sqlite_result_groups(path: Path, streams, all_versions: bool, limit: int):
 
     if not Path(path).exists():
         return
-    db = sqlite3.connect(path)
+    db = None
     try:
+        db = sqlite3.connect(path)
         yield from selected_groups(lambda sql, parameters: db.execute(sql, parameters).fetchall(),
                                    "results" if all_versions else "latest", streams, limit)
     except sqlite3.DatabaseError as exc:  # not a sink's database
         raise ValueError(f"the results in sqlite:{path} cannot be read: {exc}") from None
     finally:
-        db.close()
+        if db is not None:
+            db.close()
 
 
 def read_results(spec: str, streams: list[str] | None = None, lo: int | None = None,
