@@ -1,6 +1,7 @@
 """Sustained load (issue #15): the compiled job fed in real time for minutes, through the file, socket, MQTT or Kafka source.
 
-    .venv/bin/python scripts/soak.py [--source file|socket|mqtt|kafka] [--lines-per-message 20] [--rate 40000]
+    .venv/bin/python scripts/soak.py [--source file|socket|mqtt|kafka] [--sink sqlite|parquet|postgresql|ADDRESS]
+                                     [--lines-per-message 20] [--rate 40000]
                                      [--minutes 10] [--sensors 1000] [--workflows 1024] [--partitions 2]
                                      [--out DIR] [--json PATH]
     .venv/bin/python scripts/soak.py --find-max [--source file|socket|mqtt|kafka] [--start-rate 20000] [--step-factor 1.25]
@@ -13,7 +14,7 @@ machine should be otherwise idle while it runs.
 The command line of the package scripts/soaking/, whose modules say what each part does and measures:
 the bundled example workflows and `--workflows` generated bridge workflows over `--sensors` sensors
 are compiled into OUT/job (soaking.workload) and the job runs as `python OUT/job/job.py --input SOURCE
---out OUT/job` in a child process (soaking.job), fed readings paced by the wall clock through files, a
+--out OUT/job [--sink SINK]` in a child process (soaking.job), fed readings paced by the wall clock through files, a
 socket, or a broker of its own in OUT/broker, stopped at the end whatever happened (soaking.feed):
 mosquitto (--source mqtt) or Apache Kafka (--source kafka, issue #41: `--input kafka://127.0.0.1:
 PORT/soak`, a topic of `--partitions` partitions, the job's count), the readings in messages of
@@ -21,7 +22,10 @@ PORT/soak`, a topic of `--partitions` partitions, the job's count), the readings
 behind the feed, the processes' memory and CPU (soaking.sampling) are sampled, the same for every
 source (a chunk counts as written once the file is renamed, the socket's send returned, or the
 broker acknowledged every message of it); the feed's first `--warmup` seconds (60)
-are left out of the verdict (soaking.figures, soaking.verdict). --find-max raises the rate in steps
+are left out of the verdict (soaking.figures, soaking.verdict). `--sink` is where the job writes,
+and what the soak reads: sqlite (OUT/job/results.db, the default), parquet (OUT/job/results/, written
+by the executors), postgresql (a server of the soak's own, scripts/postgres_server.py, fsync on,
+removed at the end) or a postgresql:// address (the password from PGPASSWORD or ~/.pgpass). --find-max raises the rate in steps
 while the lag stays bounded (soaking.findmax). A run whose job stops (or stops reading the socket) is
 reported up to there, with the job's first error line (Spark's errors are in OUT/job.log), and the
 script exits with 1. Results: the report on stdout and in OUT/report.txt, everything in OUT/soak.json
@@ -48,12 +52,15 @@ from pathlib import Path
 
 from soaking.report import report
 from soaking.run import run
+from soaking.sink import reading_of
 from soaking.workload import prepare
 
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", choices=("file", "socket", "mqtt", "kafka"), default="file")
+    parser.add_argument("--sink", default="sqlite",
+                        help="sqlite (default), parquet, postgresql (a server of its own) or a postgresql:// address")
     parser.add_argument("--lines-per-message", type=int, default=20,
                         help="--source mqtt, kafka: readings per message (a gateway's batch)")
     parser.add_argument("--rate", type=float, default=40_000, help="readings per second, all sensors")
@@ -80,6 +87,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--job-arg", action="append", default=[], metavar="ARG",
                         help="passed on to job.py as it is (repeatable; --job-arg=--watermark --job-arg=fixed:1s)")
     args = parser.parse_args()
+    if args.sink not in ("sqlite", "parquet", "postgresql") and not args.sink.startswith(("postgresql://", "postgres://")):
+        parser.error(f"--sink {args.sink}: sqlite, parquet, postgresql or a postgresql:// address")
     if args.days and args.find_max:
         parser.error("--days and --find-max measure different things: give one")
     if args.days:
@@ -103,7 +112,21 @@ def main() -> None:
     print(f"soak: {workload.workflows} workflows over {len(workload.referenced)} referenced sensors of "
           f"{len(workload.sensors)} fed; compiled in {time.time() - started:.1f} s into {out / 'job'}; the state "
           f"fills for {workload.fill_ms / 60_000:.1f} min", flush=True)
-    soak = run(args, out, workload, lambda line: print(line, flush=True))
+    server = None
+    if args.sink == "postgresql":  # a server of its own, on a free port of 127.0.0.1
+        from postgres_server import PostgresServer  # scripts/postgres_server.py
+
+        server = PostgresServer().start()
+        os.environ.update(server.environment)  # the job's password, as libpq takes it
+    spec = server.url if server else args.sink if "://" in args.sink else \
+        f"parquet:{out / 'job' / 'results'}" if args.sink == "parquet" else f"sqlite:{out / 'job' / 'results.db'}"
+    print(f"soak: the job writes to {spec}", flush=True)
+    try:
+        soak = run(args, out, workload, reading_of(spec, out / "job"), lambda line: print(line, flush=True))
+    finally:
+        if server is not None:
+            server.stop()
+            server.remove()
     lines, document = report(args, out, workload, soak)
     print("\n".join(lines), flush=True)
     (out / "report.txt").write_text("\n".join(lines) + "\n")

@@ -1,5 +1,5 @@
 """The job's process: `python OUT/job/job.py --input SOURCE --out OUT/job [OPTIONS]` in a child process of its own
-process group (local[2], trigger 1 s, SQLite sink OUT/job/results.db). Its output, timestamped, goes
+process group (local[2], trigger 1 s, the sink of --sink: SQLite OUT/job/results.db by default). Its output, timestamped, goes
 into OUT/job.log (Spark's errors too: SSCRIPT_SPARK_LOG=ERROR), and the arrival of each of its
 "batch N:" lines is recorded. Its processes are told apart for the sampler (driver, JVM, Python
 workers). At the end it gets SIGINT (the run loop stops the query at a batch boundary), then SIGTERM

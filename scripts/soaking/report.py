@@ -28,7 +28,7 @@ def report(args, out: Path, workload: Workload, soak: Soak) -> tuple[list[str], 
                  f"{workload.workflows} workflows ({len(workload.referenced)} sensors read), "
                  f"{args.partitions} partitions, "
              + (f"find-max from {args.start_rate:,.0f} readings/s" if args.find_max else f"{args.rate:,.0f} readings/s")
-             + f"; fed {soak.fed_s / 60:.1f} min; drained in {soak.drained_s:.1f} s; work folder {out}",
+             + f"; sink {soak.watcher.reading.spec}; fed {soak.fed_s / 60:.1f} min; drained in {soak.drained_s:.1f} s; work folder {out}",
              "", minute_table(rows), "",
              "(per minute of feed, the warm-up's included; latency per minute is by commit time; the verdict "
              "leaves the warm-up out)"]
@@ -58,6 +58,7 @@ def report(args, out: Path, workload: Workload, soak: Soak) -> tuple[list[str], 
         found = {**found, "stores_per_day": judged, "batch_duration": batches}
     document = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]), "source": args.source,
+        "sink": soak.watcher.reading.spec,
         "lines_per_message": args.lines_per_message if by_message else None, "rate": args.rate,
         "minutes": args.minutes, "days": args.days, "day_seconds": args.day_seconds, "retain": args.retain,
         "job_args": args.job_arg, "sensors": len(workload.sensors), "referenced": len(workload.referenced),

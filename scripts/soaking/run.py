@@ -15,7 +15,7 @@ from .feed import Clock, Feed, FileFeed, KafkaFeed, MqttFeed, Readings, SocketFe
 from .findmax import judge_step
 from .job import JobProcess
 from .sampling import Sampler
-from .sink import SinkWatcher, checkpoint_durations
+from .sink import Reading, SinkWatcher, checkpoint_durations
 from .stores import STORES_EVERY
 from .workload import Workload
 
@@ -37,17 +37,19 @@ class Soak:
     failure: str | None  # why the run ended early, if it did
 
 
-def job_options(args) -> tuple[str, ...]:
-    """job.py's options beyond --input and --out: with --days, late readings corrected and the files
-    read deleted; --retain and --job-arg as given."""
-    options = ["--late", "correct", *(["--input-cleanup", "delete"] if args.source == "file" else [])] \
+def job_options(args, sink: str) -> tuple[str, ...]:
+    """job.py's options beyond --input and --out: the sink unless it is the default; with --days, late
+    readings corrected and the files read deleted; --retain and --job-arg as given."""
+    options = [] if sink.startswith("sqlite:") else ["--sink", sink]
+    options += ["--late", "correct", *(["--input-cleanup", "delete"] if args.source == "file" else [])] \
         if args.days else []
     options += [f"--retain={retain}" for retain in args.retain]
     return (*options, *args.job_arg)
 
 
-def run(args, out: Path, workload: Workload, echo) -> Soak:
-    """Start the job, feed it for `args.minutes` (or --find-max's steps) while sampling, stop it."""
+def run(args, out: Path, workload: Workload, reading: Reading, echo) -> Soak:
+    """Start the job, feed it for `args.minutes` (or --find-max's steps) while sampling, stop it;
+    `reading` reads the sink it writes to (soaking.sink)."""
     started = time.time()
     clock = Clock(86_400 / args.day_seconds, int(started * 1000)) if args.days else Clock()
     readings = Readings(workload.sensors, workload.referenced, args.rate, speedup=clock.speedup)
@@ -60,13 +62,13 @@ def run(args, out: Path, workload: Workload, echo) -> Soak:
     try:
         if not isinstance(feed, SocketFeed):  # the socket's is written once the job has connected
             feed.prime()
-        job = JobProcess(out / "job", feed.source, out / "job.log", job_options(args))
+        job = JobProcess(out / "job", feed.source, out / "job.log", job_options(args, reading.spec))
     except BaseException:  # no job: its source's broker goes at once
         feed.close()
         feed.release()
         raise
     echo(f"job: {' '.join(job.command)} (log: {out / 'job.log'})")
-    watcher = SinkWatcher(out / "job" / "results.db", job)
+    watcher = SinkWatcher(reading, job)
     steps: list[dict] = []
     failure = None
     try:

@@ -95,7 +95,7 @@ class Sampler:
         if self.stores_of is not None and now >= self.next_stores:
             self.next_stores = now + self.stores_every
             feed_folder = self.feed.folder if isinstance(self.feed, FileFeed) else None
-            sample.stores = measure(self.stores_of, feed_folder)
+            sample.stores = measure(self.stores_of, feed_folder, self.watcher.reading)
         self.samples.append(sample)
         return sample
 

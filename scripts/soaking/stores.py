@@ -1,9 +1,11 @@
 """--days: what the job keeps on disk, sampled while it runs, and judged per simulated day.
   stores       every STORES_EVERY s: bytes on disk of each store in OUT/job (archive/,
-               archive-unread/, corrections/, results.db with its -wal and -shm), of the checkpoint
-               (all, and Spark's parts: state/sources (the file source's log), state/state (the
-               operators' state), state/offsets, state/commits), the rows of every table of
-               results.db (SELECT COUNT(*)), and the files waiting in the input folder.
+               archive-unread/, corrections/), of the checkpoint (all, and Spark's parts:
+               state/sources (the file source's log), state/state (the operators' state),
+               state/offsets, state/commits), of the sink and the rows of each of its tables
+               (soaking.sink's Reading.stored: results.db with its -wal and -shm and SELECT COUNT(*);
+               a Parquet sink's folders and their files' rows; a PostgreSQL schema's tables,
+               partitions and indexes, and COUNT(*)), and the files waiting in the input folder.
   per day      each series at the end of each simulated day (the last sample before it), and its
                growth per day over the middle and the last third of the days (least squares): a
                store whose horizon has passed is flat, i.e. grows in the last third by at most
@@ -14,7 +16,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -38,21 +39,15 @@ def folder_bytes(path: Path) -> int:
     return total
 
 
-def measure(job_dir: Path, input_folder: Path | None) -> dict:
-    """Bytes per store and checkpoint part, rows per table of results.db, files in the input folder."""
+def measure(job_dir: Path, input_folder: Path | None, reading) -> dict:
+    """Bytes per store, checkpoint part and the sink, rows per table of the sink, files in the input folder."""
     sizes = {name: folder_bytes(job_dir / name) for name in STORE_FOLDERS}
-    sizes["results.db"] = sum((job_dir / f"results.db{end}").stat().st_size
-                              for end in ("", "-wal", "-shm") if (job_dir / f"results.db{end}").exists())
     sizes.update({name: folder_bytes(job_dir / part) for name, part in CHECKPOINT_PARTS.items()})
-    rows: dict[str, int] = {}
-    if (job_dir / "results.db").exists():
-        try:
-            db = sqlite3.connect(f"file:{job_dir / 'results.db'}?mode=ro", uri=True, timeout=5)
-            for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall():
-                rows[table] = db.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
-            db.close()
-        except sqlite3.Error:
-            pass
+    try:
+        sink_bytes, rows = reading.stored()
+    except reading.errors:
+        sink_bytes, rows = {}, {}
+    sizes.update(sink_bytes)
     waiting = sum(1 for p in input_folder.iterdir() if not p.name.startswith(".")) \
         if input_folder is not None and input_folder.exists() else None
     return {"bytes": sizes, "rows": rows, "input_files": waiting}
@@ -60,7 +55,7 @@ def measure(job_dir: Path, input_folder: Path | None) -> dict:
 
 def series(samples, day_seconds: float) -> dict[str, list[tuple[float, float]]]:
     """(simulated day, value) of every measured series: bytes:NAME, rows:TABLE, input files, and
-    the job's memory (RSS of driver + JVM + workers, MiB)."""
+    the job's memory (RSS of driver + JVM + workers, MiB, and of each)."""
     found: dict[str, list[tuple[float, float]]] = {}
     for s in samples:
         day = s.at / day_seconds
@@ -73,6 +68,8 @@ def series(samples, day_seconds: float) -> dict[str, list[tuple[float, float]]]:
                 found.setdefault("input files", []).append((day, s.stores["input_files"]))
         if s.rss:
             found.setdefault("memory MiB", []).append((day, sum(s.rss.values())))
+            for name, value in s.rss.items():  # the driver's own too: a batch's size must not show in it
+                found.setdefault(f"memory MiB: {name}", []).append((day, value))
     return found
 
 
