@@ -7,7 +7,8 @@ A PostgreSQL of its own (scripts/postgres_server.py, fsync on) holds the product
 sink: STREAMS streams of STREAMS/4 workflows, a row per stream per 10 s step in time order, written
 batch after batch (a step a batch): window streams, one stream in 40 a flag (0 or 1), one in 40 a
 pattern whose matches come every 10th step; 1 % of the rows a second version (a correction), one in
-100 of these a retraction; late readings and quarantined lines beside. Then every panel of
+100 of these a retraction; late readings, quarantined lines and the alarms (a match's, a flag's
+turning on and off) beside. Then every panel of
 docs/grafana/sensorscript-postgresql.json and its workflow variable run as Grafana sends them (the
 macros expanded for the last 6 hours of the data, the dashboard's default range, and one workflow
 with a flag and a pattern; the alarms also for all workflows), each the median of RUNS, in ms, with
@@ -81,6 +82,20 @@ def fill(db, schema: str, streams: int, steps: int) -> None:
                        CASE WHEN (hashtext(stream) + ts) % 10000 = 0 THEN NULL ELSE value + 1 END, 2, start_ts, end_ts,
                        events, plan_version, -1 - batch_id
                    FROM {s}.results WHERE (hashtext(stream) + ts) % 100 = 0 AND version = 1""")
+    # The alarms table as --alerts postgresql://... fills it: each match fires; each flag fires where its
+    # value above turns 1 (every 35 steps, for 7) and resolves 7 steps later (revision 2 of its incident).
+    ts = f"{T0} + k * {STEP_MS} + {STEP_MS - 1}"
+    on = f"{T0} + (k - CASE WHEN r.revision = 2 THEN 7 ELSE 0 END) * {STEP_MS} + {STEP_MS - 1}"
+    db.execute(f"""
+        INSERT INTO {s}.alarms (id, incident, revision, state, kind, stream, workflow, ts, started, value, version,
+                                retracted, summary, alarm)
+        SELECT {name} || '/' || ({on}) || '/' || r.revision, {name} || '/' || ({on}), r.revision,
+               CASE WHEN r.revision = 2 THEN 'resolved' ELSE 'firing' END, {kind}, {name}, split_part({name}, '.', 1),
+               {ts}, {on}, 1, 1, false, {name} || ' turned on', '{{}}'::jsonb
+        FROM generate_series(0, {steps - 1}) AS t(k) CROSS JOIN generate_series(0, {streams - 1}) AS g(s)
+             CROSS JOIN (VALUES (1), (2)) AS r(revision)
+        WHERE ({kind} = 'match' AND k % 10 = 0 AND r.revision = 1)
+           OR ({kind} = 'flag' AND k % 7 = 0 AND (k / 7 + g.s) % 5 = r.revision - 1 AND k >= 7 * (r.revision - 1))""")
     db.execute(f"""INSERT INTO {s}.late SELECT 'S' || (k % 700), {T0} + k * {STEP_MS} - 20000, 1.5,
                        {T0} + k * {STEP_MS}, 'wf0000.s0', k, 0 FROM generate_series(0, {steps - 1}) AS t(k)""")
     db.execute(f"""INSERT INTO {s}.quarantine (raw, reason, batch_id, time)
@@ -88,7 +103,7 @@ def fill(db, schema: str, streams: int, steps: int) -> None:
                           to_timestamp(({T0} + k * {STEP_MS}) / 1000.0) FROM generate_series(0, {steps - 1}, 7) AS t(k)""")
     db.execute(f"INSERT INTO {s}.sscript_batches (batch_id) SELECT k FROM generate_series(0, {steps - 1}) AS t(k)")
     db.execute(f"ANALYZE {s}.results")
-    for table in ("late", "quarantine", "streams", "sscript_batches"):
+    for table in ("late", "quarantine", "streams", "alarms", "sscript_batches"):
         db.execute(f"ANALYZE {s}.{table}")
 
 

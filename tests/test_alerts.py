@@ -431,9 +431,14 @@ def test_a_correction_sends_the_alarms_it_changes_once_written(tmp_path):
 def test_targets_templates_and_settings():
     assert Target.parse("env:HOOK", {"HOOK": "https://hooks.slack.com/services/T/B/secret"}).key == "env:HOOK"
     for wrong, said in [("ftp://x", "alarms go to"), ("mqtt://h/a/#", "wildcard"), ("env:NOPE", "is not set"),
-                        ("mqtt://u:pw@h/t", "password")]:
-        with pytest.raises(ValueError, match=said):
+                        ("mqtt://u:pw@h/t", "password"), ("postgresql://u:pw@h/db", "holds no password"),
+                        ("postgresql://h", "name the server and the database: postgresql://host/DB")]:
+        with pytest.raises(ValueError, match=said) as refused:
             Target.parse(wrong, {})
+        assert ":pw@" not in str(refused.value)
+    # A database's alarms table: the user may be named (the password comes as libpq finds it).
+    database = Target.parse("postgresql://sensors@db:5433/plant?schema=bridge", {})
+    assert database.kind == "postgresql" and database.key == "postgresql://db:5433/plant"
     settings = AlertSettings.of(["http://h/x"], ["a,b", "c"], "5min")
     assert settings.workflows == ("a", "b", "c") and settings.timeout_s == 300
 

@@ -79,8 +79,9 @@ def test_killed_three_times_between_the_executors_write_and_the_drivers_each_row
     has not written the batch; then SIGKILLs the job and lets go. The next run does the batch again:
     its partitions find their ledger rows and write nothing, and its alarms (--alerts), which the
     kill kept from the outbox, are taken. The results equal the reference's over the batches read,
-    every row once; a receiver holds every incident in the state the reference's rows say; the
-    password is nowhere in OUT or the output."""
+    every row once; a receiver, and the database's alarms table (--alerts postgresql://...), hold
+    every incident in the state the reference's rows say; the password is nowhere in OUT or the
+    output."""
     from tests.cep_harness import reference_rows, same_rows
     from tests.conftest import EXAMPLES
     from tests.differential import disordered_replay, reference_incidents
@@ -97,7 +98,7 @@ def test_killed_three_times_between_the_executors_write_and_the_drivers_each_row
                                  late="log")
     runs, killed = [], []
     receiver = Receiver().start()
-    extra = ("--sink", url, "--alerts", receiver.url)
+    extra = ("--sink", url, "--alerts", receiver.url, "--alerts", url)  # and the database's alarms table
     try:
         for _ in range(3):
             # The run makes the tables (anew, for a fresh OUT) and does again the batch killed last,
@@ -130,6 +131,10 @@ def test_killed_three_times_between_the_executors_write_and_the_drivers_each_row
     incidents = reference_incidents(evaluation.rows, FLAGS)
     assert len(incidents) >= 10 and any(key[0] in FLAGS for key in incidents)
     assert {key: state for key, (state, _) in standing([a for _, a in receiver.received]).items()} == incidents
+    with server.connect() as db:  # the same alarms, each once, in the alarms table Grafana reads
+        table = [alarm for (alarm,) in db.execute(f'SELECT alarm FROM "{schema}".alarms')]
+    assert {key: state for key, (state, _) in standing(table).items()} == incidents
+    assert len({a["id"] for a in table}) == len(table) >= len(incidents)
     told = said + "".join(r.output() for r in runs)
     kept = "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file() and p.suffix in (".json", ".log", ".txt"))
     assert server.password not in told + kept
@@ -322,17 +327,36 @@ def test_every_grafana_panel_query_runs_on_the_sink_and_finds_its_rows(postgres)
                                                               ("w.avg", 2.5), ("w.on", 0.0), ("w.m", 1.0), ("w.on", 1.0)]
         # (at 4 s, w.avg before w.on: by time, then stream)
         assert [r[1] for r in run("Results", 0, 60, ("x",))] == ["x.avg"]
-        # From 3 s: 3000 is no alarm (the row before, out of the range, is 1 too); 5000 is; 6000 was retracted.
-        assert [(r[1], r[2], int(r[0].timestamp() * 1000)) for r in run("Newest alarms", 3)] == [
-            ("w.on", "flag", 5000), ("w.m", "match", 4500)]
-        assert [(r[1], r[2]) for r in run("Newest alarms", 0)][-1] == ("w.on", "flag")  # 2000
-        # The panel restates in SQL the rule of runtime/output/alarms.py: over all the rows, the same alarms.
-        from sensorscript.runtime.control.correction import newest
+        assert run("Newest alarms", 0) == []  # none delivered yet
+        # The batch's alarms, as the alerts find and number them, delivered to the alarms table.
         from sensorscript.runtime.output.alarms import alarms
-        from sensorscript.runtime.output.sinks import read_results
+        from sensorscript.runtime.output.alerts.detection import batch_alarms
+        from sensorscript.runtime.output.alerts.notifier import Request
+        from sensorscript.runtime.output.alerts.payload import numbered
+        from sensorscript.runtime.output.alerts.postgres_table import AlarmsTable
+        from sensorscript.runtime.output.alerts.settings import Target
 
-        rows = newest(read_results(url))
-        rule = alarms(rows[rows["value"].notna()], {"w.on": "flag", "w.m": "match"})
+        found, _ = batch_alarms(results.assign(window_start=None, window_end=None), {"w.on": "flag", "w.m": "match"}, {})
+        revisions: dict[str, int] = {}
+        delivered = []
+        for alarm in found:
+            revisions[alarm["incident"]] = revisions.get(alarm["incident"], 0) + 1
+            delivered.append(numbered(alarm, revisions[alarm["incident"]], alarm["state"]))
+        table = AlarmsTable(Target.parse(url))
+        try:
+            table.send(Request(list(range(len(delivered))), delivered))
+            table.send(Request(list(range(len(delivered))), delivered))  # again: kept once
+        finally:
+            table.close()
+        assert db.execute("SELECT count(*) FROM alarms").fetchone()[0] == len(delivered) == 4
+        # Each incident in its latest state, newest first: the flag on from 5 s, the match at 4.5 s; from
+        # 0, also the flag's run from 2 s, resolved at 4 s.
+        assert [(r[1], r[2], r[3], int(r[0].timestamp() * 1000)) for r in run("Newest alarms", 3)] == [
+            ("w.on", "flag", "firing", 5000), ("w.m", "match", "firing", 4500)]
+        assert [(r[1], r[3]) for r in run("Newest alarms", 0)][-1] == ("w.on", "resolved")  # from 2000
+        assert run("Newest alarms", 0, workflows=("x",)) == []
+        # What the panel lists began where runtime/output/alarms.py's rule says alarms are.
+        rule = alarms(results[results["value"].notna()], {"w.on": "flag", "w.m": "match"})
         assert [(r[1], int(r[0].timestamp() * 1000)) for r in run("Newest alarms", 0)] == \
             [(a.stream, a.ts) for a in rule] == [("w.on", 5000), ("w.m", 4500), ("w.on", 2000)]
         assert sorted(r[1] for r in run("Newest quarantined lines", now - 600)) == ["bad ts", "too few fields"]

@@ -17,6 +17,8 @@ The tables (`Tables.create`, made by the job, kept by later runs):
     quarantine       lines that could not be read, with the batch and its time
     metrics, metrics_minutes   as in SQLite, their `time` in seconds since the epoch
     streams          the job's output streams: workflow, and `match` or `flag` for those with alarms
+    alarms           the alarms delivered to this database (`--alerts postgresql://...`,
+                     alerts/postgres_table.py): a row an alarm (an incident's state), keyed by its id
     latest           a view: the newest version of each result row, retractions left out
     sscript_parts    the ledger of the executors' writes: one row per (batch, stage, partition),
                      in the transaction that COPYs that partition's rows
@@ -55,6 +57,9 @@ DAY_MS = 86_400_000
 RESULTS = ("stream", "ts", "window_start", "window_end", "value", "version", "start_ts", "end_ts", "events",
            "plan_version", "batch_id")
 KEY = ("stream", "ts", "window_start", "window_end", "start_ts", "end_ts")
+# The alarms table's columns (alerts/postgres_table.py fills them from an alarm as delivered, payload.py).
+ALARM_COLUMNS = ("id", "incident", "revision", "state", "kind", "stream", "workflow", "ts", "started", "value",
+                 "version", "retracted", "summary", "alarm")
 _OURS = ("schema", "retry_for")  # the address's settings that are not libpq's
 _PATIENCE = "5min"
 _SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")  # libpq's
@@ -181,11 +186,11 @@ class Tables:
     """The sink's tables in `schema`, and their partitions by day of event time."""
 
     # The tables `create` makes and a run afresh drops (`PostgresSink.reset`); the view `latest` reads results.
-    TABLES = ("results", "late", "quarantine", "metrics", "metrics_minutes", "streams", "sscript_parts",
+    TABLES = ("results", "late", "quarantine", "metrics", "metrics_minutes", "streams", "alarms", "sscript_parts",
               "sscript_batches")
     # What `_create` makes, as a version kept in the comment of sscript_batches: a sink already made by
     # this version is left as it is. Raise it with every change to the tables, indexes or view below.
-    VERSION = "sensorscript sink tables 1"
+    VERSION = "sensorscript sink tables 2"
 
     def __init__(self, schema: str):
         self.schema = schema
@@ -233,6 +238,15 @@ class Tables:
             # `match`, `flag`): Grafana's workflow variable and alarm panels (docs/grafana/).
             f"""CREATE TABLE IF NOT EXISTS "{s}".streams (stream text PRIMARY KEY, workflow text NOT NULL,
                 alarm text)""",
+            # An alarm as delivered (payload.py): ts and started in epoch ms (the row's time, the
+            # incident's start), `alarm` its whole JSON object; `time` when the database took it.
+            f"""CREATE TABLE IF NOT EXISTS "{s}".alarms (id text PRIMARY KEY, incident text NOT NULL,
+                revision integer NOT NULL, state text NOT NULL, kind text NOT NULL, stream text NOT NULL,
+                workflow text NOT NULL, ts bigint NOT NULL, started bigint NOT NULL, value double precision,
+                version integer NOT NULL, retracted boolean NOT NULL, summary text NOT NULL, alarm jsonb NOT NULL,
+                time timestamptz NOT NULL DEFAULT now())""",
+            # Grafana's "Newest alarms": a workflow's incidents by when they began.
+            f'CREATE INDEX IF NOT EXISTS alarms_by_workflow ON "{s}".alarms (workflow, started)',
             f"""CREATE TABLE IF NOT EXISTS "{s}".sscript_parts (batch_id bigint NOT NULL, stage integer NOT NULL,
                 part integer NOT NULL, plan_version integer NOT NULL, rows bigint, low_ts bigint, high_ts bigint,
                 time timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (batch_id, stage, part))""",

@@ -1,7 +1,8 @@
 """Alarms delivered (`sscript run --alerts URL`): the incidents (a pattern's match, a flag's run of
 1s: firing, updated, resolved) of the workflows asked for, grouped, to webhooks (http://, https://: a
-POST a group) and MQTT topics (mqtt://, mqtts://: published with QoS 1), at least once, from a
-durable outbox in OUT.
+POST a group), MQTT topics (mqtt://, mqtts://: published with QoS 1), Kafka topics (kafka://) and
+PostgreSQL tables (postgresql://: the `alarms` table Grafana reads), at least once, from a durable
+outbox in OUT.
 
 One concern a module, in the order an alarm passes them (as Alertmanager's `notify/`):
     settings    --alerts and its options, the targets checked before the run starts, kept in OUT
@@ -9,7 +10,8 @@ One concern a module, in the order an alarm passes them (as Alertmanager's `noti
     payload     an alarm as delivered: its JSON object, incident key and id; templates: a webhook's body
     outbox      OUT/alerts/outbox.db: alarms taken once per write, incidents' states, silences, waiting per target
     delivery    per target a dispatcher grouping what waits and senders in parallel; retry: per request
-    notifier    what a notifier is; one per integration: webhook (HTTP POST), mqtt_topic (QoS 1 publishes)
+    notifier    what a notifier is; one per integration: webhook (HTTP POST), mqtt_topic (QoS 1 publishes),
+                kafka_topic (an idempotent producer), postgres_table (rows of an `alarms` table)
     pipeline    `Alerts`, what the run loop calls; `Writes`, what a correction and a backfill call; `deliver`
 
 The names importers use are handed on here.

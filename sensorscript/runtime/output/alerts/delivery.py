@@ -29,6 +29,7 @@ from sensorscript.runtime.output.alerts.mqtt_topic import Topic
 from sensorscript.runtime.output.alerts.notifier import SEND_TIMEOUT_S, Failure, Notifier, Request
 from sensorscript.runtime.output.alerts.outbox import FOLDER, Outbox
 from sensorscript.runtime.output.alerts.payload import FIRING, stream_of
+from sensorscript.runtime.output.alerts.postgres_table import AlarmsTable
 from sensorscript.runtime.output.alerts.settings import GROUP_BY, GROUP_WAIT_S, LIMIT, Target
 from sensorscript.runtime.output.alerts.webhook import Webhook
 
@@ -142,6 +143,8 @@ class Deliverer:
             return Topic(target, self.tls, f"sscript-alerts-{ident}", self.login)
         if target.kind == "kafka":
             return KafkaTopic(target, self.kafka_options)
+        if target.kind == "postgresql":
+            return AlarmsTable(target)
         return Webhook(target, self.template, self.routing_key)
 
     def _outbox(self) -> Outbox:

@@ -1,7 +1,8 @@
 """What the run is told about its alarms (`sscript run --alerts URL... --alerts-for ...
 --alerts-timeout ... --alerts-template ... --alerts-group-by ... --alerts-group-wait ...`): where they
-go (`Target`: webhooks at http(s)://, MQTT topics at mqtt(s)://, or env:VARIABLE / file:PATH naming a
-variable or a file that holds one), for which workflows and how grouped, checked before the run
+go (`Target`: webhooks at http(s)://, MQTT topics at mqtt(s)://, Kafka topics at kafka://, a
+PostgreSQL database's `alarms` table at postgresql://, or env:VARIABLE / file:PATH naming a variable
+or a file that holds one), for which workflows and how grouped, checked before the run
 starts. The settings are part of the job: kept in OUT/alerts/settings.json (`save`, `load`), so a run
 without --alerts, `sscript correct`, `sscript backfill` and `sscript alerts deliver` deliver to the
 targets the last run named (`--alerts none` forgets them).
@@ -24,6 +25,7 @@ from sensorscript.redaction import redacted, redacted_text
 from sensorscript.runtime.ingest import kafka, mqtt
 from sensorscript.runtime.output.alerts.payload import example
 from sensorscript.runtime.output.alerts.templates import load_template, render, routing_key
+from sensorscript.runtime.output.postgres_sink import PREFIXES as POSTGRES, Address as PostgresAddress
 from sensorscript.runtime.plan.program import Job
 
 LIMIT = 100_000  # alarms waiting at most; beyond, new ones are counted, not kept
@@ -49,7 +51,8 @@ class Target:
     @property
     def kind(self) -> str:
         return ("mqtt" if self.url.startswith(("mqtt://", "mqtts://")) else
-                "kafka" if self.url.startswith(kafka.PREFIX) else "http")
+                "kafka" if self.url.startswith(kafka.PREFIX) else
+                "postgresql" if self.url.startswith(POSTGRES) else "http")
 
     @staticmethod
     def key_of(given: str) -> str:
@@ -115,12 +118,19 @@ def _check_address(url: str) -> None:
         address = kafka.Address.parse(url)
         if len(address.topics) != 1:
             raise ValueError(f"alarms are produced to one topic, not {len(address.topics)}")
+    elif url.startswith(POSTGRES):
+        try:  # the sink's own rules: a user, never a password (PGPASSWORD, ~/.pgpass)
+            PostgresAddress.parse(url)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace(f"--sink {url}: ", "").replace("--sink: ", "")
+                             .replace("a PostgreSQL sink", "a PostgreSQL target")
+                             .replace("[USER@]HOST[:PORT]", "HOST")) from None
     elif url.startswith(("http://", "https://")):
         if not urlsplit(url).hostname:
             raise ValueError("the host is missing")
     else:
         raise ValueError("alarms go to http(s)://... (a webhook), mqtt(s)://HOST[:PORT]/TOPIC, "
-                         "kafka://HOST:PORT/TOPIC, or env:VARIABLE or file:PATH naming an environment variable or a "
+                         "kafka://HOST:PORT/TOPIC, postgresql://[USER@]HOST[:PORT]/DB (its alarms table), or env:VARIABLE or file:PATH naming an environment variable or a "
                          "file that holds one")
 
 
