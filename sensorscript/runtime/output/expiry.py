@@ -19,7 +19,8 @@ import pandas as pd
 
 from sensorscript import atomic
 from sensorscript.runtime.output.postgres_sink import PostgresSink, is_postgres
-from sensorscript.runtime.output.sinks import METRIC_COLUMNS, MINUTE_COLUMNS, MINUTES, SIDE_TABLES
+from sensorscript.runtime.output.columns import METRIC_COLUMNS, MINUTE_COLUMNS
+from sensorscript.runtime.output.sinks import MINUTES, SIDE_TABLES
 
 MINUTES_FOLDER = "metrics-minutes"  # beside a file sink
 EXPIRED = "expired.json"  # in OUT: store -> the event time before which its rows were removed

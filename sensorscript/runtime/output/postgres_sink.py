@@ -47,16 +47,15 @@ from urllib.parse import parse_qsl, urlsplit, urlencode, urlunsplit
 import numpy as np
 import pandas as pd
 
+from sensorscript.runtime.output.columns import KEY_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN, RESULT_COLUMNS
 from sensorscript.runtime.output.executor_writes import ExecutorWrite, last_stage, write_on_executors
 from sensorscript.times import duration_ms
 
 PREFIXES = ("postgresql://", "postgres://")
 DAY_MS = 86_400_000
-# The columns of a results row in the table's order (sinks.RESULT_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN),
-# then the batch that wrote it. Named here, not imported: sinks imports this module.
-RESULTS = ("stream", "ts", "window_start", "window_end", "value", "version", "start_ts", "end_ts", "events",
-           "plan_version", "batch_id")
-KEY = ("stream", "ts", "window_start", "window_end", "start_ts", "end_ts")
+# The columns of a results row in the table's order, then the batch that wrote it.
+RESULTS = RESULT_COLUMNS + MATCH_COLUMNS + (PLAN_COLUMN, "batch_id")
+KEY = KEY_COLUMNS
 # The alarms table's columns (alerts/postgres_table.py fills them from an alarm as delivered, payload.py).
 ALARM_COLUMNS = ("id", "incident", "revision", "state", "kind", "stream", "workflow", "ts", "started", "value",
                  "version", "retracted", "summary", "alarm")

@@ -41,26 +41,16 @@ from typing import Iterable, Iterator
 
 import pandas as pd
 
+# The columns, named in columns.py; their importers may take them from here too.
+from sensorscript.runtime.output.columns import (KEY_COLUMNS, LATE_COLUMNS, MATCH_COLUMNS, METRIC_COLUMNS,
+                                                 PLAN_COLUMN, QUARANTINE_COLUMNS, RESULT_COLUMNS)
 from sensorscript.runtime.output.executor_writes import ExecutorWrite
 from sensorscript.runtime.output.kafka_sink import (FIELDS, SPEC_PREFIX, ResultsTopic, TopicIndex, is_topic,
                                                     spark_for_read_back)
 from sensorscript.runtime.output.postgres_sink import Address, PostgresSink, is_postgres
 from sensorscript.runtime.output.status import read_status
 
-RESULT_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version")
-MATCH_COLUMNS = ("start_ts", "end_ts", "events")  # pattern matches add these (SPEC §7)
-# What identifies a result row across versions: a correction replaces all rows of a key at once
-# (with the next version), or retracts them with a tombstone (value empty).
-KEY_COLUMNS = ("stream", "ts", "window_start", "window_end", "start_ts", "end_ts")
-# Which version of the plan wrote a row (`sscript update` makes the next; 1 before any update):
-# the run sets it on the rows of each batch, all of which one version computed.
-PLAN_COLUMN = "plan_version"
-QUARANTINE_COLUMNS = ("raw", "reason")
 SIDE_TABLES = ("quarantine", "late", "metrics")  # tables in SQLite, folders beside a file sink
-LATE_COLUMNS = ("sensor_id", "ts", "value", "watermark", "streams", "batch_id", "too_late")
-METRIC_COLUMNS = ("batch_id", "partition", "time", "name", "value")  # partition empty: the whole job
-# Per minute (of wall time), partition and measure: how many batches reported it, their sum, least and most.
-MINUTE_COLUMNS = ("minute", "partition", "name", "batches", "total", "low", "high")
 MINUTES = "metrics_minutes"  # the table (a folder metrics-minutes/ beside a file sink)
 
 

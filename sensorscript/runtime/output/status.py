@@ -16,6 +16,7 @@ from datetime import tzinfo
 from pathlib import Path
 
 from sensorscript import atomic
+from sensorscript.runtime.output.columns import MATCH_COLUMNS, RESULT_COLUMNS
 from sensorscript.times import UTC, human_time
 
 STATUS = "status.json"
@@ -433,7 +434,7 @@ def result_groups(rows, limit: int):
         yield stream, len(group), group.tail(limit) if limit else group
 
 
-SHOWN_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version", "start_ts", "end_ts", "events")
+SHOWN_COLUMNS = RESULT_COLUMNS + MATCH_COLUMNS
 
 
 def selected_groups(query, source: str, streams, limit: int, mark: str = "?"):
