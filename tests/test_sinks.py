@@ -253,3 +253,68 @@ def test_sscript_results_of_sqlite_selected_a_stream_at_a_time_says_what_the_row
             == list(result_lines(result_groups(stored, limit))))
     chosen = list(result_lines(sqlite_result_groups(path, ["b.y", "none.such"], all_versions, limit)))
     assert chosen == list(result_lines(result_groups(stored[stored["stream"] == "b.y"], limit)))
+
+
+def test_a_parquet_sinks_rows_are_read_back_filtered_file_by_file(tmp_path):
+    """What a correction reads back from a Parquet sink (its streams, lo <= ts < hi) is every row so
+    chosen from the committed files, whether a file has the match columns or not (a job that had no
+    pattern before an update); a file no batch committed is not read."""
+    from sensorscript.runtime.output.sinks import open_sink, read_results
+
+    spec = f"parquet:{tmp_path / 'parquet'}"
+    rng = np.random.default_rng(3)
+    written = []
+    for batch in range(4):
+        stamps = rng.integers(0, 10_000, 50)
+        frame = pd.DataFrame({"stream": rng.choice(["w.a", "w.b", "v.c"], 50), "ts": stamps,
+                              "window_start": stamps - 100, "window_end": stamps, "value": rng.normal(size=50),
+                              "version": 1, "plan_version": 1})
+        if batch % 2:  # a pattern's rows: bounds and events
+            frame = frame.assign(start_ts=stamps - 5, end_ts=stamps, events='[{"var": "a"}]',
+                                 window_start=None, window_end=None)
+        open_sink(spec, matches=bool(batch % 2)).write(batch, BatchRows(frame, pd.DataFrame()))
+        written.append(frame)
+    (tmp_path / "parquet" / "batch-000099.parquet").write_bytes((tmp_path / "parquet" / "batch-000000.parquet").read_bytes())
+    every = pd.concat(written, ignore_index=True)
+
+    def key(frame):
+        return sorted(zip(frame["stream"], frame["ts"].astype(int), frame["value"].astype(float).round(12)))
+
+    assert key(read_results(spec)) == key(every)
+    for streams, lo, hi in [(["w.a"], None, None), (["w.a", "v.c"], 2_000, 7_000), (None, 5_000, None),
+                            (["nothing"], None, None), (["w.b"], -(2**63), 2**63 - 1)]:
+        chosen = every[(every["stream"].isin(streams) if streams else True) & (every["ts"] >= (lo or 0))
+                       & (every["ts"] < (hi or 10**18))]
+        found = read_results(spec, streams, lo, hi)
+        assert key(found) == key(chosen)
+        assert list(found.columns) == list(RESULT_COLUMNS + MATCH_COLUMNS)
+        assert found["events"].notna().sum() == chosen["events"].notna().sum()
+
+
+def test_a_correction_reads_from_a_parquet_sink_what_it_asked_for_not_the_whole_store(tmp_path):
+    """Reading one stream of forty back from a Parquet sink of 400,000 rows holds that stream's rows,
+    not the store's (the driver of a compressed month grew by gigabytes when each correction read
+    every file whole): the memory traced while reading is a small part of a whole read's."""
+    import tracemalloc
+
+    from sensorscript.runtime.output.sinks import open_sink, read_results
+
+    spec = f"parquet:{tmp_path / 'parquet'}"
+    streams = [f"w.s{i}" for i in range(40)]
+    for batch in range(4):
+        stamps = np.arange(batch * 100_000, (batch + 1) * 100_000)
+        frame = pd.DataFrame({"stream": np.array(streams)[stamps % 40], "ts": stamps, "window_start": stamps - 100,
+                              "window_end": stamps, "value": stamps / 3.0, "version": 1, "plan_version": 1})
+        open_sink(spec).write(batch, BatchRows(frame, pd.DataFrame()))
+
+    def traced(*asked):
+        tracemalloc.start()
+        try:
+            found = read_results(spec, *asked)
+            return len(found), tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    (every, whole), (one, chosen) = traced(), traced(["w.s7"], 50_000, 350_000)
+    assert every == 400_000 and one == 7_500
+    assert chosen < whole / 20, (chosen, whole)

@@ -522,9 +522,9 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
             db.close()
     elif kind == "csv":
         frame = pd.read_csv(path) if Path(path).exists() else pd.DataFrame(columns=columns)
-    elif kind == "parquet":  # the files of the batches its journal committed
+    elif kind == "parquet":  # the files of the batches its journal committed, each filtered as it is read
         files = ParquetSink(Path(path)).committed_files() if Path(path).is_dir() else []
-        frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True) if files else pd.DataFrame(columns=columns)
+        frame = _parquet_rows(files, streams, lo, hi, columns)
     else:
         raise ValueError(f"results cannot be read back from '{spec}': use a sqlite, csv, parquet, kafka:// or "
                          f"postgresql:// sink")
@@ -537,6 +537,24 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
         if hi is not None:
             frame = frame[frame["ts"] < hi]
     return frame.reset_index(drop=True)
+
+def _parquet_rows(files: list[Path], streams, lo, hi, columns: list[str]) -> pd.DataFrame:
+    """The rows of these streams with lo <= ts < hi from a Parquet sink's files: each file filtered
+    by pyarrow as it is read (row groups whose statistics rule them out are skipped), so that a
+    correction's read holds what it asked for, not the whole store."""
+    import pyarrow.parquet as pq
+
+    filters = []
+    if streams is not None:
+        filters.append(("stream", "in", list(streams)))
+    if lo is not None and lo > -(2**63):
+        filters.append(("ts", ">=", int(lo)))
+    if hi is not None and hi < 2**63 - 1:
+        filters.append(("ts", "<", int(hi)))
+    frames = [pq.read_table(f, filters=filters or None).to_pandas() for f in files]
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
 
 _MISSING = -(2**63)  # stands for an empty key column while grouping (window bounds of non-window rows)
 
