@@ -50,6 +50,7 @@ from bench_alarm_storm import code_version  # noqa: E402
 from soak import arguments  # noqa: E402
 from soaking.report import report  # noqa: E402
 from soaking.run import run  # noqa: E402
+from soaking.sink import reading_of  # noqa: E402
 from soaking.workload import prepare  # noqa: E402
 
 FLAGGED = ("8MD1-AZ", "8AC1-Z", "8ST1-N", "8TL3-N")
@@ -93,6 +94,8 @@ def main() -> int:
         job_args += ["--job-arg=--alerts-group-wait", f"--job-arg={ours.group_wait}"]
     sys.argv = ["soak.py", *rest, *job_args]
     args = arguments()
+    if args.sink != "sqlite":
+        raise SystemExit("bench_alarm_latency.py measures the job with its SQLite sink: leave --sink out")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     out = Path(args.out or tempfile.mkdtemp(prefix="sscript-alarm-latency-"))
     for stale in ("job", "input", "workflows", "examples"):
@@ -103,7 +106,8 @@ def main() -> int:
     workload = prepare(args, out)
     print(f"alarm latency: {workload.workflows} workflows, compiled in {time.time() - started:.1f} s into "
           f"{out / 'job'}; alarms to {receiver.url}; load average {os.getloadavg()}", flush=True)
-    soak = run(args, out, workload, lambda line: print(line, flush=True))
+    soak = run(args, out, workload, reading_of(f"sqlite:{out / 'job' / 'results.db'}", out / "job"),
+               lambda line: print(line, flush=True))
     load = os.getloadavg()
     time.sleep(1.0)
     lines, document = report(args, out, workload, soak)
