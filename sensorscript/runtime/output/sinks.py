@@ -505,15 +505,13 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
         if not Path(path).exists():
             return pd.DataFrame(columns=columns)
         where, parameters = ["1 = 1"], []
-        if streams is not None:
-            where.append(f"stream IN ({', '.join('?' * len(streams))})")
-            parameters += list(streams)
-        if lo is not None and lo > -(2**63):
-            where.append("ts >= ?")
-            parameters.append(int(lo))
-        if hi is not None and hi < 2**63 - 1:
-            where.append("ts < ?")
-            parameters.append(int(hi))
+        for column, op, value in _selection(streams, lo, hi):
+            if op == "in":
+                where.append(f"{column} IN ({', '.join('?' * len(value))})")
+                parameters += value
+            else:
+                where.append(f"{column} {op} ?")
+                parameters.append(value)
         db = sqlite3.connect(path)
         try:
             frame = pd.read_sql_query(f"SELECT {', '.join(columns)} FROM results WHERE {' AND '.join(where)}",
@@ -529,7 +527,7 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
         raise ValueError(f"results cannot be read back from '{spec}': use a sqlite, csv, parquet, kafka:// or "
                          f"postgresql:// sink")
     frame = frame.reindex(columns=columns)
-    if kind != "sqlite":  # SQLite selected them already
+    if kind not in ("sqlite", "parquet"):  # SQLite and pyarrow selected them already
         if streams is not None:
             frame = frame[frame["stream"].isin(streams)]
         if lo is not None:
@@ -538,20 +536,27 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
             frame = frame[frame["ts"] < hi]
     return frame.reset_index(drop=True)
 
+def _selection(streams, lo, hi) -> list[tuple]:
+    """(column, op, value) for `read_results`' choice of rows: the streams, lo <= ts < hi (an end at
+    the int64 range's limit chooses nothing); as pyarrow takes filters, and SQLite's WHERE is made of."""
+    chosen = []
+    if streams is not None:
+        chosen.append(("stream", "in", list(streams)))
+    if lo is not None and lo > -(2**63):
+        chosen.append(("ts", ">=", int(lo)))
+    if hi is not None and hi < 2**63 - 1:
+        chosen.append(("ts", "<", int(hi)))
+    return chosen
+
+
 def _parquet_rows(files: list[Path], streams, lo, hi, columns: list[str]) -> pd.DataFrame:
     """The rows of these streams with lo <= ts < hi from a Parquet sink's files: each file filtered
     by pyarrow as it is read (row groups whose statistics rule them out are skipped), so that a
     correction's read holds what it asked for, not the whole store."""
     import pyarrow.parquet as pq
 
-    filters = []
-    if streams is not None:
-        filters.append(("stream", "in", list(streams)))
-    if lo is not None and lo > -(2**63):
-        filters.append(("ts", ">=", int(lo)))
-    if hi is not None and hi < 2**63 - 1:
-        filters.append(("ts", "<", int(hi)))
-    frames = [pq.read_table(f, filters=filters or None).to_pandas() for f in files]
+    filters = _selection(streams, lo, hi) or None
+    frames = [pq.read_table(f, filters=filters).to_pandas() for f in files]
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
