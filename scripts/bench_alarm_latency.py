@@ -50,7 +50,7 @@ from bench_alarm_storm import code_version  # noqa: E402
 from soak import arguments  # noqa: E402
 from soaking.report import report  # noqa: E402
 from soaking.run import run  # noqa: E402
-from soaking.sink import reading_of  # noqa: E402
+from soaking.sink import job_sink, reading_of  # noqa: E402
 from soaking.workload import prepare  # noqa: E402
 
 FLAGGED = ("8MD1-AZ", "8AC1-Z", "8ST1-N", "8TL3-N")
@@ -106,7 +106,7 @@ def main() -> int:
     workload = prepare(args, out)
     print(f"alarm latency: {workload.workflows} workflows, compiled in {time.time() - started:.1f} s into "
           f"{out / 'job'}; alarms to {receiver.url}; load average {os.getloadavg()}", flush=True)
-    soak = run(args, out, workload, reading_of(f"sqlite:{out / 'job' / 'results.db'}", out / "job"),
+    soak = run(args, out, workload, reading_of(job_sink("sqlite", out / "job")),
                lambda line: print(line, flush=True))
     load = os.getloadavg()
     time.sleep(1.0)

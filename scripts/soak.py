@@ -52,7 +52,7 @@ from pathlib import Path
 
 from soaking.report import report
 from soaking.run import run
-from soaking.sink import reading_of
+from soaking.sink import job_sink, reading_of
 from soaking.workload import prepare
 
 
@@ -118,11 +118,10 @@ def main() -> None:
 
         server = PostgresServer().start()
         os.environ.update(server.environment)  # the job's password, as libpq takes it
-    spec = server.url if server else args.sink if "://" in args.sink else \
-        f"parquet:{out / 'job' / 'results'}" if args.sink == "parquet" else f"sqlite:{out / 'job' / 'results.db'}"
+    spec = job_sink(server.url if server else args.sink, out / "job")
     print(f"soak: the job writes to {spec}", flush=True)
     try:
-        soak = run(args, out, workload, reading_of(spec, out / "job"), lambda line: print(line, flush=True))
+        soak = run(args, out, workload, reading_of(spec), lambda line: print(line, flush=True))
     finally:
         if server is not None:
             server.stop()

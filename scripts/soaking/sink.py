@@ -265,14 +265,20 @@ class PostgresReading(Reading):
             db.close()
 
 
-def reading_of(spec: str, job_dir: Path) -> Reading:
-    """The Reading of the sink job.py is given (`--sink`; sqlite: its default OUT/job/results.db)."""
+def job_sink(sink: str, job_dir: Path) -> str:
+    """job.py's --sink for soak.py's --sink: sqlite and parquet in the job's folder, an address as it is
+    (postgresql: the address of the soak's own server)."""
+    if "://" in sink:
+        return sink
+    return f"parquet:{job_dir / 'results'}" if sink == "parquet" else f"sqlite:{job_dir / 'results.db'}"
+
+
+def reading_of(spec: str) -> Reading:
+    """The Reading of the sink job.py is given (`job_sink`)."""
     if spec.startswith(("postgresql:", "postgres:")):
         return PostgresReading(spec)
     kind, _, path = spec.partition(":")
-    if kind == "parquet":
-        return ParquetReading(Path(path))
-    return SQLiteReading(Path(path) if path else job_dir / "results.db")
+    return ParquetReading(Path(path)) if kind == "parquet" else SQLiteReading(Path(path))
 
 
 @dataclass
