@@ -33,7 +33,6 @@ import contextlib
 import dataclasses
 import fcntl
 import json
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -394,47 +393,64 @@ def changes(recomputed: pd.DataFrame, stored: pd.DataFrame, lowest: dict[str, in
             until: dict[str, int]) -> pd.DataFrame:
     """The rows to write: per key of each stream with lowest <= ts < until, the recomputed rows with
     the next version where they differ from the newest version stored, and a tombstone where a
-    stored key has no rows any more."""
-    columns = [*RESULT_COLUMNS, *MATCH_COLUMNS]
-    recomputed = recomputed.reindex(columns=columns)
-    recomputed = recomputed[recomputed["stream"].isin(list(lowest))]
-    recomputed = recomputed[(recomputed["ts"] >= recomputed["stream"].map(lowest))
-                            & (recomputed["ts"] < recomputed["stream"].map(until))]
-    stored = stored.reindex(columns=columns)
-    if len(stored):
-        stored = stored[stored["stream"].isin(list(lowest))]
-        stored = stored[(stored["ts"] >= stored["stream"].map(lowest)) & (stored["ts"] < stored["stream"].map(until))]
-    latest = newest(stored)
-    versions = stored.groupby([_key(stored, c) for c in KEY_COLUMNS])["version"].max() if len(stored) else {}
-    new_groups = {k: g for k, g in recomputed.groupby([_key(recomputed, c) for c in KEY_COLUMNS])} if len(recomputed) else {}
-    old_groups = {k: g for k, g in latest.groupby([_key(latest, c) for c in KEY_COLUMNS])} if len(latest) else {}
-    out = []
-    for key in sorted(set(new_groups) | set(old_groups), key=str):
-        new, old = new_groups.get(key), old_groups.get(key)
-        if new is not None and old is not None and _same(new, old):
-            continue
-        if new is None and old is not None and old["value"].isna().all():
-            continue  # already a tombstone
-        version = int(versions[key]) + 1 if key in versions else 1
-        if new is None:
-            tombstone = old.iloc[:1].copy()
-            tombstone["value"], tombstone["events"] = None, None
-            new = tombstone
-        out.append(new.assign(version=version))
+    stored key has no rows any more.
+
+    Column-wise over all keys at once (a correction over a month compares millions of keys: a frame
+    per key held the driver's memory at several times the rows'): each side's rows are sorted by
+    key, value and events and numbered within their key; a key is unchanged when both sides have
+    the same number of rows and the rows of each number are alike."""
+    columns = [*RESULT_COLUMNS, *MATCH_COLUMNS]  # `version` among them
+    new = _within(recomputed.reindex(columns=columns), lowest, until)
+    old = newest(_within(stored.reindex(columns=columns), lowest, until))
+    # One id per key over both sides.
+    keys = pd.concat([pd.DataFrame({c: _key(side, c) for c in KEY_COLUMNS}) for side in (new, old)],
+                     ignore_index=True)
+    ids = keys.groupby(list(KEY_COLUMNS), sort=True).ngroup().to_numpy()  # in key order
+    new = _numbered(new.assign(key=ids[:len(new)]))
+    old = _numbered(old.assign(key=ids[len(new):]))
+    n_keys = int(ids.max()) + 1 if len(ids) else 0
+    count_new = np.bincount(new["key"].to_numpy(np.int64), minlength=n_keys)
+    count_old = np.bincount(old["key"].to_numpy(np.int64), minlength=n_keys)
+    live_old = np.bincount(old["key"].to_numpy(np.int64), weights=old["value"].notna().to_numpy(float),
+                           minlength=n_keys)
+    # Rows of the same number in the same key: alike when events are equal and values within 1e-9
+    # (a tombstone's empty value is alike nothing).
+    pairs = new[["key", "n", "value", "events"]].merge(old[["key", "n", "value", "events"]], on=["key", "n"])
+    alike = (np.isclose(pairs["value_x"].astype(float), pairs["value_y"].astype(float), rtol=1e-9, atol=1e-9)
+             & (pairs["events_x"].fillna("").to_numpy() == pairs["events_y"].fillna("").to_numpy()))
+    unlike = np.zeros(n_keys, bool)
+    np.logical_or.at(unlike, pairs["key"].to_numpy(), ~np.asarray(alike, bool))
+    same = (count_new == count_old) & (count_new > 0) & ~unlike
+    gone = (count_new == 0) & (live_old > 0)  # a tombstone, where the newest is not one already
+    version = np.ones(n_keys, np.int64)
+    if len(old):
+        newest_version = old.groupby("key")["version"].max()
+        version[newest_version.index.to_numpy()] = newest_version.to_numpy(np.int64) + 1
+    written = new[~same[new["key"].to_numpy()]]
+    tombstones = old[gone[old["key"].to_numpy()] & (old["n"] == 0).to_numpy()].copy()
+    tombstones["value"], tombstones["events"] = np.nan, None
+    out = [f for f in (written, tombstones) if len(f)]
     if not out:
         return pd.DataFrame(columns=columns)
     # Column by column, so that a column empty in some frames (a tombstone's value, a window bound
     # of a non-window row) keeps the type the others give it.
-    return pd.DataFrame({c: pd.concat([f[c] for f in out], ignore_index=True) for c in [*columns, "version"]})
+    both = pd.DataFrame({c: pd.concat([f[c] for f in out], ignore_index=True) for c in [*columns, "key", "n"]})
+    both["version"] = version[both["key"].to_numpy()]
+    both = both.sort_values(["key", "n"], kind="stable", ignore_index=True)  # in key order, as stored
+    return both[columns]
 
 
-def _same(new: pd.DataFrame, old: pd.DataFrame) -> bool:
-    """The same rows, as multisets of (value, events), values to 1e-9 relative."""
-    if len(new) != len(old) or old["value"].isna().any():
-        return False
-    a = sorted(zip(new["value"].astype(float), new["events"].fillna("")))
-    b = sorted(zip(old["value"].astype(float), old["events"].fillna("")))
-    return all(x[1] == y[1] and math.isclose(x[0], y[0], rel_tol=1e-9, abs_tol=1e-9) for x, y in zip(a, b))
+def _within(rows: pd.DataFrame, lowest: dict[str, int], until: dict[str, int]) -> pd.DataFrame:
+    """The rows of the streams in `lowest` with lowest <= ts < until."""
+    rows = rows[rows["stream"].isin(list(lowest))]
+    return rows[(rows["ts"] >= rows["stream"].map(lowest)) & (rows["ts"] < rows["stream"].map(until))]
+
+
+def _numbered(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows sorted by key, value and events, with `n`: the row's number within its key."""
+    rows = rows.assign(_value=rows["value"].astype(float), _events=rows["events"].fillna("")).sort_values(
+        ["key", "_value", "_events"], kind="stable", na_position="last", ignore_index=True)
+    return rows.drop(columns=["_value", "_events"]).assign(n=rows.groupby("key").cumcount().to_numpy())
 
 
 def main(argv: list[str] | None = None) -> int:
