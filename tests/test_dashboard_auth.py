@@ -226,14 +226,29 @@ STOP_S = 120
 @contextlib.contextmanager
 def command(*arguments: str, env: dict):
     """`sscript dashboard ...` as a process of its own; yields it and the first line it printed."""
-    process = subprocess.Popen([sys.executable, "-m", "sensorscript.cli", "dashboard", *arguments], env=env,
+    # faulthandler: a dashboard that does not stop is made to print every thread's stack (`interrupted`).
+    process = subprocess.Popen([sys.executable, "-m", "sensorscript.cli", "dashboard", *arguments],
+                               env={**env, "PYTHONFAULTHANDLER": "1"},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         yield process, process.stdout.readline()
     finally:
         if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            process.wait(STOP_S)
+            process.kill()
+            process.wait()
+
+
+def interrupted(process: subprocess.Popen) -> int:
+    """Ctrl-C to the dashboard: its exit code, once it stopped. One that has not within STOP_S fails the
+    test with the stacks of its threads (twice seen in the fresh-clone CI, never here: what it waits
+    for is the thing to learn)."""
+    process.send_signal(signal.SIGINT)
+    try:
+        return process.wait(STOP_S)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)  # faulthandler prints the stacks, then the process dies
+        process.wait(30)
+        pytest.fail(f"the dashboard did not stop within {STOP_S} s of Ctrl-C; its threads:\n{process.stderr.read()}")
 
 
 def test_the_command_with_no_auth_or_a_login(out, tmp_path):
@@ -245,8 +260,7 @@ def test_the_command_with_no_auth_or_a_login(out, tmp_path):
         assert line.startswith(f"the dashboard of {out}: http://0.0.0.0:{port}/"), line
         assert ask(f"http://127.0.0.1:{port}/metrics")[0] == 200
         assert ask(f"http://127.0.0.1:{port}/")[0] == 200
-        process.send_signal(signal.SIGINT)
-        assert process.wait(STOP_S) == 0
+        assert interrupted(process) == 0
         errors = process.stderr.read()
     assert errors.startswith(f"no login: anyone who reaches port {port} on 0.0.0.0 sees every result, alarm and the "
                              f"job's health\n") and errors.endswith("stopped\n"), errors
@@ -257,8 +271,7 @@ def test_the_command_with_no_auth_or_a_login(out, tmp_path):
         assert ask(f"http://127.0.0.1:{port}/metrics")[0] == 401
         assert ask(f"http://127.0.0.1:{port}/metrics", "Bearer t0k")[0] == 200
         assert ask(f"http://127.0.0.1:{port}/metrics", "Bearer t0k-wrong")[0] == 401
-        process.send_signal(signal.SIGINT)
-        assert process.wait(STOP_S) == 0
+        assert interrupted(process) == 0
         errors = process.stderr.read().splitlines()
     # Off loopback over plain HTTP: a warning, in one line (#39, finding 5); the failed login logged, not its token.
     assert errors[0] == (f"warning: plain HTTP on 0.0.0.0: the login and every page cross the network readable by "
@@ -411,8 +424,7 @@ def test_the_command_over_https_does_not_warn(out, tmp_path):
         assert line.startswith(f"the dashboard of {out}: https://0.0.0.0:{port}/"), line + process.stderr.read()
         trusting = ssl.create_default_context(cafile=str(ca))
         assert ask_tls(f"https://127.0.0.1:{port}/metrics", trusting, "Bearer t0k")[0] == 200
-        process.send_signal(signal.SIGINT)
-        assert process.wait(STOP_S) == 0
+        assert interrupted(process) == 0
         assert "warning" not in process.stderr.read()
 
 
