@@ -1,0 +1,123 @@
+"""The test hosts (tests/hosts.py): addresses of their own on one bridge, their own /tmp, the shared
+folder and nothing of the project on a worker host, a link cut and restored, a host killed, and
+nothing left behind, even when a test fails."""
+
+from __future__ import annotations
+
+import ipaddress
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, need
+from tests.hosts import PREFIX, Hosts, sweep, why_not
+
+PYTHON = "/usr/bin/python3.11"  # the machine's system Python: what a worker host has
+# A TCP server that answers every connection with its host's name.
+SERVER = ("import socket, sys\n"
+          "s = socket.create_server(('0.0.0.0', 7000))\n"
+          "print('up', flush=True)\n"
+          "while True:\n"
+          "    c, _ = s.accept(); c.sendall(sys.argv[1].encode()); c.close()\n")
+CLIENT = ("import socket, sys\n"
+          "try:\n"
+          "    with socket.create_connection((sys.argv[1], 7000), timeout=2) as c: print(c.recv(100).decode())\n"
+          "except OSError as e: print('unreachable', type(e).__name__)\n")
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    need(why_not(), "the tests of hosts (network namespaces)")
+    with Hosts() as made:
+        for name in ("w1", "w2"):
+            server = made[name].start([PYTHON, "-c", SERVER, name], stdout=subprocess.PIPE, text=True)
+            assert server.stdout.readline().strip() == "up"
+        yield made
+
+
+def ask(hosts, asker: str, asked: str) -> str:
+    return hosts[asker].run([PYTHON, "-c", CLIENT, asked]).stdout.strip()
+
+
+def test_hosts_reach_each_other_by_name_and_address(hosts):
+    assert ask(hosts, "w2", "w1") == "w1"
+    assert ask(hosts, "driver", hosts["w2"].address) == "w2"
+    assert len({h.address for h in hosts.hosts.values()}) == 4
+    assert all(ipaddress.ip_address(h.address) in hosts.network for h in hosts.hosts.values())
+    # A host's own loopback is its own: the machine's 127.0.0.1 is not there.
+    assert ask(hosts, "infra", "127.0.0.1").startswith("unreachable")
+
+
+def test_a_worker_host_sees_the_shared_folder_its_own_tmp_and_nothing_of_the_project(hosts):
+    token = uuid.uuid4().hex
+    shared = hosts.shared / f"from-w1-{token}"
+    mine = f"/tmp/mine-{token}"
+    assert hosts["w1"].run(["sh", "-c", f"echo {token} > {shared}; echo {token} > {mine}"]).returncode == 0
+    assert hosts["w2"].run(["cat", str(shared)]).stdout.strip() == token
+    assert shared.read_text().strip() == token  # the machine's own disk
+    assert hosts["w1"].run(["cat", mine]).stdout.strip() == token
+    assert hosts["w2"].run(["cat", mine]).returncode != 0 and not Path(mine).exists()
+    listing = hosts["w1"].run(["ls", "-A", str(ROOT)])
+    assert listing.returncode == 0 and listing.stdout == "", listing
+    assert hosts["w1"].run(["ls", str(ROOT / ".venv")]).returncode != 0
+    assert hosts["driver"].run(["ls", str(ROOT / ".venv" / "bin" / "python")]).returncode == 0
+    # The machine's system software is there: Java and the system Python.
+    assert hosts["w1"].run(["java", "-version"]).returncode == 0
+    assert hosts["w1"].run([PYTHON, "-c", "import sys; print(sys.version_info[:2])"]).stdout.strip() == "(3, 11)"
+
+
+def test_a_cut_link_stops_every_packet_until_it_is_restored(hosts):
+    hosts["w2"].cut()
+    try:
+        assert ask(hosts, "w1", "w2").startswith("unreachable")
+        assert ask(hosts, "w2", "w1").startswith("unreachable")
+        assert ask(hosts, "driver", "w1") == "w1"  # the others still talk
+    finally:
+        hosts["w2"].restore()
+    assert ask(hosts, "w1", "w2") == "w2"
+
+
+def test_a_killed_host_keeps_no_process():
+    need(why_not(), "the tests of hosts (network namespaces)")
+    with Hosts(("w1", "w2")) as made:
+        made["w1"].start(["sleep", "600"])
+        made["w1"].start(["sh", "-c", "sleep 600 & sleep 600"])
+        deadline = time.monotonic() + 30
+        while len(made["w1"].pids()) < 4 and time.monotonic() < deadline:  # the holder, the sleeps, the shell
+            time.sleep(0.05)
+        assert len(made["w1"].pids()) >= 4
+        made["w1"].kill()
+        assert made["w1"].pids() == [made["w1"].holder.pid]
+        assert made["w2"].run(["true"]).returncode == 0
+
+
+def namespaces() -> list[str]:
+    return [n for n in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+            if n.startswith(PREFIX)]
+
+
+def test_everything_is_removed_even_when_the_test_fails():
+    need(why_not(), "the tests of hosts (network namespaces)")
+    with pytest.raises(ZeroDivisionError):
+        with Hosts(("w1", "w2")) as made:
+            made["w1"].start(["sleep", "600"])
+            names, bridge, shared = [h.namespace for h in made.hosts.values()], made.bridge, made.shared
+            assert set(names) <= set(namespaces())
+            1 / 0
+    assert set(names).isdisjoint(namespaces())
+    assert subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode != 0
+    assert not shared.exists()
+
+
+def test_what_a_killed_test_left_is_swept():
+    need(why_not(), "the tests of hosts (network namespaces)")
+    stale = f"{PREFIX}4194399x0-w1"  # above the kernel's largest process id: its test is gone
+    subprocess.run(["ip", "netns", "add", stale], check=True)
+    try:
+        assert stale in sweep()
+        assert stale not in namespaces()
+    finally:
+        subprocess.run(["ip", "netns", "del", stale], capture_output=True)
