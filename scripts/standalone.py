@@ -7,6 +7,9 @@ prints the master's URL (`sscript run OUT --cluster URL ...`) and runs until Ctr
 every process it started. As a library: `with standalone(folder, [(cores, memory), ...]) as cluster:`.
 Each process runs in a process group of its own, logging into the folder (master.log,
 worker-N.log; executors' logs under work-N/app-*/N/stderr), and every group is killed on the way out.
+A `Place` puts the master or a worker elsewhere than this machine's 127.0.0.1: the test hosts of
+tests/hosts.py (their address, Spark's home there, and how a command runs there); the folder must
+then be one every host sees at the same path.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from sensorscript.hosts import free_ports
 from sensorscript.runtime.control.session import extra_jvm_options
@@ -39,6 +43,15 @@ class Worker:
     log: Path
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a process of the cluster runs: by default this machine, on 127.0.0.1."""
+
+    address: str = "127.0.0.1"
+    home: Path | None = None  # Spark's home there (None: this machine's pyspark package)
+    wrap: Callable[[list[str]], list[str]] = field(default=lambda argv: argv)  # a command as run there
+
+
 @dataclass
 class Cluster:
     url: str
@@ -52,10 +65,10 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
-def spark_environment() -> dict[str, str]:
-    """What Spark's scripts and the jobs submitted to the cluster need: its home, the loopback
-    address, and this Python for the workers."""
-    environment = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+def spark_environment(place: Place = Place()) -> dict[str, str]:
+    """What Spark's scripts and the jobs submitted to the cluster need: its home, the address
+    (loopback by default), and this Python for the workers."""
+    environment = {**os.environ, "SPARK_HOME": str(place.home or spark_home()), "SPARK_LOCAL_IP": place.address,
                    "PYSPARK_PYTHON": sys.executable}
     extra = extra_jvm_options()  # the jobs' extra JVM options (SSCRIPT_JVM_OPTIONS), the master's and workers' too
     if extra:
@@ -92,37 +105,40 @@ def stop_group(process: subprocess.Popen, grace: float = 20) -> None:
 
 
 @contextmanager
-def standalone(base: Path, workers: list[tuple[int, str]], register_timeout: float = REGISTER_TIMEOUT):
-    """A standalone master and WORKERS (cores, memory) on 127.0.0.1, each in its own process group
-    with its own work dir and log under BASE; every group is killed on the way out. Raises
-    ClusterFailed when they do not come up."""
-    spark_class = spark_home() / "bin" / "spark-class"
-    if not spark_class.exists():
-        raise ClusterFailed(f"{spark_class} missing from the pyspark package")
+def standalone(base: Path, workers: list[tuple[int, str]], register_timeout: float = REGISTER_TIMEOUT,
+               master_at: Place = Place(), workers_at: list[Place] | None = None):
+    """A standalone master and WORKERS (cores, memory) on 127.0.0.1 (or at `master_at` and
+    `workers_at`, a Place per worker), each in its own process group with its own work dir and log
+    under BASE; every group is killed on the way out. Raises ClusterFailed when they do not come up."""
+    workers_at = workers_at or [Place()] * len(workers)
+    for place in {master_at, *workers_at}:
+        if place.home is None and not (spark_home() / "bin" / "spark-class").exists():
+            raise ClusterFailed(f"{spark_home() / 'bin' / 'spark-class'} missing from the pyspark package")
     port, master_ui, *worker_uis = free_ports(2 + len(workers))
-    url = f"spark://127.0.0.1:{port}"
-    environment = spark_environment()
+    url = f"spark://{master_at.address}:{port}"
     master_log = base / "master.log"
     processes: list[subprocess.Popen] = []
 
-    def start(command: list[str], log: Path) -> subprocess.Popen:
+    def start(place: Place, arguments: list[str], log: Path) -> subprocess.Popen:
+        spark_class = Path(place.home or spark_home()) / "bin" / "spark-class"
         with open(log, "wb") as out:
-            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env=environment, cwd=base, start_new_session=True)
+            process = subprocess.Popen(place.wrap([str(spark_class), *arguments]), stdout=out,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       env=spark_environment(place), cwd=base, start_new_session=True)
         processes.append(process)
         return process
 
     try:
-        master = start([str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                        "--port", str(port), "--webui-port", str(master_ui)], master_log)
+        master = start(master_at, ["org.apache.spark.deploy.master.Master", "--host", master_at.address,
+                                   "--port", str(port), "--webui-port", str(master_ui)], master_log)
         started: list[Worker] = []
-        for number, ((cores, memory), ui) in enumerate(zip(workers, worker_uis)):
+        for number, ((cores, memory), ui, place) in enumerate(zip(workers, worker_uis, workers_at)):
             suffix = "" if len(workers) == 1 else f"-{number}"
             work_dir, log = base / f"work{suffix}", base / f"worker{suffix}.log"
             work_dir.mkdir()
-            process = start([str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                             "--cores", str(cores), "--memory", memory, "--webui-port", str(ui),
-                             "--work-dir", str(work_dir)], log)
+            process = start(place, ["org.apache.spark.deploy.worker.Worker", url, "--host", place.address,
+                                    "--cores", str(cores), "--memory", memory, "--webui-port", str(ui),
+                                    "--work-dir", str(work_dir)], log)
             started.append(Worker(process, work_dir, log))
         deadline = time.monotonic() + register_timeout
         # Each worker says so itself (the master may log a worker's registration twice when it retries).

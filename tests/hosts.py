@@ -8,7 +8,9 @@ namespace of its own, made by the test as root and removed after it, even when i
         hosts["w1"].kill()                                       # every process on it, as a dead machine
 
 What a host sees: the machine's system software (/usr: Java, the system Python 3.11), its own
-empty /tmp, and `shared` (one folder at the same path on every host, as an NFS mount would be).
+empty /tmp, `shared` (one folder at the same path on every host, as an NFS mount would be) and,
+given `spark`, Spark at /opt/spark (the pyspark package's, read-only: a cluster's machines have
+Spark installed).
 A worker host (every host but those in `sees_project`) does not see the project's checkout, its
 .venv, or the machine's home folders: what a job needs there it must bring. Each host has one
 process holding its namespaces (`unshare`), and commands run in them by `nsenter`.
@@ -41,6 +43,7 @@ PREFIX = "ssh"  # namespaces "ssh<pid>x<n>-<host>", bridge "sshb<pid>x<n>", veth
 OWNER = re.compile(PREFIX + r"[bv]?(\d+)x")  # the test process a name belongs to
 _made = itertools.count()
 HIDDEN = ("/root", "/home")  # the machine's home folders: pyenv, caches, what a worker host has not
+SPARK_HOME = Path("/opt/spark")  # where a worker host has Spark
 
 
 def why_not() -> str | None:
@@ -100,6 +103,7 @@ class Host:
     address: str
     namespace: str
     veth: str
+    spark_home: Path | None = None  # where Spark is on this host (None: none)
     holder: subprocess.Popen | None = None
     started: list[subprocess.Popen] = field(default_factory=list)
 
@@ -142,8 +146,8 @@ class Hosts:
     """Hosts on one bridge (see the module's text); a context manager that removes them."""
 
     def __init__(self, names=("driver", "w1", "w2", "infra"), sees_project=("driver",),
-                 shared: Path | None = None):
-        self.names, self.sees_project = tuple(names), set(sees_project)
+                 shared: Path | None = None, spark: Path | None = None):
+        self.names, self.sees_project, self.spark = tuple(names), set(sees_project), spark
         self.tag = f"{os.getpid()}x{next(_made)}"  # this process's n-th hosts
         self.bridge = f"{PREFIX}b{self.tag}"
         self.network = free_range()
@@ -175,7 +179,8 @@ class Hosts:
         for index, name in enumerate(self.names):
             namespace, veth = f"{PREFIX}{self.tag}-{name}", f"{PREFIX}v{self.tag}{index}"
             address = str(self.network[10 + index])
-            host = self.hosts[name] = Host(name, address, namespace, veth)
+            home = None if self.spark is None else self.spark if name in self.sees_project else SPARK_HOME
+            host = self.hosts[name] = Host(name, address, namespace, veth, home)
             _ip("netns", "add", namespace)
             _ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", namespace)
             _ip("link", "set", veth, "master", self.bridge, "up")
@@ -203,6 +208,9 @@ class Hosts:
         lines = ["set -e", "mount --make-rprivate /"]
         # The shared folder stays where it is (outside /tmp); /tmp becomes the host's own.
         lines.append("mount -t tmpfs -o mode=1777 tmpfs /tmp")
+        if self.spark is not None and name not in self.sees_project:  # bound before the checkout is hidden
+            lines += ["mount -t tmpfs -o mode=0755 tmpfs /opt", f"mkdir {SPARK_HOME}",
+                      f"mount --bind {self.spark} {SPARK_HOME}", f"mount -o remount,bind,ro {SPARK_HOME}"]
         lines += [f"[ -d {path} ] && mount -t tmpfs -o mode=0755 tmpfs {path} || true" for path in hide]
         return "; ".join(lines) + "; "
 

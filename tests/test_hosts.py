@@ -5,7 +5,9 @@ nothing left behind, even when a test fails."""
 from __future__ import annotations
 
 import ipaddress
+import re
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -13,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, need
-from tests.hosts import PREFIX, Hosts, sweep, why_not
+from tests.hosts import PREFIX, SPARK_HOME, Hosts, sweep, why_not
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from standalone import Place, spark_home, standalone  # noqa: E402
 
 PYTHON = "/usr/bin/python3.11"  # the machine's system Python: what a worker host has
 # A TCP server that answers every connection with its host's name.
@@ -31,7 +36,7 @@ CLIENT = ("import socket, sys\n"
 @pytest.fixture(scope="module")
 def hosts():
     need(why_not(), "the tests of hosts (network namespaces)")
-    with Hosts() as made:
+    with Hosts(spark=spark_home()) as made:
         for name in ("w1", "w2"):
             server = made[name].start([PYTHON, "-c", SERVER, name], stdout=subprocess.PIPE, text=True)
             assert server.stdout.readline().strip() == "up"
@@ -121,3 +126,24 @@ def test_what_a_killed_test_left_is_swept():
         assert stale not in namespaces()
     finally:
         subprocess.run(["ip", "netns", "del", stale], capture_output=True)
+
+
+def test_a_standalone_cluster_with_its_master_on_the_driver_and_a_worker_on_each_worker_host(hosts):
+    """Spark's master on `driver` (the pyspark package), a worker on w1 and on w2 (Spark at
+    /opt/spark there): both register with the master at the driver's address, over the bridge."""
+    assert hosts["w1"].run(["ls", str(SPARK_HOME / "bin" / "spark-class")]).returncode == 0
+    assert hosts["w1"].run(["touch", str(SPARK_HOME / "written")]).returncode != 0  # read-only
+    base = hosts.shared / f"cluster-{uuid.uuid4().hex[:8]}"
+    base.mkdir()
+
+    def place(name):
+        host = hosts[name]
+        return Place(host.address, host.spark_home, host.command)
+
+    with standalone(base, [(1, "1g"), (1, "1g")], 120, place("driver"), [place("w1"), place("w2")]) as cluster:
+        assert cluster.url.startswith(f"spark://{hosts['driver'].address}:")
+        master = (base / "master.log").read_text()
+        for name in ("w1", "w2"):
+            assert re.search(rf"Registering worker {re.escape(hosts[name].address)}:\d+", master), master[-3000:]
+        for log in ("worker-0.log", "worker-1.log"):  # the host's own Spark
+            assert f"Spark home: {SPARK_HOME}\n" in (base / log).read_text()
