@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sensorscript.hosts import free_port
+from sensorscript.hosts import Place, free_port
 
 MOSQUITTO = shutil.which("mosquitto") or ("/usr/sbin/mosquitto" if Path("/usr/sbin/mosquitto").exists() else None)
 
@@ -37,17 +37,19 @@ def why_no_broker() -> str | None:
 
 
 class Broker:
-    """mosquitto on 127.0.0.1:`port`, its data and log under `folder`."""
+    """mosquitto on 127.0.0.1:`port` (or at `place`: a test host's address), its data and log under
+    `folder` (one the place sees)."""
 
     def __init__(self, folder: Path, user: str | None = None, password: str | None = None,
-                 max_queued: int = 1_000_000, port: int | None = None, tls: tuple[Path, Path, Path] | None = None):
-        self.folder = Path(folder)
+                 max_queued: int = 1_000_000, port: int | None = None, tls: tuple[Path, Path, Path] | None = None,
+                 place: Place = Place()):
+        self.folder, self.place = Path(folder), place
         self.folder.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.user, self.password = user, password
         self.process: subprocess.Popen | None = None
         # Run as root, mosquitto drops to user `mosquitto`, who may not write our folder: stay who we are.
-        lines = [f"listener {self.port} 127.0.0.1", "user " + (pwd.getpwuid(os.getuid()).pw_name),
+        lines = [f"listener {self.port} {place.address}", "user " + (pwd.getpwuid(os.getuid()).pw_name),
                  "persistence true", f"persistence_location {self.folder}/",
                  "autosave_interval 1",  # a broker killed loses at most a second of its queues
                  f"max_queued_messages {max_queued}", "max_inflight_messages 1000",
@@ -69,10 +71,10 @@ class Broker:
 
     @property
     def url(self) -> str:
-        return f"mqtt://127.0.0.1:{self.port}"
+        return f"mqtt://{self.place.address}:{self.port}"
 
     def start(self, timeout: float = 10.0) -> "Broker":
-        self.process = subprocess.Popen([MOSQUITTO, "-c", str(self.config)], stdout=subprocess.DEVNULL,
+        self.process = subprocess.Popen(self.place.wrap([MOSQUITTO, "-c", str(self.config)]), stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -80,11 +82,11 @@ class Broker:
                 raise RuntimeError(f"mosquitto exited with {self.process.returncode}: "
                                    f"{(self.folder / 'mosquitto.log').read_text(errors='replace')[-2000:]}")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                socket.create_connection((self.place.address, self.port), timeout=0.5).close()
                 return self
             except OSError:
                 time.sleep(0.05)
-        raise RuntimeError(f"mosquitto did not listen on 127.0.0.1:{self.port} within {timeout} s")
+        raise RuntimeError(f"mosquitto did not listen on {self.place.address}:{self.port} within {timeout} s")
 
     def stop(self, kill: bool = False) -> None:
         """Stop the broker: SIGTERM (it saves its queues) or, with `kill`, SIGKILL."""

@@ -22,11 +22,10 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from sensorscript.hosts import free_ports
+from sensorscript.hosts import Place, free_ports
 from sensorscript.runtime.control.session import extra_jvm_options
 
 REGISTER_TIMEOUT = 90  # seconds for every worker to register with the master
@@ -41,15 +40,6 @@ class Worker:
     process: subprocess.Popen  # spark-class execs the Worker JVM: this is its pid and process group
     work_dir: Path  # where it starts executors: app-*/N/stderr are their logs
     log: Path
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where a process of the cluster runs: by default this machine, on 127.0.0.1."""
-
-    address: str = "127.0.0.1"
-    home: Path | None = None  # Spark's home there (None: this machine's pyspark package)
-    wrap: Callable[[list[str]], list[str]] = field(default=lambda argv: argv)  # a command as run there
 
 
 @dataclass
@@ -68,7 +58,7 @@ def spark_home() -> Path:
 def spark_environment(place: Place = Place()) -> dict[str, str]:
     """What Spark's scripts and the jobs submitted to the cluster need: its home, the address
     (loopback by default), and this Python for the workers."""
-    environment = {**os.environ, "SPARK_HOME": str(place.home or spark_home()), "SPARK_LOCAL_IP": place.address,
+    environment = {**os.environ, "SPARK_HOME": str(place.spark_home or spark_home()), "SPARK_LOCAL_IP": place.address,
                    "PYSPARK_PYTHON": sys.executable}
     extra = extra_jvm_options()  # the jobs' extra JVM options (SSCRIPT_JVM_OPTIONS), the master's and workers' too
     if extra:
@@ -112,7 +102,7 @@ def standalone(base: Path, workers: list[tuple[int, str]], register_timeout: flo
     under BASE; every group is killed on the way out. Raises ClusterFailed when they do not come up."""
     workers_at = workers_at or [Place()] * len(workers)
     for place in {master_at, *workers_at}:
-        if place.home is None and not (spark_home() / "bin" / "spark-class").exists():
+        if place.spark_home is None and not (spark_home() / "bin" / "spark-class").exists():
             raise ClusterFailed(f"{spark_home() / 'bin' / 'spark-class'} missing from the pyspark package")
     port, master_ui, *worker_uis = free_ports(2 + len(workers))
     url = f"spark://{master_at.address}:{port}"
@@ -120,7 +110,7 @@ def standalone(base: Path, workers: list[tuple[int, str]], register_timeout: flo
     processes: list[subprocess.Popen] = []
 
     def start(place: Place, arguments: list[str], log: Path) -> subprocess.Popen:
-        spark_class = Path(place.home or spark_home()) / "bin" / "spark-class"
+        spark_class = Path(place.spark_home or spark_home()) / "bin" / "spark-class"
         with open(log, "wb") as out:
             process = subprocess.Popen(place.wrap([str(spark_class), *arguments]), stdout=out,
                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

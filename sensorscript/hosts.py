@@ -1,6 +1,6 @@
 """Whether a host is this machine: what the dashboard (a login off loopback) and MQTT (a password in
-plain only to a broker here) both decide by; and free ports for the servers the scripts and tests
-start (a broker, a Spark master, a receiver).
+plain only to a broker here) both decide by; free ports for the servers the scripts and tests
+start (a broker, a Spark master, a receiver), and where such a server runs (`Place`).
 """
 
 from __future__ import annotations
@@ -8,7 +8,20 @@ from __future__ import annotations
 import ipaddress
 import random
 import socket
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a server the scripts and tests start runs (a broker, a Spark master or worker): by
+    default this machine, on 127.0.0.1; or a test host (tests/hosts.py): its address, how a command
+    runs there, and where Spark is there (None: this machine's pyspark package)."""
+
+    address: str = "127.0.0.1"
+    spark_home: Path | None = None
+    wrap: Callable[[list[str]], list[str]] = field(default=lambda argv: argv)
 
 
 def loopback(host: str) -> bool:

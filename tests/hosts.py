@@ -38,6 +38,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sensorscript.hosts import Place
+
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = "ssh"  # namespaces "ssh<pid>x<n>-<host>", bridge "sshb<pid>x<n>", veths "sshv<pid>x<n><i>"
 OWNER = re.compile(PREFIX + r"[bv]?(\d+)x")  # the test process a name belongs to
@@ -110,6 +112,10 @@ class Host:
     def command(self, argv: list[str]) -> list[str]:
         """`argv` as run on this host (its network and mounts; the working folder /)."""
         return ["nsenter", "-t", str(self.holder.pid), "--net", "--mount", "--wd=/", "--", *argv]
+
+    def place(self) -> Place:
+        """This host as the place of a server the scripts start (a Spark master or worker, a broker)."""
+        return Place(self.address, self.spark_home, self.command)
 
     def run(self, argv: list[str], timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
         """Run a command on this host and wait for it (its output captured, as text)."""

@@ -18,7 +18,8 @@ from tests.conftest import ROOT, need
 from tests.hosts import PREFIX, SPARK_HOME, Hosts, sweep, why_not
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from standalone import Place, spark_home, standalone  # noqa: E402
+from mosquitto import Broker, why_no_broker  # noqa: E402
+from standalone import spark_home, standalone  # noqa: E402
 
 PYTHON = "/usr/bin/python3.11"  # the machine's system Python: what a worker host has
 # A TCP server that answers every connection with its host's name.
@@ -135,15 +136,43 @@ def test_a_standalone_cluster_with_its_master_on_the_driver_and_a_worker_on_each
     assert hosts["w1"].run(["touch", str(SPARK_HOME / "written")]).returncode != 0  # read-only
     base = hosts.shared / f"cluster-{uuid.uuid4().hex[:8]}"
     base.mkdir()
-
-    def place(name):
-        host = hosts[name]
-        return Place(host.address, host.spark_home, host.command)
-
-    with standalone(base, [(1, "1g"), (1, "1g")], 120, place("driver"), [place("w1"), place("w2")]) as cluster:
+    with standalone(base, [(1, "1g"), (1, "1g")], 120, hosts["driver"].place(),
+                    [hosts["w1"].place(), hosts["w2"].place()]) as cluster:
         assert cluster.url.startswith(f"spark://{hosts['driver'].address}:")
         master = (base / "master.log").read_text()
         for name in ("w1", "w2"):
             assert re.search(rf"Registering worker {re.escape(hosts[name].address)}:\d+", master), master[-3000:]
         for log in ("worker-0.log", "worker-1.log"):  # the host's own Spark
             assert f"Spark home: {SPARK_HOME}\n" in (base / log).read_text()
+
+
+# On `driver` (the project's Python and paho): publish to the broker, and read it back.
+ROUND_TRIP = """
+import sys, paho.mqtt.client as mqtt
+got = []
+client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="hosts-test")
+client.on_message = lambda c, u, m: got.append(m.payload.decode())
+client.connect(sys.argv[1], int(sys.argv[2]))
+client.subscribe("readings", qos=1)
+client.loop_start()
+import time
+time.sleep(0.5)
+client.publish("readings", "7,1000,2.5", qos=1).wait_for_publish(10)
+deadline = time.time() + 10
+while not got and time.time() < deadline:
+    time.sleep(0.05)
+print(got)
+"""
+
+
+def test_mosquitto_on_infra_is_reached_from_driver_over_the_bridge(hosts):
+    need(why_no_broker(), "the MQTT tests")
+    broker = Broker(hosts.shared / f"mosquitto-{uuid.uuid4().hex[:8]}", place=hosts["infra"].place()).start()
+    try:
+        assert broker.url == f"mqtt://{hosts['infra'].address}:{broker.port}"
+        assert broker.process.pid in hosts["infra"].pids()  # it runs on infra
+        done = hosts["driver"].run([str(ROOT / ".venv" / "bin" / "python"), "-c", ROUND_TRIP, "infra",
+                                    str(broker.port)])
+        assert done.stdout.strip() == "['7,1000,2.5']", done.stderr[-2000:]
+    finally:
+        broker.stop()
