@@ -100,17 +100,17 @@ class Broker:
             self.process.wait()
 
     @staticmethod
-    def certificates(folder: Path) -> tuple[Path, Path, Path]:
-        """A CA and a certificate for 127.0.0.1 it signed, made with openssl: (CA, certificate, key)."""
+    def certificates(folder: Path, address: str = "127.0.0.1") -> tuple[Path, Path, Path]:
+        """A CA and a certificate for `address` it signed, made with openssl: (CA, certificate, key)."""
         folder.mkdir(parents=True, exist_ok=True)
         ca, ca_key, cert, key, request = (folder / n for n in ("ca.pem", "ca.key", "broker.pem", "broker.key",
                                                                "broker.csr"))
         run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True)  # noqa: E731
         run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=sscript test CA",
             "-keyout", str(ca_key), "-out", str(ca))
-        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(request))
+        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={address}", "-keyout", str(key), "-out", str(request))
         extensions = folder / "san.cnf"
-        extensions.write_text("subjectAltName=IP:127.0.0.1\n")
+        extensions.write_text(f"subjectAltName=IP:{address}\n")
         run("x509", "-req", "-in", str(request), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial", "-days", "2",
             "-extfile", str(extensions), "-out", str(cert))
         return ca, cert, key

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sensorscript.hosts import free_port
+from sensorscript.hosts import Place, free_port
 
 ROLE = DATABASE = "sensors"
 _BIN_FOLDERS = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)  # Debian's, newest first
@@ -61,10 +61,13 @@ class PostgresServer:
     first start, kept by a restart), password logins only (scram-sha-256) for the role `sensors`,
     owner of the database `sensors`; `tls`: TLS too, with a certificate for 127.0.0.1 signed by a
     CA of its own (`ca`). `durable=False` (tests): no fsync, so a test's server costs no disk flushes;
-    a SIGKILL of the server still loses nothing committed (the machine does not crash)."""
+    a SIGKILL of the server still loses nothing committed (the machine does not crash). `place`: a
+    test host to run on (tests/hosts.py), serving its address to the hosts of its network (`samenet`);
+    `folder` must then be one the host sees."""
 
     def __init__(self, folder: Path | None = None, port: int | None = None, tls: bool = False,
-                 durable: bool = True, password: str | None = None):
+                 durable: bool = True, password: str | None = None, place: Place = Place()):
+        self.place, self.address = place, place.address
         # As root, the server's user must reach the folder: a folder of its own under /tmp, not inside
         # a test's folder (pytest's are private to root).
         self.owned = folder is None
@@ -84,7 +87,7 @@ class PostgresServer:
     def url(self) -> str:
         """The sink's address (no password: it comes from PGPASSWORD, `environment`)."""
         query = f"?sslmode=verify-full&sslrootcert={self.ca}" if self.tls else ""
-        return f"postgresql://{ROLE}@127.0.0.1:{self.port}/{DATABASE}{query}"
+        return f"postgresql://{ROLE}@{self.address}:{self.port}/{DATABASE}{query}"
 
     @property
     def environment(self) -> dict[str, str]:
@@ -96,7 +99,7 @@ class PostgresServer:
 
         tls = {"sslmode": "verify-full", "sslrootcert": str(self.ca)} if self.tls else {"sslmode": "disable"}
         settings = {"autocommit": True, "dbname": DATABASE, **tls, **settings}
-        return psycopg.connect(host="127.0.0.1", port=self.port, user=ROLE, password=self.password,
+        return psycopg.connect(host=self.address, port=self.port, user=ROLE, password=self.password,
                                connect_timeout=5, **settings)
 
     # ------------------------------------------------------------------ running it
@@ -123,7 +126,7 @@ class PostgresServer:
         secret.unlink()
         if done.returncode:
             raise RuntimeError(f"initdb failed: {done.stdout}{done.stderr}")
-        settings = [f"listen_addresses = '127.0.0.1'", f"port = {self.port}",
+        settings = [f"listen_addresses = '{self.address}'", f"port = {self.port}",
                     f"unix_socket_directories = '{self.folder}'", "max_connections = 100",
                     "shared_buffers = 128MB", "log_min_messages = warning"]
         if not self.durable:
@@ -131,7 +134,7 @@ class PostgresServer:
         if self.tls:
             from mosquitto import Broker
 
-            self.ca, cert, key = Broker.certificates(self.folder / "tls")
+            self.ca, cert, key = Broker.certificates(self.folder / "tls", self.address)
             for path in (self.folder / "tls", cert, key):
                 self._own(path)
             key.chmod(0o600)
@@ -139,10 +142,9 @@ class PostgresServer:
         with (self.data / "postgresql.auto.conf").open("a") as f:
             f.write("\n".join(settings) + "\n")
         # Password logins only, over TCP (TLS or not) and the socket; `hostssl` alone with TLS.
+        clients = "127.0.0.1/32" if self.address == "127.0.0.1" else "samenet"
         (self.data / "pg_hba.conf").write_text(
-            "local all all scram-sha-256\n"
-            + ("hostssl all all 127.0.0.1/32 scram-sha-256\n" if self.tls
-               else "host all all 127.0.0.1/32 scram-sha-256\n"))
+            "local all all scram-sha-256\n" + f"{'hostssl' if self.tls else 'host'} all all {clients} scram-sha-256\n")
 
     def start(self, timeout: float = 60.0) -> "PostgresServer":
         if (reason := why_no_postgres()) is not None:
@@ -153,9 +155,15 @@ class PostgresServer:
             self.ca = self.folder / "tls" / "ca.pem"
         log = open(self.log, "ab")
         self._own(self.log)
-        self.process = subprocess.Popen([_program("postgres"), "-D", str(self.data)], stdout=log,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                        user=self._as.pw_uid if self._as else None)
+        command = [_program("postgres"), "-D", str(self.data)]
+        if self.place == Place():
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True, user=self._as.pw_uid if self._as else None)
+        else:  # entered there as root, then the server's user (setpriv execs it: the process is the server)
+            user = ["setpriv", f"--reuid={self._as.pw_uid}", f"--regid={self._as.pw_gid}", "--init-groups"] \
+                if self._as else []
+            self.process = subprocess.Popen(self.place.wrap([*user, *command]), stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -166,7 +174,8 @@ class PostgresServer:
             time.sleep(0.1)
         else:
             self.stop(kill=True)
-            raise RuntimeError(f"PostgreSQL did not answer on 127.0.0.1:{self.port} within {timeout} s: {self.tail()}")
+            raise RuntimeError(f"PostgreSQL did not answer on {self.address}:{self.port} within {timeout} s: "
+                               f"{self.tail()}")
         if fresh:
             with self.connect(dbname="postgres") as db:  # the role owns a database of its name
                 db.execute(f"CREATE DATABASE {DATABASE} OWNER {ROLE}")

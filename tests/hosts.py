@@ -161,6 +161,8 @@ class Hosts:
         # The shared folder: on the machine's disk, outside /tmp (each host's own) and the checkout.
         self.shared = Path(shared) if shared else Path(tempfile.mkdtemp(prefix="sscript-shared-", dir="/var/tmp"))
         self._made_shared = shared is None
+        if self._made_shared:  # servers on a host run as their own users (PostgreSQL): they pass through
+            self.shared.chmod(0o711)
         self.hosts: dict[str, Host] = {}
 
     def __getitem__(self, name: str) -> Host:

@@ -19,6 +19,7 @@ from tests.hosts import PREFIX, SPARK_HOME, Hosts, sweep, why_not
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from mosquitto import Broker, why_no_broker  # noqa: E402
+from postgres_server import PostgresServer, why_no_postgres  # noqa: E402
 from standalone import spark_home, standalone  # noqa: E402
 
 PYTHON = "/usr/bin/python3.11"  # the machine's system Python: what a worker host has
@@ -176,3 +177,22 @@ def test_mosquitto_on_infra_is_reached_from_driver_over_the_bridge(hosts):
         assert done.stdout.strip() == "['7,1000,2.5']", done.stderr[-2000:]
     finally:
         broker.stop()
+
+
+def test_postgresql_on_infra_is_reached_from_driver_with_tls(hosts):
+    """PostgreSQL on infra (its user, its address, clients of its network only, TLS with a
+    certificate for that address): the driver host connects by address with verify-full."""
+    need(why_no_postgres(), "the PostgreSQL tests")
+    server = PostgresServer(hosts.shared / f"pg-{uuid.uuid4().hex[:8]}", tls=True, durable=False,
+                            place=hosts["infra"].place()).start()
+    try:
+        assert server.url.startswith(f"postgresql://sensors@{hosts['infra'].address}:{server.port}/sensors?")
+        assert server.process.pid in hosts["infra"].pids()
+        query = ("import psycopg, sys; c = psycopg.connect(sys.argv[1]); "
+                 "print(c.execute('select inet_server_addr(), ssl from pg_stat_ssl where pid = pg_backend_pid()')"
+                 ".fetchone())")
+        done = hosts["driver"].run([str(ROOT / ".venv" / "bin" / "python"), "-c", query, server.url],
+                                   env={**server.environment, "PATH": "/usr/bin:/bin"})
+        assert done.stdout.strip() == f"(IPv4Address('{hosts['infra'].address}'), True)", done.stderr[-2000:]
+    finally:
+        server.remove()
