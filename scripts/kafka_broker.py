@@ -27,7 +27,7 @@ import time
 import uuid
 from pathlib import Path
 
-from sensorscript.hosts import free_ports
+from sensorscript.hosts import Place, free_ports
 from sensorscript.runtime.control import jars
 
 PART = "kafka-broker"
@@ -53,11 +53,12 @@ class KafkaBroker:
     """One KRaft node on 127.0.0.1:`port` (its controller on a second port), topics made with
     `partitions` partitions by default; its data, configuration and log under `folder`. `users`
     (name: password): a SASL_PLAINTEXT listener on a third port too (`sasl_bootstrap`) that takes
-    PLAIN logins of these users; the plain listener stays for the tests' own clients."""
+    PLAIN logins of these users; the plain listener stays for the tests' own clients. `place`: a
+    test host to run on (tests/hosts.py), on its address; `folder` must then be one it sees."""
 
     def __init__(self, folder: Path, port: int | None = None, partitions: int = 3, heap: str = "512m",
-                 users: dict[str, str] | None = None):
-        self.folder = Path(folder)
+                 users: dict[str, str] | None = None, place: Place = Place()):
+        self.folder, self.place, self.address = Path(folder), place, place.address
         self.folder.mkdir(parents=True, exist_ok=True)
         ports = [p for p in free_ports(3) if p != port]
         self.port, self.controller, self.sasl_port = port or ports[0], ports[1], ports[2] if users else None
@@ -65,13 +66,14 @@ class KafkaBroker:
         self.process: subprocess.Popen | None = None
         self.log = self.folder / "kafka.log"
         self.config = self.folder / "server.properties"
-        sasl = f",SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}" if users else ""
+        at = self.address
+        sasl = f",SASL_PLAINTEXT://{at}:{self.sasl_port}" if users else ""
         logins = " ".join(f'user_{name}="{password}"' for name, password in (users or {}).items())
         self.config.write_text("\n".join([
             "process.roles=broker,controller", "node.id=1",
-            f"controller.quorum.voters=1@127.0.0.1:{self.controller}",
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port}{sasl},CONTROLLER://127.0.0.1:{self.controller}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}{sasl}",
+            f"controller.quorum.voters=1@{at}:{self.controller}",
+            f"listeners=PLAINTEXT://{at}:{self.port}{sasl},CONTROLLER://{at}:{self.controller}",
+            f"advertised.listeners=PLAINTEXT://{at}:{self.port}{sasl}",
             "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
             *(["sasl.enabled.mechanisms=PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config="
@@ -89,17 +91,18 @@ class KafkaBroker:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.address}:{self.port}"
 
     @property
     def sasl_bootstrap(self) -> str:
         """The listener that takes SASL PLAIN logins (with `users`)."""
-        return f"127.0.0.1:{self.sasl_port}"
+        return f"{self.address}:{self.sasl_port}"
 
     def _java(self, main: str, *arguments: str) -> list[str]:
-        return ["java", f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                f"-Dlog4j2.configurationFile={self.folder / 'log4j2.properties'}",
-                "-cp", str(jars.folder(PART) / "*"), main, *arguments]
+        return self.place.wrap([
+            "java", f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            f"-Dlog4j2.configurationFile={self.folder / 'log4j2.properties'}",
+            "-cp", str((self.place.kafka_jars or jars.folder(PART)) / "*"), main, *arguments])
 
     def _format(self) -> None:
         """Format the storage once (a cluster id of its own); a restart keeps it."""

@@ -17,10 +17,12 @@ from typing import Callable
 class Place:
     """Where a server the scripts and tests start runs (a broker, a Spark master or worker): by
     default this machine, on 127.0.0.1; or a test host (tests/hosts.py): its address, how a command
-    runs there, and where Spark is there (None: this machine's pyspark package)."""
+    runs there, and where Spark and the Kafka broker's jars are there (None: this machine's pyspark
+    package and jar cache)."""
 
     address: str = "127.0.0.1"
     spark_home: Path | None = None
+    kafka_jars: Path | None = None
     wrap: Callable[[list[str]], list[str]] = field(default=lambda argv: argv)
 
 

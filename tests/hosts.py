@@ -9,8 +9,8 @@ namespace of its own, made by the test as root and removed after it, even when i
 
 What a host sees: the machine's system software (/usr: Java, the system Python 3.11), its own
 empty /tmp, `shared` (one folder at the same path on every host, as an NFS mount would be) and,
-given `spark`, Spark at /opt/spark (the pyspark package's, read-only: a cluster's machines have
-Spark installed).
+given `spark` and `kafka`, Spark at /opt/spark and the Kafka broker's jars at /opt/kafka (the
+pyspark package's and the project's jar cache, read-only: a cluster's machines have them installed).
 A worker host (every host but those in `sees_project`) does not see the project's checkout, its
 .venv, or the machine's home folders: what a job needs there it must bring. Each host has one
 process holding its namespaces (`unshare`), and commands run in them by `nsenter`.
@@ -46,6 +46,7 @@ OWNER = re.compile(PREFIX + r"[bv]?(\d+)x")  # the test process a name belongs t
 _made = itertools.count()
 HIDDEN = ("/root", "/home")  # the machine's home folders: pyenv, caches, what a worker host has not
 SPARK_HOME = Path("/opt/spark")  # where a worker host has Spark
+KAFKA_JARS = Path("/opt/kafka")  # and the Kafka broker's jars
 
 
 def why_not() -> str | None:
@@ -106,6 +107,7 @@ class Host:
     namespace: str
     veth: str
     spark_home: Path | None = None  # where Spark is on this host (None: none)
+    kafka_jars: Path | None = None  # where the Kafka broker's jars are
     holder: subprocess.Popen | None = None
     started: list[subprocess.Popen] = field(default_factory=list)
 
@@ -115,7 +117,7 @@ class Host:
 
     def place(self) -> Place:
         """This host as the place of a server the scripts start (a Spark master or worker, a broker)."""
-        return Place(self.address, self.spark_home, self.command)
+        return Place(self.address, self.spark_home, self.kafka_jars, self.command)
 
     def run(self, argv: list[str], timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
         """Run a command on this host and wait for it (its output captured, as text)."""
@@ -152,8 +154,9 @@ class Hosts:
     """Hosts on one bridge (see the module's text); a context manager that removes them."""
 
     def __init__(self, names=("driver", "w1", "w2", "infra"), sees_project=("driver",),
-                 shared: Path | None = None, spark: Path | None = None):
-        self.names, self.sees_project, self.spark = tuple(names), set(sees_project), spark
+                 shared: Path | None = None, spark: Path | None = None, kafka: Path | None = None):
+        self.names, self.sees_project = tuple(names), set(sees_project)
+        self.software = {SPARK_HOME: spark, KAFKA_JARS: kafka}  # where it is on a worker host: where it is here
         self.tag = f"{os.getpid()}x{next(_made)}"  # this process's n-th hosts
         self.bridge = f"{PREFIX}b{self.tag}"
         self.network = free_range()
@@ -187,8 +190,9 @@ class Hosts:
         for index, name in enumerate(self.names):
             namespace, veth = f"{PREFIX}{self.tag}-{name}", f"{PREFIX}v{self.tag}{index}"
             address = str(self.network[10 + index])
-            home = None if self.spark is None else self.spark if name in self.sees_project else SPARK_HOME
-            host = self.hosts[name] = Host(name, address, namespace, veth, home)
+            there = {at: None if here is None else here if name in self.sees_project else at
+                     for at, here in self.software.items()}
+            host = self.hosts[name] = Host(name, address, namespace, veth, there[SPARK_HOME], there[KAFKA_JARS])
             _ip("netns", "add", namespace)
             _ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", namespace)
             _ip("link", "set", veth, "master", self.bridge, "up")
@@ -216,9 +220,11 @@ class Hosts:
         lines = ["set -e", "mount --make-rprivate /"]
         # The shared folder stays where it is (outside /tmp); /tmp becomes the host's own.
         lines.append("mount -t tmpfs -o mode=1777 tmpfs /tmp")
-        if self.spark is not None and name not in self.sees_project:  # bound before the checkout is hidden
-            lines += ["mount -t tmpfs -o mode=0755 tmpfs /opt", f"mkdir {SPARK_HOME}",
-                      f"mount --bind {self.spark} {SPARK_HOME}", f"mount -o remount,bind,ro {SPARK_HOME}"]
+        if name not in self.sees_project:  # bound before the checkout is hidden
+            lines.append("mount -t tmpfs -o mode=0755 tmpfs /opt")
+            for at, here in self.software.items():
+                if here is not None:
+                    lines += [f"mkdir {at}", f"mount --bind {here} {at}", f"mount -o remount,bind,ro {at}"]
         lines += [f"[ -d {path} ] && mount -t tmpfs -o mode=0755 tmpfs {path} || true" for path in hide]
         return "; ".join(lines) + "; "
 

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from sensorscript.runtime.control import jars
 from tests.conftest import ROOT, need
 from tests.hosts import PREFIX, SPARK_HOME, Hosts, sweep, why_not
 
 sys.path.insert(0, str(ROOT / "scripts"))
+import kafka_broker  # noqa: E402
 from mosquitto import Broker, why_no_broker  # noqa: E402
 from postgres_server import PostgresServer, why_no_postgres  # noqa: E402
 from standalone import spark_home, standalone  # noqa: E402
@@ -38,7 +40,7 @@ CLIENT = ("import socket, sys\n"
 @pytest.fixture(scope="module")
 def hosts():
     need(why_not(), "the tests of hosts (network namespaces)")
-    with Hosts(spark=spark_home()) as made:
+    with Hosts(spark=spark_home(), kafka=jars.folder(kafka_broker.PART)) as made:
         for name in ("w1", "w2"):
             server = made[name].start([PYTHON, "-c", SERVER, name], stdout=subprocess.PIPE, text=True)
             assert server.stdout.readline().strip() == "up"
@@ -196,3 +198,29 @@ def test_postgresql_on_infra_is_reached_from_driver_with_tls(hosts):
         assert done.stdout.strip() == f"(IPv4Address('{hosts['infra'].address}'), True)", done.stderr[-2000:]
     finally:
         server.remove()
+
+
+def test_a_kafka_broker_on_infra_takes_and_gives_messages_from_driver(hosts):
+    need(kafka_broker.why_no_kafka(), "the Kafka tests")
+    broker = kafka_broker.KafkaBroker(hosts.shared / f"kafka-{uuid.uuid4().hex[:8]}",
+                                      place=hosts["infra"].place()).start()
+    try:
+        assert broker.bootstrap == f"{hosts['infra'].address}:{broker.port}"
+        assert broker.process.pid in hosts["infra"].pids()
+        broker.topic("readings", 2)
+        script = ("import sys\n"
+                  "from confluent_kafka import Consumer, Producer\n"
+                  "p = Producer({'bootstrap.servers': sys.argv[1]})\n"
+                  "p.produce('readings', b'7,1000,2.5'); p.flush(30)\n"
+                  "c = Consumer({'bootstrap.servers': sys.argv[1], 'group.id': 't', 'auto.offset.reset': 'earliest'})\n"
+                  "c.subscribe(['readings'])\n"
+                  "m = None\n"
+                  "for _ in range(60):\n"
+                  "    m = c.poll(1)\n"
+                  "    if m is not None and not m.error(): break\n"
+                  "print(m.value().decode() if m is not None and not m.error() else 'nothing')\n")
+        done = hosts["driver"].run([str(ROOT / ".venv" / "bin" / "python"), "-c", script, broker.bootstrap],
+                                   timeout=120)
+        assert done.stdout.strip() == "7,1000,2.5", done.stderr[-2000:]
+    finally:
+        broker.stop(kill=True)
