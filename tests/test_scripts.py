@@ -153,6 +153,9 @@ SMOKE: dict[str, tuple[Case, ...]] = {
                               tuple(rf"\n  {way} +[\d,]+ readings/s \(batches" for way in
                                     ("text", "content", "paths", "datasource", "datasource-alone")),
                               spark=True),),
+    "bench_corrections.py": (Case(("--rows", "20000,40000", "--streams", "50"),
+                                   (r"a correction's comparison: 50 window streams, 1\.0% of values changed",
+                                    r"\n +20,000 +\d[\d,]* +[\d.]+ +[\d,]+ +[\d,]+\n +40,000 ")),),
     "bench_stores.py": (Case(("--rows", "30000", "--streams", "40", "--runs", "1", "--compare", "--dir", "{work}"),
                              (r"[\d,]+ rows loaded in \d+ s", r"the sink opened the store \(its index built\)",
                               r"\nlatest, a stream +[\d.]+ +[\d.]+\n", r"\nbatch written +[\d.]+ +[\d.]+\n")),),
