@@ -216,15 +216,22 @@ class Hosts:
 
     def _mounts(self, name: str) -> str:
         """The shell lines that give a host its view of the machine's files."""
-        hide = [] if name in self.sees_project else [str(ROOT), *HIDDEN]
+        sees = name in self.sees_project
         lines = ["set -e", "mount --make-rprivate /"]
-        # The shared folder stays where it is (outside /tmp); /tmp becomes the host's own.
-        lines.append("mount -t tmpfs -o mode=1777 tmpfs /tmp")
-        if name not in self.sees_project:  # bound before the checkout is hidden
+        if not sees:  # Spark and Kafka bound first: they may lie under /tmp (a checkout there), hidden next
             lines.append("mount -t tmpfs -o mode=0755 tmpfs /opt")
             for at, here in self.software.items():
                 if here is not None:
                     lines += [f"mkdir {at}", f"mount --bind {here} {at}", f"mount -o remount,bind,ro {at}"]
+        # /tmp becomes the host's own; a checkout under /tmp stays where it is for a host that sees it
+        # (moved aside and back). The shared folder is outside /tmp.
+        keep = sees and Path("/tmp") in ROOT.parents
+        if keep:
+            lines += ["mount -t tmpfs tmpfs /mnt", "mkdir /mnt/project", f"mount --bind {ROOT} /mnt/project"]
+        lines.append("mount -t tmpfs -o mode=1777 tmpfs /tmp")
+        if keep:
+            lines += [f"mkdir -p {ROOT}", f"mount --move /mnt/project {ROOT}", "umount /mnt"]
+        hide = [] if sees else [str(ROOT), *HIDDEN]
         lines += [f"[ -d {path} ] && mount -t tmpfs -o mode=0755 tmpfs {path} || true" for path in hide]
         return "; ".join(lines) + "; "
 
