@@ -101,20 +101,21 @@ def standalone(base: Path, workers: list[tuple[int, str]], register_timeout: flo
     `workers_at`, a Place per worker), each in its own process group with its own work dir and log
     under BASE; every group is killed on the way out. Raises ClusterFailed when they do not come up."""
     workers_at = workers_at or [Place()] * len(workers)
-    for place in {master_at, *workers_at}:
-        if place.spark_home is None and not (spark_home() / "bin" / "spark-class").exists():
-            raise ClusterFailed(f"{spark_home() / 'bin' / 'spark-class'} missing from the pyspark package")
+    here = spark_home() / "bin" / "spark-class"
+    if any(place.spark_home is None for place in (master_at, *workers_at)) and not here.exists():
+        raise ClusterFailed(f"{here} missing from the pyspark package")
     port, master_ui, *worker_uis = free_ports(2 + len(workers))
     url = f"spark://{master_at.address}:{port}"
     master_log = base / "master.log"
     processes: list[subprocess.Popen] = []
 
     def start(place: Place, arguments: list[str], log: Path) -> subprocess.Popen:
-        spark_class = Path(place.spark_home or spark_home()) / "bin" / "spark-class"
+        environment = spark_environment(place)
+        spark_class = Path(environment["SPARK_HOME"]) / "bin" / "spark-class"
         with open(log, "wb") as out:
             process = subprocess.Popen(place.wrap([str(spark_class), *arguments]), stdout=out,
                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env=spark_environment(place), cwd=base, start_new_session=True)
+                                       env=environment, cwd=base, start_new_session=True)
         processes.append(process)
         return process
 
