@@ -18,6 +18,7 @@ Layers:
     partition: computations placed on partitions; network cost
     codegen: job.py and the naive job from the placed plan
     workload, compiler, update: `sscript compile` and `update`; generated workloads
+    shipping: what a job on a cluster brings to its executors (the package, its Python libraries)
     running, report, dashboard: a compiled job run; what SensorScript saved; the live page
     cli: the commands
 """

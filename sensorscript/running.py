@@ -11,10 +11,9 @@ import socket
 import subprocess
 import sys
 import threading
-import zipfile
 from pathlib import Path
 
-import sensorscript
+from sensorscript import shipping
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
 from sensorscript.runtime.control.run_options import RunSettings
 from sensorscript.runtime.control.session import SPARK_LOG
@@ -178,17 +177,6 @@ def _await_exact(out: Path, status: dict, deadline: float, echo, streams) -> Non
         echo(line)
 
 
-def package_zip(out: Path) -> Path:
-    """The sensorscript package as a zip for spark-submit --py-files (the executors import the runtime)."""
-    target = Path(out) / "sensorscript.zip"
-    root = Path(sensorscript.__file__).resolve().parent
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                archive.write(path, Path("sensorscript") / path.relative_to(root))
-    return target
-
-
 def submit(settings: RunSettings, echo=print, extra: list[str] | None = None) -> int:
     """spark-submit OUT/job.py to the Spark cluster of `settings.cluster`; returns spark-submit's exit code."""
     import pyspark
@@ -197,13 +185,18 @@ def submit(settings: RunSettings, echo=print, extra: list[str] | None = None) ->
     _check_job(settings)
     _check_master(settings.cluster)
     spark_home = Path(pyspark.__file__).resolve().parent
-    python = sys.executable
+    # The executors' Python libraries travel with the job (shipping.py): a worker needs Java,
+    # Spark and a Python of the driver's minor version, nothing of the project.
+    libraries = shipping.libraries_archive(echo)
     command = [str(spark_home / "bin" / "spark-submit"), "--master", settings.cluster,
-               "--py-files", str(package_zip(settings.out)),
-               "--conf", f"spark.pyspark.python={python}", "--conf", f"spark.pyspark.driver.python={python}",
+               "--py-files", str(shipping.package_zip(settings.out)),
+               "--archives", f"{libraries}#{shipping.ARCHIVE_NAME}",
+               "--conf", f"spark.executorEnv.PYTHONPATH={shipping.ARCHIVE_NAME}",
+               "--conf", f"spark.pyspark.python={shipping.executor_python()}",
+               "--conf", f"spark.pyspark.driver.python={sys.executable}",
                "--conf", "spark.ui.enabled=false", *_jars(), *(extra or []),
                str(settings.out / "job.py"), *settings.job_arguments()]
-    environment = {**os.environ, "PYSPARK_PYTHON": python, "SPARK_HOME": str(spark_home)}
+    environment = {**os.environ, "SPARK_HOME": str(spark_home)}
     echo(f"submitting {settings.out / 'job.py'} to {settings.cluster}")
     return run_quietly(command, echo, environment, job_out=settings.out, spark_log=settings.out / SPARK_LOG)
 

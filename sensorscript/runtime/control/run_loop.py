@@ -13,7 +13,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from sensorscript.runtime.control import late_corrections, switching
+from sensorscript.runtime.control import executors, late_corrections, switching
 from sensorscript.runtime.control.batch_writer import BatchWriter
 from sensorscript.runtime.control.checkpoint import CHECKPOINT, ENDED, resume
 from sensorscript.runtime.control.housekeeping import Housekeeping
@@ -56,6 +56,7 @@ def run(job: Job, build_query, settings: RunSettings, spark=None, echo=print) ->
         job = late_corrections.archiving(job, out)
     (out / CHECKPOINT / "control").mkdir(parents=True, exist_ok=True)
     spark = spark or spark_session(job, settings.master, log=out / SPARK_LOG)
+    executors.check(spark, out, echo)  # on a cluster: its executors run the job and see OUT
     writer = _writer(job, settings, resumed, echo)
     started = time.monotonic()
     reading.open_feed(settings, echo)
