@@ -187,16 +187,11 @@ def submit(settings: RunSettings, echo=print, extra: list[str] | None = None) ->
     spark_home = Path(pyspark.__file__).resolve().parent
     # The executors' Python libraries travel with the job (shipping.py): a worker needs Java,
     # Spark and a Python of the driver's minor version, nothing of the project.
-    libraries = shipping.libraries_archive(echo)
     command = [str(spark_home / "bin" / "spark-submit"), "--master", settings.cluster,
-               "--py-files", str(shipping.package_zip(settings.out)),
-               "--archives", f"{libraries}#{shipping.ARCHIVE_NAME}",
-               "--conf", f"spark.executorEnv.PYTHONPATH={shipping.ARCHIVE_NAME}",
-               "--conf", f"spark.pyspark.python={shipping.executor_python()}",
-               "--conf", f"spark.pyspark.driver.python={sys.executable}",
+               *shipping.arguments(settings.out, echo), "--conf", f"spark.pyspark.driver.python={sys.executable}",
                "--conf", "spark.ui.enabled=false", *_jars(), *(extra or []),
                str(settings.out / "job.py"), *settings.job_arguments()]
-    environment = {**os.environ, "SPARK_HOME": str(spark_home)}
+    environment = {**os.environ, "SPARK_HOME": str(spark_home), "PATH": shipping.driver_path()}
     echo(f"submitting {settings.out / 'job.py'} to {settings.cluster}")
     return run_quietly(command, echo, environment, job_out=settings.out, spark_log=settings.out / SPARK_LOG)
 

@@ -43,6 +43,23 @@ def package_zip(out: Path) -> Path:
     return target
 
 
+def arguments(out: Path, echo=print) -> list[str]:
+    """What spark-submit is given so that the executors run the job (`sscript run --cluster`; a
+    Python that starts its own session passes them in PYSPARK_SUBMIT_ARGS): the package, the
+    libraries unpacked in each executor's folder and put on its Python's path, and that Python."""
+    return ["--py-files", str(package_zip(out)),
+            "--archives", f"{libraries_archive(echo)}#{ARCHIVE_NAME}",
+            "--conf", f"spark.executorEnv.PYTHONPATH={ARCHIVE_NAME}",
+            "--conf", f"spark.pyspark.python={executor_python()}"]
+
+
+def driver_path() -> str:
+    """PATH for the driver: this environment's bin/ first, so that the Python Spark starts on the
+    driver to set up a stateful stage (the executors' `python3.11`, by name) is this one, with the
+    libraries, whether or not the environment is activated."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
+
+
 def executor_python() -> str:
     """The Python the executors run: PYSPARK_PYTHON if the user set it (as Spark reads it), else
     `python3.11` (the driver's minor version) found on each worker's PATH."""

@@ -39,7 +39,7 @@ class Publisher:
             self.client.tls_set(ca_certs=str(ca))
         self.client.max_inflight_messages_set(1000)
         self.client.reconnect_delay_set(0.1, 1)
-        self.client.connect("127.0.0.1", broker.port)
+        self.client.connect(broker.place.address, broker.port)
         self.client.loop_start()
         self.sent = []
 

@@ -22,8 +22,9 @@ FOLDER = ".executors"  # in OUT, removed after the check
 WAIT_S = 300.0  # for the cluster to give the job executors that run the tasks
 
 
-def _probe(out: str, folder: str, token: str, driver: str):
-    """One task's look, as a function the executors run: (address, sees the driver's marker, error)."""
+def _probe(out: str, folder: str, token: str, driver: str, inputs: tuple[tuple[str, str | None], ...]):
+    """One task's look, as a function the executors run: (its address, whether it sees the driver's
+    marker, what is wrong as the end of a sentence about it, or "")."""
 
     def look(_):
         import socket
@@ -43,7 +44,7 @@ def _probe(out: str, folder: str, token: str, driver: str):
 
             del pandas, pyarrow, sensorscript  # imported to show they can be
         except ImportError as exc:
-            yield address, False, f"its Python cannot import {exc.name} ({exc})"
+            yield address, False, f"cannot run the job: its Python cannot import {exc.name} ({exc})"
             return
         try:
             with open(os.path.join(folder, f"{token}.driver")) as file:
@@ -53,24 +54,31 @@ def _probe(out: str, folder: str, token: str, driver: str):
         if not seen:
             yield address, False, ""
             return
+        for given, a_file in inputs:  # the input folder (one of its files): they are read in the tasks
+            if not os.path.isdir(given) or (a_file is not None and not os.path.exists(os.path.join(given, a_file))):
+                yield address, True, (f"does not see the input folder {given}: the input must be a folder every "
+                                      f"worker mounts at the same path (README, 'On a cluster')")
+                return
         try:
             with open(os.path.join(folder, f"{token}.{address}.{os.getpid()}"), "w") as file:
                 file.write(token)
         except OSError as exc:
-            yield address, True, f"it cannot write in {out}: {exc.strerror or exc}"
+            yield address, True, f"cannot write in {out}: {exc.strerror or exc}"
             return
         yield address, True, ""
 
     return look
 
 
-def check(spark, out: Path, echo=print, wait_s: float = WAIT_S) -> None:
+def check(spark, out: Path, echo=print, inputs: tuple[str, ...] = (), wait_s: float = WAIT_S) -> None:
     """On a cluster (not local[N]): ValueError in one sentence unless every executor that ran one
-    of the check's tasks runs the job's Python and reads and writes OUT at the driver's path."""
+    of the check's tasks runs the job's Python, reads and writes OUT at the driver's path and sees
+    the input folders `inputs` there."""
     context = spark.sparkContext
     if context.master.startswith("local"):
         return
     out = Path(out).resolve()
+    inputs = tuple((given, next((p.name for p in Path(given).iterdir() if p.is_file()), None)) for given in inputs)
     folder, token = out / FOLDER, uuid.uuid4().hex
     folder.mkdir(exist_ok=True)
     (folder / f"{token}.driver").write_text(token)
@@ -82,7 +90,7 @@ def check(spark, out: Path, echo=print, wait_s: float = WAIT_S) -> None:
         try:
             context.setJobGroup(f"sscript-check-{token}", "do the executors see OUT?")
             found["rows"] = (context.parallelize(range(tasks), tasks)
-                             .mapPartitions(_probe(str(out), str(folder), token, driver)).collect())
+                             .mapPartitions(_probe(str(out), str(folder), token, driver, inputs)).collect())
         except Exception as exc:  # noqa: BLE001  said below in the user's words
             found["error"] = exc
 
@@ -105,7 +113,7 @@ def check(spark, out: Path, echo=print, wait_s: float = WAIT_S) -> None:
 def _judge(rows, folder: Path, token: str, out: Path) -> None:
     for address, seen, error in rows:
         if error:
-            raise ValueError(f"the executor at {address} cannot run the job: {error}")
+            raise ValueError(f"the executor at {address} {error}")
         if not seen:
             raise ValueError(f"the executor at {address} does not see the driver's {out}: OUT must be one folder "
                              f"every worker mounts at the same path (README, 'On a cluster')")

@@ -50,7 +50,7 @@ class RunInput:
             sources.clean_committed(checkpoint / "state", folder, job.input_cleanup)
         return RunInput(folder, kind), job
 
-    def open_feed(self, settings: RunSettings, echo=print) -> None:
+    def open_feed(self, settings: RunSettings, echo=print, on_broker=None) -> None:
         """A socket or an MQTT topic is read by the driver into a spool of small files that the query
         reads (runtime/ingest/spool.py: Spark's socket source keeps its backlog in the driver's heap;
         mqtt_spool.py: a message is acknowledged to the broker once its file is on disk)."""
@@ -58,7 +58,7 @@ class RunInput:
             checkpoint = settings.out / CHECKPOINT
             self.feed = sources.open_feed(settings.input, checkpoint / SPOOL, checkpoint / MQTT_JOURNAL, settings.out,
                                           settings.sensor_from_topic, settings.tls, echo,
-                                          settings.mqtt_login)
+                                          settings.mqtt_login, on_broker)
 
     def reads(self, source: str) -> str:
         """What the query reads."""

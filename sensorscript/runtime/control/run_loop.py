@@ -16,6 +16,7 @@ from pathlib import Path
 from sensorscript.runtime.control import executors, late_corrections, switching
 from sensorscript.runtime.control.batch_writer import BatchWriter
 from sensorscript.runtime.control.checkpoint import CHECKPOINT, ENDED, resume
+from sensorscript.runtime.control.cluster_watch import ClusterWatch
 from sensorscript.runtime.control.housekeeping import Housekeeping
 from sensorscript.runtime.control.late_corrections import LateCorrections
 from sensorscript.runtime.control.query import JobFailed, Query
@@ -56,14 +57,16 @@ def run(job: Job, build_query, settings: RunSettings, spark=None, echo=print) ->
         job = late_corrections.archiving(job, out)
     (out / CHECKPOINT / "control").mkdir(parents=True, exist_ok=True)
     spark = spark or spark_session(job, settings.master, log=out / SPARK_LOG)
-    executors.check(spark, out, echo)  # on a cluster: its executors run the job and see OUT
+    # On a cluster: its executors run the job, see OUT and the input folder (a feed's spool is in OUT).
+    executors.check(spark, out, echo, () if sources.streamed(settings.input) else (str(Path(settings.input).resolve()),))
     writer = _writer(job, settings, resumed, echo)
     started = time.monotonic()
-    reading.open_feed(settings, echo)
+    reading.open_feed(settings, echo, writer.status.broker_seen)
     query = Query(build_query, spark, reading.reads(settings.input), out / CHECKPOINT / "control",
                   out / CHECKPOINT / "state", writer, settings.once, settings.trigger_seconds,
                   settings.max_files_per_trigger)
     outcome = "failed"
+    watch = ClusterWatch.start(spark, writer.status, echo)
     try:
         with StopOnSignals(out, echo):
             if reading.feed is not None:
@@ -75,6 +78,8 @@ def run(job: Job, build_query, settings: RunSettings, spark=None, echo=print) ->
             if writer.corrections:
                 writer.corrections.at_the_end(writer.job)
     finally:
+        if watch is not None:
+            watch.stop()
         _finish(reading, writer, outcome, out)
     summary = writer.summary
     summary.outcome, summary.seconds = outcome, time.monotonic() - started

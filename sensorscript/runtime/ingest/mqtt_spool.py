@@ -64,7 +64,8 @@ class MqttSpool:
     folder of the files' journals (outside `folder`, whose files the source reads and deletes)."""
 
     def __init__(self, url: str, folder: Path, journal: Path, client: str, sensor_level: int | None = None,
-                 tls: mqtt.Tls = mqtt.Tls(), roll: float = 0.25, echo=print, login: mqtt.Login = mqtt.Login()):
+                 tls: mqtt.Tls = mqtt.Tls(), roll: float = 0.25, echo=print, login: mqtt.Login = mqtt.Login(),
+                 on_broker=None):
         self.address = mqtt.Address.parse(url, "an MQTT source")
         self.folder, self.journal = Path(folder), Path(journal)
         self.client_id = client
@@ -72,6 +73,8 @@ class MqttSpool:
         self.tls, self.login = tls, login
         self.roll = roll
         self.echo = echo
+        # Told when the broker is lost (its address as said, since when, why) and back (None, ""): the status.
+        self.on_broker = on_broker or (lambda address, lost_since, reason: None)
         self.messages = self.lines = self.duplicates = 0
         self.error: str | None = None
         self._pending: list[tuple[int, bytes, bytes]] = []  # (packet id, digest, lines) not yet spooled
@@ -139,6 +142,7 @@ class MqttSpool:
             return
         if self._connected.is_set():
             self.echo(f"{self.address}: connected again; the broker sends what it kept meanwhile")
+            self.on_broker(str(self.address), None, "")
         elif self._session_present:
             self.echo(f"{self.address}: the broker kept this job's session ({self.client_id}): the readings "
                       f"published while it was away come first")
@@ -151,6 +155,7 @@ class MqttSpool:
         if not self._stop.is_set():
             self.echo(f"{self.address}: lost the broker ({reason_code}); reconnecting (what it publishes "
                       f"meanwhile waits there)")
+            self.on_broker(str(self.address), time.time(), str(reason_code))
 
     # ---- receiving and spooling ------------------------------------------------------------------
 

@@ -155,13 +155,14 @@ def check_feed(source: str, sensor_level: int | None = None, login: mqtt.Login =
 
 
 def open_feed(source: str, folder: Path, journal: Path, out: Path, sensor_level: int | None = None,
-              tls: mqtt.Tls = mqtt.Tls(), echo=print, login: mqtt.Login = mqtt.Login()):
+              tls: mqtt.Tls = mqtt.Tls(), echo=print, login: mqtt.Login = mqtt.Login(), on_broker=None):
     """The spool of a socket or an MQTT topic into `folder` (its `input` is what the query reads);
-    not started. `journal`: where the MQTT spool keeps its journals (runtime/ingest/mqtt_spool.py)."""
+    not started. `journal`: where the MQTT spool keeps its journals (runtime/ingest/mqtt_spool.py);
+    `on_broker(address, lost_since, reason)`: told when an MQTT broker is lost and back (None, "")."""
     if source.startswith("socket://"):
         return spool.SocketSpool(source, folder, echo=echo)
     return mqtt_spool.MqttSpool(source, folder, journal, mqtt_spool.client_id(out), sensor_level, tls, echo=echo,
-                                 login=login)
+                                 login=login, on_broker=on_broker)
 
 
 def clean_committed(state: Path, folder: str, cleanup: str, everything: bool = False) -> int:

@@ -82,6 +82,13 @@ class Status:
     # (quarantine, late readings, metrics). `results_spec` names both.
     results_topic: str = ""
     results_topic_options: list = field(default_factory=list)
+    # On a cluster, this run's executors as the driver last saw them (runtime/control/cluster_watch.py):
+    # their addresses, the most it had, those lost and when, the tasks that failed and ran again,
+    # when the stage running longest started, and when the driver looked.
+    cluster: dict = field(default_factory=dict)
+    # An MQTT source's broker, when this run lost it (since when, why; None while connected) and
+    # when it was last back (runtime/ingest/mqtt_spool.py).
+    broker: dict = field(default_factory=dict)
 
     @staticmethod
     def start(out: Path, job, sink_spec: str, sink: str, fresh: bool, source: str = "",
@@ -164,6 +171,24 @@ class Status:
         """Take what a batch's progress says of the Kafka source (runtime/ingest/kafka.py, `progress_of`)."""
         self.feed = {"partitions": found["partitions"], "at": time.time(),
                      "skipped": self.feed.get("skipped", 0) + found["skipped"]}
+        self._save()
+
+    def cluster_seen(self, executors: list[str], lost: list[dict], silent: dict[str, float], failed_tasks: int,
+                     running_since: float | None, now: float) -> None:
+        """Take a look at the cluster's executors: their addresses, those removed (address, at, reason),
+        those that do not answer and since when."""
+        seen = {"executors": executors, "most": max(self.cluster.get("most", 0), len(executors)), "silent": silent,
+                "lost": lost[-20:], "failed_tasks": failed_tasks, "running_since": running_since}
+        changed = any(self.cluster.get(key) != value for key, value in seen.items())
+        self.cluster = {**seen, "at": now}
+        if changed or running_since is not None:
+            self._save()
+
+    def broker_seen(self, source: str, lost_since: float | None, reason: str) -> None:
+        """The MQTT source's broker (its address as the source says it, no secret) lost (since when,
+        why) or back (None)."""
+        back_at = self.broker.get("back_at") if lost_since is not None else time.time()
+        self.broker = {"source": source, "lost_since": lost_since, "reason": reason, "back_at": back_at}
         self._save()
 
     def alerted(self, counts: dict) -> None:
@@ -310,6 +335,50 @@ def describe_feed(status: dict, tz: tzinfo = UTC) -> list[str]:
     return lines
 
 
+LONG_STAGE_S = 30.0  # a stage running this long is said in the status
+
+
+def describe_cluster(status: dict, tz: tzinfo = UTC) -> list[str]:
+    """A job on a cluster: its executors, those it lost, the tasks run again, a batch that waits."""
+    cluster = status.get("cluster") or {}
+    if not cluster:
+        return []
+    executors, most = cluster["executors"], cluster["most"]
+    line = f"cluster: {len(executors)} executor{'' if len(executors) == 1 else 's'}" + \
+        (f" ({', '.join(executors)})" if executors else "")
+    if len(executors) < most:
+        line += f", {most - len(executors)} fewer than it had: the job goes on with the others, slower"
+    lines = [line]
+    for address, since in sorted((cluster.get("silent") or {}).items()):
+        lines.append(f"cluster: the executor at {address} has not answered since {human_time(since * 1000, tz)}: its "
+                     f"worker is down or cut off from the network; its tasks wait, or run again on the others once "
+                     f"Spark gives it up")
+    for lost in cluster.get("lost", [])[-3:]:
+        when = f" at {human_time(lost['at'] * 1000, tz)}" if lost.get("at") else ""
+        why = f" ({lost['reason']})" if lost.get("reason") else ""
+        lines.append(f"cluster: lost the executor at {lost['address']}{when}{why}; Spark runs its tasks again on "
+                     f"the others")
+    if cluster.get("failed_tasks"):
+        lines.append(f"cluster: {cluster['failed_tasks']:,} tasks failed and ran again")
+    since = cluster.get("running_since")
+    if since is not None and cluster["at"] - since >= LONG_STAGE_S and run_state(status) == "running":
+        lines.append(f"cluster: a batch has been running for {cluster['at'] - since:,.0f} s (since "
+                     f"{human_time(since * 1000, tz)}): it waits on an executor that is slow or out of reach")
+    return lines
+
+
+def describe_broker(status: dict, tz: tzinfo = UTC) -> list[str]:
+    """An MQTT source's broker: lost while it is (and why), or when it came back."""
+    broker = status.get("broker") or {}
+    if broker.get("lost_since") is not None and run_state(status) == "running":
+        return [f"MQTT: lost the broker of {broker['source']} at {human_time(broker['lost_since'] * 1000, tz)} "
+                f"({broker['reason']}); reconnecting: what it publishes meanwhile waits there"]
+    if broker.get("back_at"):
+        return [f"MQTT: the broker of {broker['source']} was lost and came back at "
+                f"{human_time(broker['back_at'] * 1000, tz)}; it sent what it kept meanwhile"]
+    return []
+
+
 def describe(status: dict, tz: tzinfo = UTC) -> str:
     """`sscript status`: the job in a few lines, in the user's terms (times in `tz`)."""
     totals = status.get("totals", {})
@@ -317,6 +386,8 @@ def describe(status: dict, tz: tzinfo = UTC) -> str:
              f"  {describe_state(status, tz)}",
              f"  {describe_version(status, tz)}",
              *(f"  {line}" for line in describe_exact(status, tz=tz)),
+             *(f"  {line}" for line in describe_cluster(status, tz)),
+             *(f"  {line}" for line in describe_broker(status, tz)),
              f"  watermark {status['watermark']}, late readings: {status['late_policy']}; results in {status['sink']}"]
     if status.get("last_batch") is None:
         lines.append("  no batch yet")
