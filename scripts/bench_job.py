@@ -1,7 +1,7 @@
 """Throughput of the compiled job on local Spark, against the raw rate, in one run on one input.
 
     .venv/bin/python scripts/bench_job.py [--workflows 1024] [--sensors 1000] [--seconds 60] [--partitions 2]
-                                          [--compare-late] [--check N] [--cluster WORKERS]
+                                          [--compare-late] [--check N] [--cluster WORKERS | --master URL | --hosts]
                                           [--source files|kafka [--lines-per-message 100] [--max-readings-per-batch N]]
 
 Generates the seeded bridge workload (scripts shaped like the paper's, 1,000 sensors of 21
@@ -37,7 +37,13 @@ second, the peak memory of the driver's Python and JVM, and PostgreSQL/SQLite (t
 With --check N, the results of N workflows drawn at random equal the reference evaluator's (tests/
 oracles/streams.py) over the same readings, row for row. With --cluster WORKERS, everything runs on
 a standalone cluster of that many workers of one core and 2 GB on 127.0.0.1 (scripts/standalone.py,
-as tests/test_cluster.py starts it), the driver here. The peak memory of the driver's Python, its
+as tests/test_cluster.py starts it), the driver here; with --master URL, on a cluster started
+elsewhere, whose workers get the job's Python libraries as `sscript run --cluster` ships them
+(sensorscript/shipping.py). With --hosts (issue #43, as root), three runs in processes of their own on
+the same arguments: local[2], two one-core workers on 127.0.0.1, and two one-core workers on test
+hosts of their own (scripts/netns.py: the master and the driver on `driver`, a worker on `w1` and on
+`w2`, the work folder on the folder they share): the cost of real sockets between hosts, as
+hosts / local[2] and hosts / 127.0.0.1 cluster. The peak memory of the driver's Python, its
 JVM, the executors' JVMs (cluster) and the largest Python worker is sampled during the job's run,
 and the state each partition keeps is printed from status.json.
 """
@@ -49,7 +55,9 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -58,6 +66,7 @@ from pathlib import Path
 
 import psutil
 
+from sensorscript import shipping
 from sensorscript.compiler import compile_workflows
 from sensorscript.runtime.plan.loading import load_job
 from sensorscript.runtime.ingest import source as sources
@@ -93,9 +102,19 @@ def main() -> None:
                         help="also run with the PostgreSQL sink (a server of its own) and SQLite, alternated")
     parser.add_argument("--cluster", type=int, default=0, metavar="WORKERS",
                         help="run on a standalone cluster of WORKERS workers (1 core, 2 GB each) on 127.0.0.1")
+    parser.add_argument("--master", help="run on this Spark master, started elsewhere (its workers need nothing of "
+                                         "the project: the job's Python libraries are shipped as sscript run --cluster "
+                                         "ships them); --keep must then be a folder every worker sees")
+    parser.add_argument("--hosts", action="store_true",
+                        help="(root) the job on local[2] here, on two one-core workers on 127.0.0.1, and on two "
+                             "one-core workers on test hosts of their own (scripts/netns.py: the master and this "
+                             "script on `driver`, a worker on `w1` and `w2`); prints each rate and their ratios")
     args = parser.parse_args()
+    if args.hosts:
+        on_hosts(args)
+        return
     with contextlib.ExitStack() as stack:
-        master = "local[2]"
+        master = args.master or "local[2]"
         if args.cluster:
             sys.path.insert(0, str(Path(__file__).resolve().parent))
             from standalone import standalone
@@ -105,6 +124,47 @@ def main() -> None:
             stack.callback(shutil.rmtree, folder, True)
             master = cluster.url
         bench(args, master)
+
+
+RATE = re.compile(r"^job \(--once, SQLite sink\): +([\d,]+) readings/s", re.MULTILINE)
+
+
+def on_hosts(args) -> None:
+    """This script three times, in processes of their own, on the same arguments: local[2], a
+    cluster on 127.0.0.1 (--cluster 2), and a cluster on test hosts (--master, run on `driver`)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from netns import Hosts, why_not
+    from standalone import spark_home, standalone
+
+    if (reason := why_not()) is not None:
+        raise SystemExit(f"bench_job.py --hosts: {reason}")
+    given = [a for a in sys.argv[1:] if a != "--hosts"]
+    rates = {}
+
+    def measured(label: str, done: subprocess.CompletedProcess) -> None:
+        print(f"== {label} ==\n{done.stdout.rstrip()}", flush=True)
+        found = RATE.search(done.stdout)
+        if done.returncode or not found:
+            raise SystemExit(f"bench_job.py --hosts: the run on {label} failed:\n{done.stderr[-3000:]}")
+        rates[label] = int(found.group(1).replace(",", ""))
+
+    measured("local[2]", subprocess.run([sys.executable, __file__, *given], capture_output=True, text=True))
+    measured("127.0.0.1 cluster", subprocess.run([sys.executable, __file__, *given, "--cluster", "2"],
+                                                 capture_output=True, text=True))
+    with Hosts(("driver", "w1", "w2"), spark=spark_home()) as hosts:
+        base = hosts.shared / "cluster"
+        base.mkdir()
+        with standalone(base, [(1, "2g"), (1, "2g")], 120, hosts["driver"].place(),
+                        [hosts["w1"].place(), hosts["w2"].place()]) as cluster:
+            environment = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
+                           "LANG": "C.UTF-8", "SPARK_LOCAL_IP": hosts["driver"].address}
+            measured("hosts cluster", hosts["driver"].run(
+                [sys.executable, __file__, *given, "--master", cluster.url, "--keep", str(hosts.shared / "work")],
+                timeout=7200, env=environment))
+    local = rates["local[2]"]
+    print(f"readings/s: local[2] {local:,}, two workers on 127.0.0.1 {rates['127.0.0.1 cluster']:,}, two workers "
+          f"on hosts {rates['hosts cluster']:,}; hosts / local[2]: {rates['hosts cluster'] / local:.2f}, "
+          f"hosts / 127.0.0.1 cluster: {rates['hosts cluster'] / rates['127.0.0.1 cluster']:.2f}")
 
 
 def bench(args, master: str) -> None:
@@ -123,6 +183,9 @@ def bench(args, master: str) -> None:
                                  args.partitions)
     compile_seconds = time.perf_counter() - start
     module = load_job(work / "out")
+    if args.master:  # the executors get the job's Python as `sscript run --cluster` gives it to them
+        os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join([*shipping.arguments(work / "out"), "pyspark-shell"])
+        os.environ["PYSPARK_PYTHON"], os.environ["PATH"] = shipping.executor_python(), shipping.driver_path()
     spark = spark_session(module.JOB, master)
 
     def scan(folder: Path) -> float:

@@ -54,7 +54,7 @@ class KafkaBroker:
     `partitions` partitions by default; its data, configuration and log under `folder`. `users`
     (name: password): a SASL_PLAINTEXT listener on a third port too (`sasl_bootstrap`) that takes
     PLAIN logins of these users; the plain listener stays for the tests' own clients. `place`: a
-    test host to run on (tests/hosts.py), on its address; `folder` must then be one it sees."""
+    test host to run on (scripts/netns.py), on its address; `folder` must then be one it sees."""
 
     def __init__(self, folder: Path, port: int | None = None, partitions: int = 3, heap: str = "512m",
                  users: dict[str, str] | None = None, place: Place = Place()):

@@ -1,5 +1,10 @@
 """Test hosts (issue #43): network namespaces on one bridge, each host with an address and a mount
-namespace of its own, made by the test as root and removed after it, even when it fails.
+namespace of its own, made by a test or a benchmark as root and removed after it, even when it fails.
+
+    .venv/bin/python scripts/netns.py [--for SECONDS]   # as root: make driver, w1, w2 and infra, say them, remove them
+    .venv/bin/python scripts/netns.py --sweep           # remove what runs killed before their teardown left
+
+As a library (tests/test_hosts.py, tests/test_cluster_hosts.py, scripts/bench_job.py --hosts):
 
     with Hosts(("driver", "w1", "w2", "infra")) as hosts:
         hosts["w1"].start(["/usr/bin/python3.11", "-m", "http.server", "8000"])
@@ -23,6 +28,9 @@ what a run killed before its teardown left behind.
 """
 
 from __future__ import annotations
+
+import argparse
+import sys
 
 import contextlib
 import ipaddress
@@ -270,3 +278,28 @@ def _kill_all(namespace: str, spare: int | None = None) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweep", action="store_true", help="only remove what killed runs left behind")
+    parser.add_argument("--for", dest="seconds", type=float, default=0.0, help="keep the hosts this long")
+    args = parser.parse_args()
+    reason = why_not()
+    if reason is not None:
+        raise SystemExit(f"netns.py: {reason}")
+    if args.sweep:
+        removed = sweep()
+        print(f"left behind by killed runs, removed: {', '.join(removed) if removed else 'nothing'}")
+        return
+    with Hosts() as hosts:
+        for host in hosts.hosts.values():
+            print(f"{host.name}: {host.address} (nsenter -t {host.holder.pid} --net --mount)")
+        print(f"shared folder: {hosts.shared}")
+        sys.stdout.flush()
+        time.sleep(args.seconds)
+    print("hosts removed")
+
+
+if __name__ == "__main__":
+    main()

@@ -62,7 +62,7 @@ class PostgresServer:
     owner of the database `sensors`; `tls`: TLS too, with a certificate for 127.0.0.1 signed by a
     CA of its own (`ca`). `durable=False` (tests): no fsync, so a test's server costs no disk flushes;
     a SIGKILL of the server still loses nothing committed (the machine does not crash). `place`: a
-    test host to run on (tests/hosts.py), serving its address to the hosts of its network (`samenet`);
+    test host to run on (scripts/netns.py), serving its address to the hosts of its network (`samenet`);
     `folder` must then be one the host sees."""
 
     def __init__(self, folder: Path | None = None, port: int | None = None, tls: bool = False,

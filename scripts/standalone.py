@@ -8,7 +8,7 @@ every process it started. As a library: `with standalone(folder, [(cores, memory
 Each process runs in a process group of its own, logging into the folder (master.log,
 worker-N.log; executors' logs under work-N/app-*/N/stderr), and every group is killed on the way out.
 A `Place` puts the master or a worker elsewhere than this machine's 127.0.0.1: the test hosts of
-tests/hosts.py (their address, Spark's home there, and how a command runs there); the folder must
+scripts/netns.py (their address, Spark's home there, and how a command runs there); the folder must
 then be one every host sees at the same path.
 """
 

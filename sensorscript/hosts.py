@@ -16,7 +16,7 @@ from typing import Callable
 @dataclass(frozen=True)
 class Place:
     """Where a server the scripts and tests start runs (a broker, a Spark master or worker): by
-    default this machine, on 127.0.0.1; or a test host (tests/hosts.py): its address, how a command
+    default this machine, on 127.0.0.1; or a test host (scripts/netns.py): its address, how a command
     runs there, and where Spark and the Kafka broker's jars are there (None: this machine's pyspark
     package and jar cache)."""
 

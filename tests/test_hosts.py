@@ -1,4 +1,4 @@
-"""The test hosts (tests/hosts.py): addresses of their own on one bridge, their own /tmp, the shared
+"""The test hosts (scripts/netns.py): addresses of their own on one bridge, their own /tmp, the shared
 folder and nothing of the project on a worker host, a link cut and restored, a host killed, and
 nothing left behind, even when a test fails."""
 
@@ -16,10 +16,10 @@ import pytest
 
 from sensorscript.runtime.control import jars
 from tests.conftest import ROOT, need
-from tests.hosts import PREFIX, SPARK_HOME, Hosts, sweep, why_not
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import kafka_broker  # noqa: E402
+from netns import PREFIX, SPARK_HOME, Hosts, sweep, why_not  # noqa: E402
 from mosquitto import Broker, why_no_broker  # noqa: E402
 from postgres_server import PostgresServer, why_no_postgres  # noqa: E402
 from standalone import spark_home, standalone  # noqa: E402
