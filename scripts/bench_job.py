@@ -168,7 +168,8 @@ def on_hosts(args) -> None:
 
 
 def bench(args, master: str) -> None:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if not args.master:  # this machine's workers: this Python
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     work = Path(args.keep or tempfile.mkdtemp(prefix="sscript-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     scripts = work / "workflows"

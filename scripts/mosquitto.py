@@ -4,7 +4,8 @@ mqtt://...` and `--alerts mqtt://...`, and for the MQTT benchmarks, the soak and
     .venv/bin/python scripts/mosquitto.py [--port PORT] [--dir DIR] [--user USER --password PASSWORD] [--for SECONDS]
 
 prints the broker's address and runs until Ctrl-C (or for SECONDS), then stops it. As a library
-(scripts/bench_mqtt.py, scripts/soaking/feed.py, tests/brokers.py): `Broker(folder).start()`, with a
+(scripts/bench_mqtt.py, scripts/soaking/feed.py, scripts/cluster_faults.py, tests/brokers.py):
+`Broker(folder).start()`, and `Publisher(broker)` to publish to it; the broker has a
 configuration of its own in `folder` (never the machine's service). `Broker` keeps its messages on
 disk (persistence), so a run can restart it mid-feed and a persistent session's queued messages
 survive; it may require a user and password (a password file made with mosquitto_passwd), speak TLS,
@@ -118,6 +119,47 @@ class Broker:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+
+class Publisher:
+    """A QoS 1 publisher with a persistent session of its own: what it published before a broker
+    restart is sent again after it (the publisher's side of at least once)."""
+
+    def __init__(self, broker: "Broker", name: str = "test-publisher", ca: Path | None = None):
+        import paho.mqtt.client as paho
+        from paho.mqtt.enums import CallbackAPIVersion
+
+        self.client = paho.Client(CallbackAPIVersion.VERSION2, client_id=name, clean_session=False)
+        if broker.user:
+            self.client.username_pw_set(broker.user, broker.password)
+        if ca is not None:  # a broker that speaks only TLS, its certificate signed by `ca`
+            self.client.tls_set(ca_certs=str(ca))
+        self.client.max_inflight_messages_set(1000)
+        self.client.reconnect_delay_set(0.1, 1)
+        self.client.connect(broker.place.address, broker.port)
+        self.client.loop_start()
+        self.sent = []
+
+    def connected(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.client.is_connected():
+            assert time.monotonic() < deadline, f"the publisher did not connect again within {timeout} s"
+            time.sleep(0.05)
+
+    def publish(self, topic: str, payload: str) -> None:
+        self.sent.append(self.client.publish(topic, payload, qos=1))
+
+    def wait(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        for info in self.sent:
+            while not info.is_published():
+                assert time.monotonic() < deadline, "the broker did not take every message"
+                time.sleep(0.01)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
 
 
 def main() -> None:

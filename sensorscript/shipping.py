@@ -6,7 +6,8 @@ The libraries are the distributions sensorscript requires (its installed metadat
 pyproject.toml: the one list), with what they require in turn, as installed in the driver's
 environment, but not pyspark and py4j: the cluster's Spark has its own, which must be the driver's
 version anyway. An archive is built once for a set of distributions and versions and kept in the
-environment (`.venv/shipped/`, or SSCRIPT_SHIPPED); the next run of any job reuses it.
+environment (`.venv/shipped/`, or SSCRIPT_SHIPPED; an older one goes when a newer is built); the
+next run of any job reuses it.
 
 A worker needs a Python of the driver's minor version (`python3.11` on its PATH, or PYSPARK_PYTHON
 as Spark reads it), Java and Spark: the compiled parts of the libraries (pyarrow, numpy) are built
@@ -117,4 +118,7 @@ def libraries_archive(echo=print) -> Path:
         listing.size = len(names.encode()) + 1
         archive.addfile(listing, io.BytesIO(names.encode() + b"\n"))
     os.replace(temporary, target)
+    for older in cache().glob("libraries-*.tar.gz"):  # of versions this environment no longer has
+        if older != target:
+            older.unlink(missing_ok=True)
     return target

@@ -3,7 +3,7 @@ scripts/mosquitto.py's (Debian's mosquitto on a free port of 127.0.0.1, which th
 soak start too), `KafkaBroker` scripts/kafka_broker.py's (Apache Kafka in KRaft mode, from the jars
 scripts/setup.sh fetched), `PostgresServer` scripts/postgres_server.py's (Debian's PostgreSQL, initdb
 in a temporary folder); here the rule for a machine without one (`need_broker`, `need_kafka`,
-`need_postgres`), a subscriber, and the `broker`, `kafka` and `postgres` fixtures.
+`need_postgres`), a subscriber, a publisher (scripts/mosquitto.py's), and the `broker`, `kafka` and `postgres` fixtures.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from kafka_broker import KafkaBroker, why_no_kafka  # noqa: E402
-from mosquitto import Broker, why_no_broker  # noqa: E402
+from mosquitto import Broker, Publisher, why_no_broker  # noqa: E402
 from postgres_server import PostgresServer, why_no_postgres  # noqa: E402
 
 

@@ -16,7 +16,8 @@ from sensorscript.runtime.plan.loading import load_job
 from tests.cep_harness import reference_rows, same_rows
 from tests.conftest import EXAMPLES
 from tests.differential import disordered_replay
-from tests.test_mqtt_source import Publisher, wait_until
+from tests.brokers import Publisher
+from tests.test_mqtt_source import wait_until
 from tests.test_restart import SENSORS, TIMEOUT, Run, result_rows, sscript
 
 pytestmark = pytest.mark.spark

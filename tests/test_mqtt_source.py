@@ -18,47 +18,10 @@ from pathlib import Path
 import pytest
 
 from sensorscript.runtime.ingest import mqtt, mqtt_spool, records
-from tests.brokers import Broker, need_broker
+from tests.brokers import Broker, Publisher, need_broker
 from oracles.records import Reading, Rejected, read_line
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-class Publisher:
-    """A QoS 1 publisher with a persistent session of its own: what it published before a broker
-    restart is sent again after it (the publisher's side of at least once)."""
-
-    def __init__(self, broker: Broker, name: str = "test-publisher", ca: Path | None = None):
-        import paho.mqtt.client as paho
-        from paho.mqtt.enums import CallbackAPIVersion
-
-        self.client = paho.Client(CallbackAPIVersion.VERSION2, client_id=name, clean_session=False)
-        if broker.user:
-            self.client.username_pw_set(broker.user, broker.password)
-        if ca is not None:  # a broker that speaks only TLS, its certificate signed by `ca`
-            self.client.tls_set(ca_certs=str(ca))
-        self.client.max_inflight_messages_set(1000)
-        self.client.reconnect_delay_set(0.1, 1)
-        self.client.connect(broker.place.address, broker.port)
-        self.client.loop_start()
-        self.sent = []
-
-    def connected(self, timeout: float = 30) -> None:
-        wait_until(self.client.is_connected, timeout, "the publisher connected again")
-
-    def publish(self, topic: str, payload: str) -> None:
-        self.sent.append(self.client.publish(topic, payload, qos=1))
-
-    def wait(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        for info in self.sent:
-            while not info.is_published():
-                assert time.monotonic() < deadline, "the broker did not take every message"
-                time.sleep(0.01)
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
 
 
 def spooled_lines(folder: Path) -> list[str]:

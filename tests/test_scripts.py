@@ -171,6 +171,8 @@ SMOKE: dict[str, tuple[Case, ...]] = {
     "standalone.py": (Case(("--workers", "1", "--memory", "1g", "--for", "1", "--dir", "{work}"),
                            (r"master: spark://127\.0\.0\.1:\d+ \(1 worker", r"stopping the cluster"),
                            writes=("{work}/master.log",), spark=True),),
+    # Its scenario runs whole in tests/test_cluster_hosts.py (hosts, a cluster, four faults: minutes).
+    "cluster_faults.py": (Case(("--help",), (r"usage: cluster_faults\.py", r"--cut CUT")),),
     "netns.py": (Case(("--sweep",), (r"left behind by killed runs, removed: ",)),),
     "repeat_tests.py": (Case(("2", "tests/test_times.py::test_utc_by_default_and_a_named_zone_on_request"),
                              (r"\| `tests/test_times\.py::test_utc_by_default_and_a_named_zone_on_request` \| 2/2 \| 0 \| 0 \|",
