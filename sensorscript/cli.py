@@ -606,8 +606,8 @@ def report(files, sensors, partitions, out, data, no_naive_run, sweep_seconds, g
                   else " lines" if given.naive else ""))
     cost = built.cost
     click.echo(f"network: {cost.ours:,.0f} tuples/min under our plan, lower bound {cost.lower_bound:,.0f}; "
-               f"saves {cost.saving(cost.naive_sensor_hash):.0%} vs hashing by sensor id, "
-               f"{cost.saving(cost.naive_workflow_hash):.0%} vs hashing by workflow")
+               f"hashing by sensor id {cost.naive_sensor_hash:,.0f} ({cost.versus('sensor')}), "
+               f"hashing by workflow {cost.naive_workflow_hash:,.0f} ({cost.versus('workflow')})")
     click.echo(f"report: {md}  page: {page}")
 
 

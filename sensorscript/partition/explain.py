@@ -99,6 +99,7 @@ def explain(plan: Plan) -> str:
             lines.append(f"  ... and {len(plan.patterns) - SHOWN} more patterns")
     lines += ["", f"Partitions ({placement.count}, balance {placement.balance:.3f} = most loaded / average; "
                   f"bound {1 + placement.epsilon:.2f}):"]
+    lines.append(f"  {_chosen_text(placement)}")
     by_partition: dict[int, list[str]] = {}
     for sensor_id, p in placement.sensor_partition.items():
         by_partition.setdefault(p, []).append(sensor_id)
@@ -116,11 +117,24 @@ def explain(plan: Plan) -> str:
     lines += ["", "Communication cost (tuples per minute crossing a shuffle):",
               f"  ours                       {cost.ours:>14,.0f}",
               f"  lower bound                {cost.lower_bound:>14,.0f}   (each raw tuple crosses once)",
-              f"  naive, hash by sensor id   {cost.naive_sensor_hash:>14,.0f}   "
-              f"(ours saves {cost.saving(cost.naive_sensor_hash):.1%})",
-              f"  naive, hash by workflow    {cost.naive_workflow_hash:>14,.0f}   "
-              f"(ours saves {cost.saving(cost.naive_workflow_hash):.1%})"]
+              f"  naive, hash by sensor id   {cost.naive_sensor_hash:>14,.0f}   ({cost.versus('sensor')})",
+              f"  naive, hash by workflow    {cost.naive_workflow_hash:>14,.0f}   ({cost.versus('workflow')})"]
     return "\n".join(lines) + "\n"
+
+
+def _chosen_text(placement) -> str:
+    """Which placement the plan runs, and why: the cheapest of those that keep the bound."""
+    refined = f", refined by {placement.refined} move(s)" if placement.refined else ""
+    if not placement.considered:  # an update: the running plan's placement, new nodes around it
+        return f"placement: {placement.chosen}{refined}"
+    others = []
+    for name, per_s, peak in placement.considered:
+        if name == placement.chosen:
+            continue
+        others.append(f"{name} {per_s * 60:,.0f} tuples/min on cut edges" if per_s is not None
+                      else f"{name} over the bound ({peak:.2f} x the average)")
+    return (f"placement: {placement.chosen}{refined}, the cheapest that keeps the bound"
+            + (f" (also tried: {'; '.join(others)})" if others else ""))
 
 
 def _pattern_lines(plan: Plan, node_id: str, planned, indent: str) -> list[str]:

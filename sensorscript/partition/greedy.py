@@ -60,6 +60,12 @@ class PartitionPlan:
     # starts anew there), and why (empty: every node of the running plan stays where it was).
     moved: tuple[str, ...] = ()
     moved_because: str = ""
+    # Which placement this is (refine.py): "greedy" or a baseline's name, refined by `refined` moves;
+    # and each placement considered: (name, tuples/s on cut edges or None where it breaks the bound,
+    # most loaded partition / average).
+    chosen: str = "greedy"
+    refined: int = 0
+    considered: tuple[tuple[str, float | None, float], ...] = ()
 
     @property
     def sensor_partition(self) -> dict[str, int]:

@@ -23,6 +23,7 @@ from sensorscript.parser import ast
 from sensorscript.partition.cost import CommunicationCost, communication_cost
 from sensorscript.partition.greedy import PartitionPlan, node_rates, partition
 from sensorscript.partition.pieces import placement_graph
+from sensorscript.partition.refine import choose
 from sensorscript.registry import DEFAULT_FREQUENCY_HZ, SensorRegistry
 from sensorscript.runtime.plan.program import derived_code
 from sensorscript.runtime.output.alarms import is_flag
@@ -123,9 +124,12 @@ def _make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None, p
     placed, pieces = placement_graph(graph)
     codes = sensor_codes(graph.sensors(), previous)
     rates = node_rates(graph, frequencies)
+    placed_rates = rates if placed is graph else node_rates(placed, frequencies)
     placement = partition(placed, frequencies, partitions, epsilon,
                           pinned=previous.placement if previous is not None else None, rebalance=rebalance, cuts=cuts,
-                          rates=rates if placed is graph else None)
+                          rates=placed_rates)
+    if previous is None:  # a first plan: the cheapest placement under the bound (an update keeps what runs)
+        placement = choose(placed, frequencies, placement, placed_rates)
     patterns = plan_patterns(graph, workflows, rates, pieces, selectivity, options, limit, codes)
     slices = plan_slices(graph, previous.slices if previous is not None else None)
     return Plan(graph, frequencies, slices, placement,
@@ -281,6 +285,8 @@ def plan_json(plan: Plan) -> dict:
             "loads_hz": [round(x, 6) for x in placement.loads],
             "balance": round(placement.balance, 6),
             "split_subgraphs": placement.split_subgraphs,
+            "chosen": placement.chosen,
+            "refined_moves": placement.refined,
             "sensors": dict(sorted(placement.sensor_partition.items())),
             # Every placed node (patterns partitioned by sensor as their pieces): what an update keeps.
             "placement": placement.node_partition,

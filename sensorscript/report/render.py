@@ -44,6 +44,13 @@ def _bytes(value: int | None) -> str:
     return f"{value:,} B"
 
 
+def _saving(cost, baseline: str) -> str:
+    """What ours saves against a baseline, or that the baseline breaks the balance bound (then
+    it may cost less: ours keeps the bound, it does not)."""
+    peak = cost.over_bound(baseline)
+    return f"{cost.saving_of(baseline):.1%}" if peak is None else f"over the bound ({peak:.2f}x the average)"
+
+
 def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     """Every table of the report as (header, rows) of text: Markdown and HTML render the same."""
     lines = (["workflows", "script lines", "generated job lines", "naive PySpark lines", "naive / script",
@@ -52,17 +59,17 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
                _ratio(row.naive, row.script), _ratio(row.naive, row.job)] for row in report.lines])
     c = report.cost
     cost = (["placement", "tuples/min crossing the network", "ours saves"],
-            [["ours (frequency-weighted greedy)", _int(c.ours), "–"],
+            [["ours (the cheapest placement under the balance bound, refined)", _int(c.ours), "–"],
              ["lower bound (each referenced raw tuple once)", _int(c.lower_bound), "–"],
-             ["naive: hash by sensor id", _int(c.naive_sensor_hash), f"{c.saving(c.naive_sensor_hash):.1%}"],
-             ["naive: hash by workflow", _int(c.naive_workflow_hash), f"{c.saving(c.naive_workflow_hash):.1%}"]])
+             ["naive: hash by sensor id", _int(c.naive_sensor_hash), _saving(c, "sensor")],
+             ["naive: hash by workflow", _int(c.naive_workflow_hash), _saving(c, "workflow")]])
 
     def sweep_table(points: list[CostPoint], name: str):
         header = [name, "ours", "lower bound", "hash by sensor id", "hash by workflow", "saving vs sensor id",
                   "saving vs workflow"]
         rows = [[str(p.x), _int(p.cost.ours), _int(p.cost.lower_bound), _int(p.cost.naive_sensor_hash),
-                 _int(p.cost.naive_workflow_hash), f"{p.cost.saving(p.cost.naive_sensor_hash):.1%}",
-                 f"{p.cost.saving(p.cost.naive_workflow_hash):.1%}"] for p in points]
+                 _int(p.cost.naive_workflow_hash), _saving(p.cost, "sensor"), _saving(p.cost, "workflow")]
+                for p in points]
         if any(p.measured for p in points):
             header += ["measured: ours", "lower bound", "hash by sensor id", "hash by workflow", "same results"]
             for row, p in zip(rows, points):
@@ -127,9 +134,10 @@ SECTIONS = [
      "16 sensors at 20 Hz and 8 workflows; every workflow reads the n_s shared sensors and its own share of "
      f"the others (union, two windows, their difference); {SWEEP_PARTITIONS} partitions. Our plan keeps the "
      "most loaded partition within 1.1 × the average; hashing by workflow keeps no such bound (8 workflows "
-     "hashed onto 4 partitions), which is how it can beat our plan where few sensors are shared: balance "
-     "forces our plan to cut the one connected group that shared sensors make of all workflows, and each "
-     "partition then receives the shared sensors once. Measured columns as above."),
+     "hashed onto 4 partitions), which is how it can cost less than our plan where few sensors are shared "
+     "(the table says 'over the bound' there): balance forces our plan to cut the one connected group that "
+     "shared sensors make of all workflows, and each partition then receives the shared sensors once. A "
+     "baseline that keeps the bound is one of the placements ours is chosen from. Measured columns as above."),
     ("measured", "Measured on local Spark",
      "The jobs ran with --once on local[2] over the same input, one after the other in one Spark session, "
      "after a first run of the compiled job that is not measured (so that none pays for the JVM's warm-up). "
