@@ -24,6 +24,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from networkx.utils import UnionFind
+
 from sensorscript.graph.graph import Graph
 from sensorscript.graph.nodes import SENSOR, WINDOW
 from sensorscript.partition.cost import hash_partition, workflow_partition
@@ -45,21 +47,12 @@ class Candidate:
 def atoms(graph: Graph) -> dict[str, str]:
     """Node -> its atom's representative: nodes joined by edges that cannot be cut."""
     stage = stages(graph)
-    parent = {n.id: n.id for n in graph.nodes()}
     sensors = {n.id for n in graph.nodes() if n.kind == SENSOR}
-
-    def find(n: str) -> str:
-        while parent[n] != n:
-            parent[n] = parent[parent[n]]
-            n = parent[n]
-        return n
-
+    joined = UnionFind(n.id for n in graph.nodes())
     for u, v in graph.edges():
         if u not in sensors and stage[v] != 2:
-            a, b = find(u), find(v)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    return {n: find(n) for n in parent}
+            joined.union(u, v)
+    return {n: first for group in joined.to_sets() for first in (min(group),) for n in group}
 
 
 def consumers_of(graph: Graph) -> dict[str, list[str]]:
