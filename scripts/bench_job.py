@@ -133,6 +133,7 @@ def on_hosts(args) -> None:
     """This script three times, in processes of their own, on the same arguments: local[2], a
     cluster on 127.0.0.1 (--cluster 2), and a cluster on test hosts (--master, run on `driver`)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from cluster_faults import driver_environment
     from netns import Hosts, why_not
     from standalone import spark_home, standalone
 
@@ -156,11 +157,9 @@ def on_hosts(args) -> None:
         base.mkdir()
         with standalone(base, [(1, "2g"), (1, "2g")], 120, hosts["driver"].place(),
                         [hosts["w1"].place(), hosts["w2"].place()]) as cluster:
-            environment = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
-                           "LANG": "C.UTF-8", "SPARK_LOCAL_IP": hosts["driver"].address}
             measured("hosts cluster", hosts["driver"].run(
                 [sys.executable, __file__, *given, "--master", cluster.url, "--keep", str(hosts.shared / "work")],
-                timeout=7200, env=environment))
+                timeout=7200, env=driver_environment(hosts)))
     local = rates["local[2]"]
     print(f"readings/s: local[2] {local:,}, two workers on 127.0.0.1 {rates['127.0.0.1 cluster']:,}, two workers "
           f"on hosts {rates['hosts cluster']:,}; hosts / local[2]: {rates['hosts cluster'] / local:.2f}, "

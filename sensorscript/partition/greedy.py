@@ -167,9 +167,7 @@ def partition(graph: Graph, frequencies: dict[str, float], count: int, epsilon: 
         if not two_hops:
             break
         kept |= two_hops
-    crossings = tuple(
-        Crossing(u, v, placement[u], placement[v], rates[u], RAW if graph.node(u).kind == SENSOR else DERIVED)
-        for u, v in graph.edges() if placement[u] != placement[v])
+    crossings = crossings_of(graph, placement, rates)
     return PartitionPlan(count, epsilon, dict(sorted(placement.items())), tuple(loads), crossings, split)
 
 
@@ -228,10 +226,15 @@ def _around(graph: Graph, frequencies: dict[str, float], count: int, epsilon: fl
             loads[target] += weight[n]
     if _two_hop_edges(graph, placement):
         return None, "placing the new computations beside the running ones would forward some tuples twice"
-    crossings = tuple(
+    crossings = crossings_of(graph, placement, rates)
+    return PartitionPlan(count, epsilon, dict(sorted(placement.items())), tuple(loads), crossings, 0), ""
+
+
+def crossings_of(graph: Graph, placement: dict[str, int], rates: dict[str, float]) -> tuple[Crossing, ...]:
+    """The edges a placement cuts, with the rates they carry."""
+    return tuple(
         Crossing(u, v, placement[u], placement[v], rates[u], RAW if graph.node(u).kind == SENSOR else DERIVED)
         for u, v in graph.edges() if placement[u] != placement[v])
-    return PartitionPlan(count, epsilon, dict(sorted(placement.items())), tuple(loads), crossings, 0), ""
 
 
 def _two_hop_edges(graph: Graph, placement: dict[str, int]) -> set[tuple[str, str]]:

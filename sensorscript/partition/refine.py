@@ -29,7 +29,7 @@ from networkx.utils import UnionFind
 from sensorscript.graph.graph import Graph
 from sensorscript.graph.nodes import SENSOR, WINDOW
 from sensorscript.partition.cost import hash_partition, workflow_partition
-from sensorscript.partition.greedy import DERIVED, RAW, Crossing, PartitionPlan, _two_hop_edges, stages
+from sensorscript.partition.greedy import PartitionPlan, _two_hop_edges, crossings_of, stages
 
 MAX_PASSES = 12
 
@@ -231,9 +231,7 @@ def choose(graph: Graph, frequencies: dict[str, float], plan: PartitionPlan, rat
     found = candidates(graph, frequencies, plan.node_partition, plan.count, rates, 1 + plan.epsilon)
     best = found[0] if found[0].kept else next(c for c in found if c.name == "greedy")  # none does: greedy
     placement = best.placement
-    crossings = tuple(
-        Crossing(u, v, placement[u], placement[v], rates[u], RAW if graph.node(u).kind == SENSOR else DERIVED)
-        for u, v in graph.edges() if placement[u] != placement[v])
+    crossings = crossings_of(graph, placement, rates)
     return dataclasses.replace(plan, node_partition=dict(sorted(placement.items())),
                                loads=tuple(loads(graph, frequencies, placement, plan.count)), crossings=crossings,
                                chosen=best.name, refined=best.moves,
