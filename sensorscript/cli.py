@@ -140,8 +140,28 @@ _sensors = click.option("--sensors", metavar="DB_OR_CSV",
                         help="Sensor registry: a SQLite sensors.db or a CSV (default: ./sensors.db if present).")
 _partitions = click.option("--partitions", "-n", default=2, show_default=True, type=click.IntRange(1, 4096),
                            help="Number of partitions (Spark tasks) to place sensors on.")
-_epsilon = click.option("--epsilon", default=0.1, show_default=True, type=click.FloatRange(0, 10),
-                        help="Allowed imbalance: the most loaded partition may carry (1 + epsilon) x the average.")
+
+
+def _balance(command):
+    """--balance B (the bound on the most loaded partition over the average), and the older
+    --epsilon E (the same bound as B = 1 + E, hidden), as the command's `epsilon` argument."""
+
+    def bound(ctx, param, value):
+        older = ctx.params.pop("epsilon_given", None)
+        if older is not None:
+            if ctx.get_parameter_source("epsilon") == click.core.ParameterSource.COMMANDLINE:
+                raise click.BadParameter("give --balance or the older --epsilon, not both", param_hint="--epsilon")
+            return older
+        return value - 1
+
+    command = click.option(
+        "--balance", "epsilon", default=1.1, show_default=True, type=click.FloatRange(1, 11), metavar="B",
+        callback=bound, help="The balance bound: no partition may carry more than B x the average load (summed "
+                             "sensor frequencies). A higher B lets the placement keep more of what workflows "
+                             "share on one partition, so fewer tuples cross.")(command)
+    return click.option("--epsilon", "epsilon_given", type=click.FloatRange(0, 10), hidden=True, is_eager=True,
+                        help="The same bound as --balance 1+EPSILON (the older name).")(command)
+
 
 
 def _checked(parse):
@@ -181,7 +201,7 @@ def _check_retain(ctx, param, value):
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False), help="Output folder.")
 @_sensors
 @_partitions
-@_epsilon
+@_balance
 @click.option("--naive", is_flag=True, help="Also write OUT/naive_job.py: the same workflows written the naive way "
                                             "in PySpark (for benchmarks and `sscript report`).")
 @_operators
@@ -510,7 +530,7 @@ def dashboard(out, port, host, auth_file, no_auth, server_names, cert, key, tz) 
 @_files
 @_sensors
 @_partitions
-@_epsilon
+@_balance
 @_operators
 @click.option("--workflow", "workflow", metavar="NAME",
               help="Only this workflow's part of the plan (NAME: its file name without .ss): each statement's "
@@ -570,6 +590,7 @@ def _sizes(ctx, param, value: str) -> list[int]:
 @_files
 @_sensors
 @_partitions
+@_balance
 @click.option("-o", "--out", default="report", show_default=True, type=click.Path(file_okay=False),
               help="Folder for report.md, report.html and the plots.")
 @click.option("--measure", "data", metavar="DATA", type=click.Path(exists=True, file_okay=False),
@@ -582,13 +603,14 @@ def _sizes(ctx, param, value: str) -> list[int]:
                    "readings each, and plot the measured traffic beside the model (a few minutes).")
 @click.option("--generated", default="1,16,128,1024", show_default=True, metavar="N,N,...", callback=_sizes,
               help="Sizes of the generated bridge workloads in the line-count table.")
-def report(files, sensors, partitions, out, data, no_naive_run, sweep_seconds, generated) -> None:
+def report(files, sensors, partitions, epsilon, out, data, no_naive_run, sweep_seconds, generated) -> None:
     """Lines saved and network traffic saved, for FILES: a Markdown report and an HTML page with plots."""
     from sensorscript import report as reporting
 
     try:
         built = reporting.build(list(files), sensors, partitions, data, Path(out) / "work", not no_naive_run,
-                                echo=lambda m: click.echo(m, err=True), sizes=generated, sweep_seconds=sweep_seconds)
+                                echo=lambda m: click.echo(m, err=True), sizes=generated, sweep_seconds=sweep_seconds,
+                                epsilon=epsilon)
     except SensorScriptError as exc:
         _fail(exc)
         return

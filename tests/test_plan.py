@@ -12,7 +12,7 @@ from sensorscript.partition.cost import communication_cost
 from sensorscript.partition.greedy import _two_hop_edges, node_rates, partition
 from sensorscript.graph.draw import to_dot
 from sensorscript.partition.plan import graph_of_plan_json, make_plan, plan_json, stable_json
-from sensorscript.partition.refine import atoms, baselines, loads, refine, traffic
+from sensorscript.partition.refine import _Refiner, atoms, baselines, consumers_of, loads, refine, traffic
 from sensorscript.registry import Sensor, SensorRegistry
 from sensorscript.workload import bridge_workload
 from tests.conftest import EXAMPLES, ROOT
@@ -207,7 +207,7 @@ def test_refinement_lowers_the_traffic_keeps_the_bound_and_forwards_once(seed, c
     plan = make_plan(loaded.workflows, registry, count, epsilon=bound - 1)
     graph, frequencies = plan.placed, plan.frequencies
     rates = node_rates(graph, frequencies)
-    starts = {"greedy": partition(graph, frequencies, count, bound - 1).node_partition, **baselines(graph, count)}
+    starts = {"greedy": partition(graph, frequencies, count, bound - 1).node_partition, **baselines(graph, frequencies, count)}
     for name, start in starts.items():
         load_before = loads(graph, frequencies, start, count)
         if max(load_before) > bound * sum(load_before) / count + 1e-9 or _two_hop_edges(graph, start):
@@ -220,6 +220,61 @@ def test_refinement_lowers_the_traffic_keeps_the_bound_and_forwards_once(seed, c
         assert (moves == 0) == (refined == start), name
         of = atoms(graph)
         assert all(refined[n] == refined[of[n]] for n in refined)  # an atom on one partition
+
+
+@pytest.mark.parametrize("seed, count, size", [(10, 4, 16), (26, 3, 32)])
+def test_refinement_climbs_out_of_a_placement_no_single_move_improves(seed, count, size):
+    """The Fiduccia-Mattheyses pass: from a placement where every single move keeping the bound
+    raises the traffic, leaves it as it is or would forward a tuple twice (a local minimum of the
+    moves that only lower it), a
+    sequence of moves that starts at a loss still finds a cheaper placement, under the bound and
+    forwarding once."""
+    workload = bridge_workload(size, 60, seed)
+    loaded = load([f"{n}.ss" for n in workload.workflows],
+                  texts={f"{n}.ss": t for n, t in workload.workflows.items()})
+    plan = make_plan(loaded.workflows, SensorRegistry.of(workload.sensors), count)
+    graph, frequencies = plan.placed, plan.frequencies
+    rates = node_rates(graph, frequencies)
+    downhill = _Refiner(graph, frequencies, partition(graph, frequencies, count).node_partition, count, rates, 1.1,
+                        atoms(graph), consumers_of(graph))
+    downhill.downhill()
+    local = downhill.placement
+    for atom in sorted(set(downhill.of.values())):  # a move that lowers the traffic would forward twice
+        assert not any(downhill.move(atom, there) for gain, there in downhill.options(atom) if gain > 1e-9)
+    refined, moves = refine(graph, frequencies, local, count, rates, 1.1)
+    assert moves and traffic(graph, refined, rates) < traffic(graph, local, rates) - 1e-6
+    found = loads(graph, frequencies, refined, count)
+    assert max(found) <= 1.1 * sum(found) / count + 1e-9
+    assert not _two_hop_edges(graph, refined)
+
+
+def test_balance_trades_balance_for_traffic(tmp_path):
+    """`--balance B`: a looser bound never costs more tuples (the placements under the tighter one
+    keep the looser one too) and the plan keeps it; the older `--epsilon E` is B = 1 + E, and both
+    at once are refused."""
+    from click.testing import CliRunner
+
+    from sensorscript.cli import main
+
+    workload = bridge_workload(32, 60, 3)
+    loaded = load([f"{n}.ss" for n in workload.workflows],
+                  texts={f"{n}.ss": t for n, t in workload.workflows.items()})
+    registry = SensorRegistry.of(workload.sensors)
+    costs = []
+    for balance in (1.05, 1.1, 1.5, 2.0, 4.0):
+        plan = make_plan(loaded.workflows, registry, 4, epsilon=balance - 1)
+        assert plan.partitions.balance <= balance + 1e-9 or plan.partitions.chosen == "greedy"
+        costs.append(plan.cost.ours)
+    assert costs == sorted(costs, reverse=True) and costs[-1] < costs[0], costs
+    script = tmp_path / "w.ss"
+    script.write_text('A = avg("S1", 10s, 5s);\n')
+    runner = CliRunner()
+    older = runner.invoke(main, ["explain", str(script), "--epsilon", "0.5"])
+    newer = runner.invoke(main, ["explain", str(script), "--balance", "1.5"])
+    assert older.exit_code == newer.exit_code == 0 and "bound 1.50" in newer.output and older.output == newer.output
+    both = runner.invoke(main, ["explain", str(script), "--balance", "1.2", "--epsilon", "0.5"])
+    assert both.exit_code == 2 and "give --balance or the older --epsilon, not both" in both.output
+    assert runner.invoke(main, ["explain", str(script), "--balance", "0.9"]).exit_code == 2
 
 
 _json_scalars = (st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True, allow_infinity=True)

@@ -36,6 +36,8 @@ class CommunicationCost:
     naive_sensor_peak: float = 1.0
     naive_workflow_peak: float = 1.0
     bound: float = float("inf")
+    # The paper's greedy placement as it was before refinement and choice (issue #44's "old greedy").
+    greedy: float = 0.0
 
     def saving(self, baseline: float) -> float:
         """The fraction of the baseline's traffic our plan saves."""
@@ -65,10 +67,10 @@ def communication_cost(graph: Graph, frequencies: dict[str, float], plan: Partit
     """`rates`: the graph's node rates (node_rates), when the caller has them."""
     rates = rates if rates is not None else node_rates(graph, frequencies)
     raw = sum(frequencies[s] for s in graph.sensors())
-    ours = raw + sum({(c.source, c.to_partition): c.rate_per_s for c in plan.crossings}.values())
+    ours = raw + forwarded(plan.crossings)
     kind = {node.id: node.kind for node in graph.nodes()}
     by_sensor = raw + sum(rates[u] for u, v in graph.edges() if not (kind[v] == WINDOW and kind[u] == SENSOR))
-    peaks = {name: peak for name, _, peak in plan.considered}
+    peaks = {name: peak for name, _, peak, _ in plan.considered}
     return CommunicationCost(
         ours=ours * 60,
         lower_bound=raw * 60,
@@ -77,7 +79,14 @@ def communication_cost(graph: Graph, frequencies: dict[str, float], plan: Partit
         naive_sensor_peak=peaks.get("hash by sensor id", 1.0),
         naive_workflow_peak=peaks.get("hash by workflow", 1.0),
         bound=1 + plan.epsilon,
+        greedy=(ours if plan.greedy is None else raw + plan.greedy) * 60,
     )
+
+
+def forwarded(crossings) -> float:
+    """Tuples/s on cut edges: a node's tuples once to each partition that reads them, however many
+    computations there do (the job forwards a stream to a partition once)."""
+    return sum({(c.source, c.to_partition): c.rate_per_s for c in crossings}.values())
 
 
 def hash_partition(key: str, count: int) -> int:

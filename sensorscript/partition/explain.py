@@ -99,7 +99,7 @@ def explain(plan: Plan) -> str:
             lines.append(f"  ... and {len(plan.patterns) - SHOWN} more patterns")
     lines += ["", f"Partitions ({placement.count}, balance {placement.balance:.3f} = most loaded / average; "
                   f"bound {1 + placement.epsilon:.2f}):"]
-    lines.append(f"  {_chosen_text(placement)}")
+    lines += [f"  {line}" for line in _chosen_text(placement)]
     by_partition: dict[int, list[str]] = {}
     for sensor_id, p in placement.sensor_partition.items():
         by_partition.setdefault(p, []).append(sensor_id)
@@ -122,19 +122,21 @@ def explain(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _chosen_text(placement) -> str:
-    """Which placement the plan runs, and why: the cheapest of those that keep the bound."""
+def _chosen_text(placement) -> list[str]:
+    """Which placement the plan runs, and why: the cheapest of those that keep the bound, and a line
+    on each other one tried."""
     refined = f", refined by {placement.refined} move(s)" if placement.refined else ""
     if not placement.considered:  # an update: the running plan's placement, new nodes around it
-        return f"placement: {placement.chosen}{refined}"
+        return [f"placement: {placement.chosen}{refined}"]
     others = []
-    for name, per_s, peak in placement.considered:
+    for name, per_s, peak, why in placement.considered:
         if name == placement.chosen:
             continue
-        others.append(f"{name} {per_s * 60:,.0f} tuples/min on cut edges" if per_s is not None
-                      else f"{name} over the bound ({peak:.2f} x the average)")
-    return (f"placement: {placement.chosen}{refined}, the cheapest that keeps the bound"
-            + (f" (also tried: {'; '.join(others)})" if others else ""))
+        others.append(f"  {name}: {per_s * 60:,.0f} tuples/min on cut edges" if per_s is not None
+                      else f"  {name}: over the bound ({peak:.2f} x the average)" if why == "over the bound"
+                      else f"  {name}: would forward some tuples twice, which the job does not")
+    return ([f"placement: {placement.chosen}{refined}, the cheapest that keeps the bound"
+             + ("; also tried:" if others else "")] + others)
 
 
 def _pattern_lines(plan: Plan, node_id: str, planned, indent: str) -> list[str]:

@@ -61,11 +61,14 @@ class PartitionPlan:
     moved: tuple[str, ...] = ()
     moved_because: str = ""
     # Which placement this is (refine.py): "greedy" or a baseline's name, refined by `refined` moves;
-    # and each placement considered: (name, tuples/s on cut edges or None where it breaks the bound,
-    # most loaded partition / average).
+    # and each placement considered: (name, tuples/s on cut edges or None where it is no alternative,
+    # most loaded partition / average, why it is none: "over the bound", "forwards twice" or "").
     chosen: str = "greedy"
     refined: int = 0
-    considered: tuple[tuple[str, float | None, float], ...] = ()
+    considered: tuple[tuple[str, float | None, float, str], ...] = ()
+    # The paper's greedy placement, before any refinement or choice: tuples/s on its cut edges (None:
+    # this plan is that placement, or an update's).
+    greedy: float | None = None
 
     @property
     def sensor_partition(self) -> dict[str, int]:

@@ -299,6 +299,7 @@ def plan_json(plan: Plan) -> dict:
             "lower_bound": round(plan.cost.lower_bound, 3),
             "naive_sensor_hash": round(plan.cost.naive_sensor_hash, 3),
             "naive_workflow_hash": round(plan.cost.naive_workflow_hash, 3),
+            "greedy_unrefined": round(plan.cost.greedy, 3),
         },
     }
 

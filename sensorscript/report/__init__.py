@@ -33,16 +33,17 @@ __all__ = ["Report", "build", "write", "markdown", "html_page", "measure", "Meas
 def build(files: Sequence[str], sensors: str | None = None, partitions: int = 2, measure_data: str | None = None,
           work: Path | None = None, naive: bool = True, echo=print, sizes: Sequence[int] = GENERATED_SIZES,
           sweep_counts: Sequence[int] = SWEEP_SENSORS, sweep_seconds: int | None = None,
-          sweep_shared_points: Sequence[int] = SWEEP_SHARED) -> Report:
+          sweep_shared_points: Sequence[int] = SWEEP_SHARED, epsilon: float = 0.1) -> Report:
     """The report of `files`. `measure_data`: also run the jobs over it; `sweep_seconds`: also run
-    every point of both sweeps over that many seconds of generated readings."""
+    every point of both sweeps over that many seconds of generated readings; `epsilon`: the balance
+    bound less 1 for `files` (the sweeps keep the default bound, 1.1)."""
     from sensorscript.compiler import open_registry
 
     registry = open_registry(sensors)
     echo("counting lines ...")
     lines = line_table(files, registry, partitions, sizes)
     loaded = load(files, registry.ids() if registry is not None else None)
-    cost = make_plan(loaded.workflows, registry, partitions).cost
+    cost = make_plan(loaded.workflows, registry, partitions, epsilon).cost
     echo("modelling network cost against n and n_s ...")
     by_sensors, by_shared = sweep("sensors", sweep_counts), sweep("shared", sweep_shared_points)
     measured = None
@@ -54,7 +55,8 @@ def build(files: Sequence[str], sensors: str | None = None, partitions: int = 2,
             echo(f"running the sweeps' {len(by_sensors) + len(by_shared)} points over {sweep_seconds:g} s "
                  "of generated readings each ...")
         measured, sweeps = measure_quietly(files if measure_data else [], measure_data, sensors, partitions,
-                                           Path(work), naive, echo, sweep_seconds, sweep_shared_points, sweep_counts)
+                                           Path(work), naive, echo, sweep_seconds, sweep_shared_points, sweep_counts,
+                                           epsilon)
         for points, kind in ((by_sensors, "sensors"), (by_shared, "shared")):
             for i, point in enumerate(sweeps.get(kind, [])):
                 points[i] = dataclasses.replace(points[i], measured=point)

@@ -52,7 +52,7 @@ class Measured:
 
 
 def measure(files: Sequence[str], data: str, sensors: str | None, partitions: int, work: Path,
-            naive: bool = True, echo=print, warm_up: bool = True) -> Measured:
+            naive: bool = True, echo=print, warm_up: bool = True, epsilon: float = 0.1) -> Measured:
     """Run the compiled job, our runtime under the naive placements hash by workflow and hash by
     sensor id (and the naive job) with --once on local Spark over `data`, and read the tuples that
     crossed their shuffles from Spark's status store."""
@@ -63,7 +63,7 @@ def measure(files: Sequence[str], data: str, sensors: str | None, partitions: in
     from sensorscript.runtime.control.run_options import RunSettings
     from sensorscript.runtime.control.session import spark_session
 
-    compiled = compile_workflows(files, work / "job", sensors, partitions)
+    compiled = compile_workflows(files, work / "job", sensors, partitions, epsilon)
     registry = open_registry(sensors)
     loaded = load(files, registry.ids() if registry is not None else None)
     module = load_job(work / "job")
@@ -229,7 +229,8 @@ class MeasuringFailed(RuntimeError):
 
 def measure_quietly(files: Sequence[str], data: str | None, sensors: str | None, partitions: int, work: Path,
                     naive: bool, echo, sweep_seconds: int | None = None, sweep_shared_points: Sequence[int] = (),
-                    sweep_counts: Sequence[int] = ()) -> tuple[Measured | None, dict[str, list[MeasuredPoint]]]:
+                    sweep_counts: Sequence[int] = (), epsilon: float = 0.1,
+                    ) -> tuple[Measured | None, dict[str, list[MeasuredPoint]]]:
     """`measure` (over `data`) and `measure_sweeps` (with `sweep_seconds`) in one child process whose
     output passes through the filter of Spark's chatter (the JVM and its Python workers write to
     the terminal of the process that starts them)."""
@@ -241,7 +242,8 @@ def measure_quietly(files: Sequence[str], data: str | None, sensors: str | None,
     work.mkdir(parents=True, exist_ok=True)
     answer = work / "measured.json"
     answer.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "sensorscript.report", "--partitions", str(partitions), "--work", str(work),
+    command = [sys.executable, "-m", "sensorscript.report", "--partitions", str(partitions), "--epsilon", repr(epsilon),
+               "--work", str(work),
                *(["--data", data] if data else []), *(["--sensors", sensors] if sensors else []),
                *([] if naive else ["--no-naive"]), *files]
     if sweep_seconds:
@@ -269,6 +271,7 @@ def measure_main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data")
     parser.add_argument("--sensors")
     parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--epsilon", type=float, default=0.1)
     parser.add_argument("--work", required=True)
     parser.add_argument("--no-naive", action="store_true")
     parser.add_argument("--sweep-seconds", type=int)
@@ -276,7 +279,8 @@ def measure_main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sweep-counts", type=numbers, default=[])
     args = parser.parse_args(argv)
     work = Path(args.work)
-    measured = (measure(args.files, args.data, args.sensors, args.partitions, work, not args.no_naive)
+    measured = (measure(args.files, args.data, args.sensors, args.partitions, work, not args.no_naive,
+                        epsilon=args.epsilon)
                 if args.data else None)
     sweeps = (measure_sweeps(args.sweep_seconds, work, args.sweep_shared, args.sweep_counts)
               if args.sweep_seconds else {})
