@@ -5,6 +5,7 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sensorscript.codegen.placements import by_sensor_stages
@@ -125,6 +126,33 @@ def test_forwarding_across_partitions_is_exercised():
     rows, _, plan = run_local(scripts, batches, 200, partitions=3)
     assert plan.partitions.crossings, "the plan should have split the workflow"
     same_rows(rows, reference(scripts, batches, 200, plan).rows)
+
+
+@pytest.mark.parametrize("delay_ms, batch_count, seed", [(0, 1, 1), (200, 3, 2), (1500, 7, 3), (0, 12, 4)])
+def test_slice_partials_cross_instead_of_readings(delay_ms, batch_count, seed):
+    """A union of eight sensors too heavy for one partition, read by windows only: the sensors on
+    other partitions send the union's slice partials (issue #44), not their readings, and every
+    window (avg, max, min, sum, count; slices of several widths) equals the reference's over all
+    the readings, with readings out of order, late ones, and batches cutting slices in two."""
+    sensors = [f"S{i}" for i in range(8)]
+    text = "U = union(" + ", ".join(sensors) + ");\n"
+    text += "A = avg(U, 1000, 500);\nM = max(U, 2000, 500);\nN = min(U, 1500, 500);\n"
+    text += "C = count(U, 1000, 1000);\nT = sum(U, 3000, 1000);\nD = M - A;\n"
+    scripts = {"wide": text}
+    rng = random.Random(seed)
+    lines = [f"{s},{max(0, t * 10 + rng.randint(-40, 40))},{rng.randint(-80, 80) / 4}"
+             for t in range(400) for s in sensors if rng.random() < 0.9]
+    cuts = sorted(rng.randint(0, len(lines)) for _ in range(batch_count - 1))
+    batches = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
+    rows, late, plan = run_local(scripts, batches, delay_ms, partitions=3)
+    crossing = [c for c in plan.partitions.crossings if c.kind == "partials"]
+    assert crossing and all(c.into == ("union:" + plan.graph.node(c.target).id.split(":")[1],) for c in crossing)
+    assert all(c.rate_per_s < plan.frequencies[c.source.split(":", 1)[1]] for c in crossing)
+    firsts, _ = programs(plan)
+    assert any(f.partials for q in firsts for f in q.forwards)
+    expected = reference(scripts, batches, delay_ms, plan)
+    same_rows(rows, expected.rows)
+    assert late == expected.late and (late > 0) == (delay_ms == 0 and batch_count > 1)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

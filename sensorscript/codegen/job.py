@@ -174,6 +174,20 @@ def _pattern_code(node: rt.Pattern) -> str:
     return _wrapped(_call("p.Pattern", **fields), 8)
 
 
+def _forward_entry(f: rt.Forward, label: dict[str, str]) -> dict:
+    """A forward's declaration and its comment; one with slice partials says what crosses instead."""
+    if not f.partials:
+        return {"code": f"p.Forward({_literal(f.node)}, {f.dest}, {f.code})", "above": False,
+                "comment": f"{label[f.node]} to partition {f.dest}'s second stage"}
+    plans = "".join(f"            p.Slices({_literal(s.stream)}, {s.period}, {_literal(s.offsets)}, "
+                    f"{_literal(s.partials)}),\n" for s in f.partials)
+    what = "; ".join(f"{', '.join(s.partials)} per slice of {label[s.stream]}" for s in f.partials)
+    return {"code": f"p.Forward({_literal(f.node)}, {f.dest}, {f.code}, partials=(\n{plans}        ))",
+            "above": True,
+            "comment": f"{label[f.node]} to partition {f.dest}'s second stage as slice partials, not "
+                       f"readings: {what}"}
+
+
 def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0",
                operator_files: tuple[str, ...] = (), late: str = "log", version: rt.Version = rt.Version(),
                keep_second_stage: bool = False, adjust=None, retired: dict[str, list[str]] | None = None,
@@ -229,9 +243,11 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
                                    + f", partials {', '.join(s.partials)}"} for s in program.slices],
             "outputs": [{"node": _literal(node_id), "names": _literal(names)}
                         for node_id, names in program.outputs.items()],
-            "forwards": [{"code": f"p.Forward({_literal(f.node)}, {f.dest}, {f.code})",
-                          "comment": f"{label[f.node]} to partition {f.dest}'s second stage"}
-                         for f in program.forwards],
+            "forwards": [_forward_entry(f, label) for f in program.forwards],
+            "merged": [{"node": _literal(node_id), "into": _literal(into),
+                        "comment": f"{label[node_id]} arrives as slice partials, added to the slices of "
+                                   f"{', '.join(label[s] for s in into)}"}
+                       for node_id, into in program.merged.items()],
             "senders": _literal(program.senders) if program.senders else "",
             "handovers": [f"p.Handover({_literal(h.name)}, {_literal(h.old)}, {_literal(h.new)}, {h.fill}, "
                           f"{h.old_version})"

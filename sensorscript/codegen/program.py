@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW
+from sensorscript.partition.partials import cheaper
 from sensorscript.partition.plan import Plan
 from sensorscript.runtime.plan import program as rt
 
@@ -70,6 +71,18 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
                         forwarded[dest].append(rid(i))
                     sends.add((placement[i], dest, rid(i)))
     forward_code = {(dest, node_id): code for dest, ids in forwarded.items() for code, node_id in enumerate(ids)}
+    # A sensor whose forwarded readings only windows read there: its slice partials go instead, where
+    # fewer (partition/partials.py); the receiving stage adds them to the slices they were cut for.
+    merged: dict[tuple[int, str], tuple[str, ...]] = {}
+    outputs_at = set(graph.outputs.values())
+    for dest, ids in forwarded.items():
+        for node_id in ids:
+            node = placed.node(node_id)
+            if node.kind == SENSOR:
+                readers = [c for c in placed.consumers(node_id) if c in stage2 and placement[c] == dest]
+                into = cheaper(placed, node_id, readers, plan.slices, outputs_at, plan.frequencies[node.sensor_id])
+                if into:
+                    merged[dest, node_id] = into
     placed_on: list[list] = [[] for _ in range(plan.partitions.count)]
     for node in placed.nodes():
         placed_on[placement[node.id]].append(node)
@@ -83,7 +96,8 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
             nodes=first,
             slices=_slices(sliced, {n.id for n in first}, {n.id for n in first}),
             outputs={n.id: tuple(outputs[n.id]) for n in first if n.id in outputs},
-            forwards=tuple(rt.Forward(node_id, dest, forward_code[dest, node_id])
+            forwards=tuple(rt.Forward(node_id, dest, forward_code[dest, node_id],
+                                      partials=tuple(_slice_plan(plan.slices[s]) for s in merged.get((dest, node_id), ())))
                            for dest, ids in sorted(forwarded.items()) for node_id in ids
                            if (partition, dest, node_id) in sends),
         ))
@@ -99,6 +113,7 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
             slices=_slices(sliced, {n.id for n in second} | {s.id for s in sources}, {n.id for n in second}),
             outputs={n.id: tuple(outputs[n.id]) for n in second if n.id in outputs},
             senders=tuple(sorted({sender for sender, dest, _ in sends if dest == partition})),
+            merged={node_id: into for (dest, node_id), into in sorted(merged.items()) if dest == partition},
         ))
     return tuple(firsts), tuple(seconds)
 
@@ -152,5 +167,9 @@ def runtime_node(node, codes: dict[str, int], plan: Plan | None = None) -> rt.No
 def _slices(sliced: list, streams: set[str], computed: set[str]) -> tuple[rt.Slices, ...]:
     """The slice plans (`sliced`: the plan's, by stream) of the streams present here (computed or
     received) that feed a window computed here."""
-    return tuple(rt.Slices(s.stream, s.period_ms, s.offsets_ms, s.partials)
-                 for stream, s in sliced if stream in streams and any(w in computed for w in s.windows))
+    return tuple(_slice_plan(s) for stream, s in sliced if stream in streams and any(w in computed for w in s.windows))
+
+
+def _slice_plan(s) -> rt.Slices:
+    """A stream's slice plan as the runtime declares it."""
+    return rt.Slices(s.stream, s.period_ms, s.offsets_ms, s.partials)

@@ -3,7 +3,8 @@
 - lower bound: every referenced raw tuple crosses once (from the source to its partition);
 - ours: that, plus the tuples on the edges the partitioner had to cut, once per stream and
   destination partition (the job forwards a stream to a partition once, however many
-  computations there read it);
+  computations there read it); a sensor read there by windows only costs its slice partials
+  where they are fewer than its readings (partition/partials.py);
 - naive hashing by sensor id (the paper's baseline, Storm's fieldsGrouping on sensor_id):
   raw tuples go to the hash of their sensor, where windows directly over a sensor run;
   every other edge is a shuffle: a union re-shuffles its raw inputs, and derived tuples

@@ -54,8 +54,13 @@ def _slice_text(slices) -> str:
 
 def _crossing_text(plan: Plan, crossing) -> str:
     placed = plan.placed or plan.graph
+    what = crossing.kind
+    if crossing.into:  # slice partials instead of the readings (partition/partials.py)
+        of = ", ".join(f"{', '.join(plan.slices[s].partials)} per slice of {placed.node(s).label}"
+                       for s in crossing.into)
+        what = f"slice partials: {of}, not {plan.frequencies[placed.node(crossing.source).sensor_id] * 60:g} readings"
     return (f"{placed.node(crossing.source).label} -> {placed.node(crossing.target).label}: "
-            f"{crossing.rate_per_s * 60:g} tuples/min ({crossing.kind}, partition {crossing.from_partition} -> "
+            f"{crossing.rate_per_s * 60:g} tuples/min ({what}, partition {crossing.from_partition} -> "
             f"{crossing.to_partition})")
 
 

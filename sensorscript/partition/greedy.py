@@ -28,7 +28,7 @@ from sensorscript.graph.graph import Graph
 from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW
 
 
-RAW, DERIVED = "raw", "derived"
+RAW, DERIVED, PARTIALS = "raw", "derived", "partials"
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,8 @@ class Crossing:
     `raw`: a sensor read on another partition; the job sends its readings to both.
     `derived`: a window output (or what is computed from window outputs only)
     forwarded to the partition of a stage-2 computation.
+    `partials`: a sensor read on another partition by windows only, which receives the slice
+    partials of its readings cut for the streams `into` (partition/partials.py).
     """
 
     source: str  # node id
@@ -46,6 +48,7 @@ class Crossing:
     to_partition: int
     rate_per_s: float
     kind: str
+    into: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

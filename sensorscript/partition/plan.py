@@ -23,6 +23,7 @@ from sensorscript.parser import ast
 from sensorscript.partition.cost import CommunicationCost, communication_cost
 from sensorscript.partition.greedy import PartitionPlan, node_rates, partition
 from sensorscript.partition.pieces import placement_graph
+from sensorscript.partition.partials import with_partials
 from sensorscript.partition.refine import choose
 from sensorscript.registry import DEFAULT_FREQUENCY_HZ, SensorRegistry
 from sensorscript.runtime.plan.program import derived_code
@@ -128,10 +129,17 @@ def _make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None, p
     placement = partition(placed, frequencies, partitions, epsilon,
                           pinned=previous.placement if previous is not None else None, rebalance=rebalance, cuts=cuts,
                           rates=placed_rates)
-    if previous is None:  # a first plan: the cheapest placement under the bound (an update keeps what runs)
-        placement = choose(placed, frequencies, placement, placed_rates)
-    patterns = plan_patterns(graph, workflows, rates, pieces, selectivity, options, limit, codes)
     slices = plan_slices(graph, previous.slices if previous is not None else None)
+    outputs = set(graph.outputs.values())
+
+    def crossing(crossings, node_partition):  # where slice partials cross instead of readings
+        return with_partials(crossings, placed, node_partition, slices, frequencies, outputs)
+
+    if previous is None:  # a first plan: the cheapest placement under the bound (an update keeps what runs)
+        placement = choose(placed, frequencies, placement, placed_rates, crossing)
+    else:
+        placement = dataclasses.replace(placement, crossings=crossing(placement.crossings, placement.node_partition))
+    patterns = plan_patterns(graph, workflows, rates, pieces, selectivity, options, limit, codes)
     return Plan(graph, frequencies, slices, placement,
                 communication_cost(graph, frequencies, placement, rates), tuple(warnings), placed, pieces, patterns,
                 stream_names(graph, patterns), codes, rates)
@@ -291,7 +299,8 @@ def plan_json(plan: Plan) -> dict:
             # Every placed node (patterns partitioned by sensor as their pieces): what an update keeps.
             "placement": placement.node_partition,
             "crossings": [{"from": c.source, "to": c.target, "from_partition": c.from_partition,
-                           "to_partition": c.to_partition, "rate_per_s": round(c.rate_per_s, 6), "kind": c.kind}
+                           "to_partition": c.to_partition, "rate_per_s": round(c.rate_per_s, 6), "kind": c.kind,
+                           **({"into": list(c.into)} if c.into else {})}
                           for c in placement.crossings],
         },
         "cost_tuples_per_minute": {

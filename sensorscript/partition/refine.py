@@ -339,13 +339,20 @@ def candidates(graph: Graph, frequencies: dict[str, float], greedy: dict[str, in
     return sorted(found, key=lambda c: (not c.kept, c.traffic if c.kept else 0.0))
 
 
-def choose(graph: Graph, frequencies: dict[str, float], plan: PartitionPlan, rates: dict[str, float]) -> PartitionPlan:
+def choose(graph: Graph, frequencies: dict[str, float], plan: PartitionPlan, rates: dict[str, float],
+           crossing=None) -> PartitionPlan:
     """The cheapest placement under the plan's bound among the greedy plan and the baselines, each
-    refined (the module's text)."""
+    refined (the module's text). `crossing(crossings, placement)`: what really crosses a placement's
+    cut edges (partials.with_partials), by which the refined placements are compared; refinement
+    itself counts the readings."""
+    crossing = crossing or (lambda crossings, placement: crossings)
     found = candidates(graph, frequencies, plan.node_partition, plan.count, rates, 1 + plan.epsilon)
+    crossed = {c.name: crossing(crossings_of(graph, c.placement, rates), c.placement) for c in found if c.kept}
+    found = sorted((dataclasses.replace(c, traffic=forwarded(crossed[c.name])) if c.kept else c for c in found),
+                   key=lambda c: (not c.kept, c.traffic if c.kept else 0.0))
     best = found[0] if found[0].kept else next(c for c in found if c.name == "greedy")  # none does: greedy
     placement = best.placement
-    crossings = crossings_of(graph, placement, rates)
+    crossings = crossed[best.name] if best.kept else crossing(crossings_of(graph, placement, rates), placement)
     return dataclasses.replace(plan, greedy=forwarded(plan.crossings), node_partition=dict(sorted(placement.items())),
                                loads=tuple(loads(graph, frequencies, placement, plan.count)), crossings=crossings,
                                chosen=best.name, refined=best.moves,

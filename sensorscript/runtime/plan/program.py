@@ -223,12 +223,22 @@ class Forward:
 
     Our plans have two stages at most; the naive placement hash by sensor id (what the
     report measures us against) has one per level of the workflow graph.
+
+    `partials`: instead of the tuples, their slice partials go, cut as each of these slice plans
+    cuts its stream (the streams at `dest` whose windows are all that read `node` there): one
+    tuple per partial, slice and batch, whose `source` says which (`PARTIAL_KINDS`: plan k's
+    partial j is k * len(PARTIAL_KINDS) + j) and whose ts is the slice's earliest reading's.
     """
 
     node: str
     dest: int
     code: int
     stage: int = 2
+    partials: tuple[Slices, ...] = ()
+
+
+# What a forwarded slice partial is, as its tuple's `source` says (Forward.partials).
+PARTIAL_KINDS = ("sum", "count", "min", "max")
 
 
 @dataclass(frozen=True)
@@ -288,6 +298,9 @@ class Program:
     # only for that (dropped once every handover here is done).
     handovers: tuple[Handover, ...] = ()
     retiring: tuple[str, ...] = ()
+    # Received streams that arrive as slice partials (Forward.partials) -> the streams whose slices
+    # they are added to, in the order of the forward's slice plans. Nothing else here reads them.
+    merged: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def written(self, node_id: str, name: str, ts: np.ndarray, switch_at: int | None,
                 exact: dict[str, int] | None = None) -> np.ndarray | None:

@@ -143,20 +143,28 @@ def slice_start(index: np.ndarray, slices: p.Slices) -> np.ndarray:
 _REDUCE = {"sum": np.add, "count": np.add, "min": np.minimum, "max": np.maximum}
 
 
+_IDENTITY = {"sum": 0.0, "count": 0.0, "min": np.inf, "max": -np.inf}
+
+
 def add_to_slices(state: SliceState, slices: p.Slices, tuples: Tuples) -> None:
     """Add each tuple to exactly one slice (vectorised group-by on the slice index)."""
     if not len(tuples):
         return
+    new_index, new_partials, _ = _partials_of(slices, tuples)
+    _merge(state, slices, new_index, new_partials)
+
+
+def _partials_of(slices: p.Slices, tuples: Tuples) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """The tuples' slices (sorted), each one's partials and the ts of its earliest tuple."""
     index = slice_of(tuples.ts, slices)
-    value = tuples.value
+    value, ts = tuples.value, tuples.ts
     if len(index) > 1 and (index[1:] < index[:-1]).any():  # readings mostly arrive in time order
         order = stable_order(index)
-        index, value = index[order], value[order]
+        index, value, ts = index[order], value[order], ts[order]
     changes = np.empty(len(index), bool)  # (np.r_ costs more than the work on small arrays)
     changes[0] = True
     np.not_equal(index[1:], index[:-1], out=changes[1:])
     firsts = np.flatnonzero(changes)
-    new_index = index[firsts]
     new_partials = {}
     for name in slices.partials:
         if name == "count":
@@ -164,6 +172,45 @@ def add_to_slices(state: SliceState, slices: p.Slices, tuples: Tuples) -> None:
         else:
             with np.errstate(over="ignore"):  # sums past the double range are infinite, as in IEEE arithmetic
                 new_partials[name] = _REDUCE[name].reduceat(value, firsts)
+    return index[firsts], new_partials, np.minimum.reduceat(ts, firsts)
+
+
+def slice_partials(tuples: Tuples, plans: tuple[p.Slices, ...]) -> Tuples:
+    """What a forward with slice partials sends of these tuples (program.Forward.partials): per slice
+    plan, per slice and partial one tuple, at the slice's earliest tuple's ts (a receiver first
+    sent the stream takes its first ts as where the stream starts: exactness.py)."""
+    if not len(tuples):
+        return Tuples.empty()
+    parts, kinds = [], len(p.PARTIAL_KINDS)
+    for k, plan in enumerate(plans):
+        index, partials, first = _partials_of(plan, tuples)
+        for name in plan.partials:
+            parts.append(Tuples(first, partials[name],
+                                np.full(len(index), k * kinds + p.PARTIAL_KINDS.index(name), np.int32)))
+    return Tuples.concat(parts)
+
+
+def merge_partials(state: SliceState, slices: p.Slices, k: int, tuples: Tuples) -> None:
+    """Add the slice partials a forward sent for its k-th slice plan (`slice_partials`) to the slices
+    of the stream that plan cuts, as if its tuples had been added there (`add_to_slices`)."""
+    kinds = len(p.PARTIAL_KINDS)
+    mine = (tuples.source // kinds) == k
+    if not mine.any():
+        return
+    source, index, value = tuples.source[mine], slice_of(tuples.ts[mine], slices), tuples.value[mine]
+    new_index = np.unique(index)
+    new_partials = {}
+    for name in slices.partials:
+        of_kind = source == k * kinds + p.PARTIAL_KINDS.index(name)
+        values = np.full(len(new_index), _IDENTITY[name])
+        with np.errstate(over="ignore", invalid="ignore"):
+            _REDUCE[name].at(values, np.searchsorted(new_index, index[of_kind]), value[of_kind])
+        new_partials[name] = values
+    _merge(state, slices, new_index, new_partials)
+
+
+def _merge(state: SliceState, slices: p.Slices, new_index: np.ndarray, new_partials: dict[str, np.ndarray]) -> None:
+    """Add partials of slices `new_index` (sorted, distinct) to the state's."""
     if not len(state.index):
         state.index, state.partials = new_index, new_partials
         return
@@ -171,8 +218,7 @@ def add_to_slices(state: SliceState, slices: p.Slices, tuples: Tuples) -> None:
     old_at = np.searchsorted(merged, state.index)
     new_at = np.searchsorted(merged, new_index)
     for name in slices.partials:
-        identity = {"sum": 0.0, "count": 0.0, "min": np.inf, "max": -np.inf}[name]
-        values = np.full(len(merged), identity)
+        values = np.full(len(merged), _IDENTITY[name])
         values[old_at] = state.partials[name]
         with np.errstate(over="ignore", invalid="ignore"):
             _REDUCE[name].at(values, new_at, new_partials[name])
@@ -469,6 +515,13 @@ class Engine:
             if isinstance(node, p.Sensor):
                 tuples = streams.get(node.id, empty)
                 marks[node.id] = current
+                into = self.program.merged.get(node.id)
+                if into:  # slice partials: into the slices of the streams they were cut for, read by nothing else
+                    for k, stream in enumerate(into):
+                        kept = state.slices.setdefault(stream, SliceState())
+                        kept.cut = (self.slices[stream].period, self.slices[stream].offsets)
+                        merge_partials(kept, self.slices[stream], k, tuples)
+                    tuples = empty
             else:
                 inputs_of = _inputs(node)
                 mark = min(marks[i] for i in inputs_of)
@@ -524,6 +577,7 @@ class Engine:
         state.watermark = current
         outputs = {node_id: streams[node_id] for node_id in self.program.outputs if node_id in streams}
         forwards = [(f, self._exact_part(state, f.node, streams[f.node])) for f in self.program.forwards]
+        forwards = [(f, slice_partials(tuples, f.partials) if f.partials else tuples) for f, tuples in forwards]
         forwards = [(f, tuples) for f, tuples in forwards if len(tuples)]
         mark = min([current] + [marks[f.node] for f in self.program.forwards])
         # The rows of a handover's new computation: written from `handovers` on (Handover.cut).

@@ -68,8 +68,14 @@ PARTITION_0 = p.Program(
         p.Slices("sensor:8ST2-S", 10000, (0,), ("count", "sum")),
     ),
     forwards=(
-        p.Forward("sensor:8AC1-Z", 0, 0),  # 8AC1-Z to partition 0's second stage
-        p.Forward("sensor:8AC2-Z", 0, 1),  # 8AC2-Z to partition 0's second stage
+        # 8AC1-Z to partition 0's second stage as slice partials, not readings: count, max, min, sum per slice of ACC
+        p.Forward("sensor:8AC1-Z", 0, 0, partials=(
+            p.Slices("union:3437521973", 10000, (0,), ("count", "max", "min", "sum")),
+        )),
+        # 8AC2-Z to partition 0's second stage as slice partials, not readings: count, max, min, sum per slice of ACC
+        p.Forward("sensor:8AC2-Z", 0, 1, partials=(
+            p.Slices("union:3437521973", 10000, (0,), ("count", "max", "min", "sum")),
+        )),
         p.Forward("combine:84dccab0fe", 0, 3),  # WORST to partition 0's second stage
     ),
 )
@@ -129,7 +135,10 @@ PARTITION_1 = p.Program(
         "window:853219e1c2": ("bridge.out_MZ",),
     },
     forwards=(
-        p.Forward("sensor:8AC3-Z", 0, 2),  # 8AC3-Z to partition 0's second stage
+        # 8AC3-Z to partition 0's second stage as slice partials, not readings: count, max, min, sum per slice of ACC
+        p.Forward("sensor:8AC3-Z", 0, 2, partials=(
+            p.Slices("union:3437521973", 10000, (0,), ("count", "max", "min", "sum")),
+        )),
     ),
 )
 
@@ -181,6 +190,14 @@ PARTITION_0_STAGE_2 = p.Program(
         "combine:e4c21c7990": ("deck_vibration.ALERT",),
     },
     senders=(0, 1),
+    merged={
+        # 8AC1-Z arrives as slice partials, added to the slices of ACC
+        "sensor:8AC1-Z": ("union:3437521973",),
+        # 8AC2-Z arrives as slice partials, added to the slices of ACC
+        "sensor:8AC2-Z": ("union:3437521973",),
+        # 8AC3-Z arrives as slice partials, added to the slices of ACC
+        "sensor:8AC3-Z": ("union:3437521973",),
+    },
 )
 
 
