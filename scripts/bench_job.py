@@ -30,6 +30,10 @@ default, 1,000,000, cuts a larger topic into batches, and a topic's partitions t
 stretches of event time at a cut: readings behind the watermark come late (and --check tells).
 Given, the bound is passed on as it is. With --check, the Kafka run's results are checked as the
 files' run's are.
+With --compare-partials (issue #44), the same workflows are compiled again with --no-partials
+(readings, never slice partials, cross partitions), and both jobs run alternated twice, each after a
+warm-up run: each one's rate, the tuples it forwarded to other partitions and its shuffles' records
+and bytes (Spark's status store), and the ratios partials / readings (the best of two each).
 With --compare-sinks (issue #42), the job also runs with the PostgreSQL sink (a server of its own,
 scripts/postgres_server.py, durable: fsync on; its results written by the executors) and again with
 SQLite, alternated twice, and prints each one's rate (the best of two), the result rows written per
@@ -98,6 +102,9 @@ def main() -> None:
                         help="--source kafka: readings per message (a gateway's block of lines)")
     parser.add_argument("--max-readings-per-batch", type=int, metavar="N",
                         help="--source kafka: readings a micro-batch takes at most (default: no bound in effect)")
+    parser.add_argument("--compare-partials", action="store_true",
+                        help="also run the same workflows compiled with --no-partials (readings, never slice "
+                             "partials, cross partitions), alternated: rates, tuples forwarded, shuffle bytes")
     parser.add_argument("--compare-sinks", action="store_true",
                         help="also run with the PostgreSQL sink (a server of its own) and SQLite, alternated")
     parser.add_argument("--cluster", type=int, default=0, metavar="WORKERS",
@@ -236,6 +243,8 @@ def bench(args, master: str) -> None:
         through_kafka(args, spark, module, work, data, warm, readings, job_seconds)
     if args.compare_sinks:
         compare_sinks(spark, module, work, data, warm, readings)
+    if args.compare_partials:
+        compare_partials(args, spark, module, work, data, warm, readings)
     if args.compare_late:
         rates = {}
         for late in ("drop", "correct", "drop", "correct"):  # alternated, twice: the best of two each
@@ -260,6 +269,42 @@ def bench(args, master: str) -> None:
     spark.stop()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def compare_partials(args, spark, module, work: Path, data: Path, warm: Path, readings: int) -> None:
+    """The job as compiled (slice partials cross partitions where fewer than readings) and the same
+    workflows compiled with --no-partials, alternated twice (the best of two each), each after a
+    warm-up run: readings/s, the tuples forwarded to other partitions and every shuffle's records
+    and bytes (Spark's status store), and the ratios."""
+    from sensorscript.report.shuffles import shuffled, streaming_jobs
+
+    raw = compile_workflows(sorted(str(p) for p in (work / "workflows").glob("*.ss")), work / "out-readings",
+                            str(work / "sensors.csv"), args.partitions, partials=False)
+    jobs = {"partials": module, "readings": load_job(work / "out-readings")}
+    best: dict[str, tuple[float, int, int, int]] = {}
+    for kind in ("partials", "readings", "partials", "readings"):
+        job = jobs[kind]
+        run(job.JOB, job.build_query, RunSettings(out=work / f"warm-{kind}", input=str(warm), once=True), spark,
+            echo=lambda _: None)
+        before = streaming_jobs(spark)
+        timed = run(job.JOB, job.build_query, RunSettings(out=work / f"out-{kind}", input=str(data), once=True),
+                    spark, echo=lambda _: None)
+        moved = shuffled(spark, streaming_jobs(spark) - before)
+        shutil.rmtree(work / f"out-{kind}", ignore_errors=True)
+        print(f"job, {kind} across partitions: {readings / timed.seconds:>12,.0f} readings/s  ({timed.seconds:.1f} s; "
+              f"{timed.forwarded_remote:,} tuples to other partitions; shuffles {moved.records:,} records, "
+              f"{moved.bytes / 2**20:,.1f} MiB)")
+        if kind not in best or timed.seconds < best[kind][0]:
+            best[kind] = (timed.seconds, timed.forwarded_remote, moved.records, moved.bytes)
+    (p_s, p_fwd, p_rec, p_bytes), (r_s, r_fwd, r_rec, r_bytes) = best["partials"], best["readings"]
+    print(f"model: {raw.plan.cost.ours:,.0f} tuples/min with readings, {module_cost(work / 'out'):,.0f} with partials; "
+          f"partials / readings: rate {r_s / p_s:.2f}, tuples to other partitions {p_fwd / max(r_fwd, 1):.3f}, "
+          f"shuffle records {p_rec / max(r_rec, 1):.3f}, shuffle bytes {p_bytes / max(r_bytes, 1):.3f} (best of two each)")
+
+
+def module_cost(out: Path) -> float:
+    """The model's tuples/min crossing, as the compile wrote it in OUT/plan.json."""
+    return json.loads((out / "plan.json").read_text())["cost_tuples_per_minute"]["ours"]
 
 
 def compare_sinks(spark, module, work: Path, data: Path, warm: Path, readings: int) -> None:

@@ -214,14 +214,18 @@ def _check_retain(ctx, param, value):
               help=LATE_HELP)
 @click.option("--retain", multiple=True, metavar="STORE=DURATION", callback=_check_retain, help=RETAIN_HELP)
 @click.option("--timings", is_flag=True, help="Also print how long each phase of the compile took.")
+@click.option("--no-partials", is_flag=True,
+              help="Send a sensor's readings to another partition that reads them, never the partials of its "
+                   "slices (to compare; by default partials cross where only windows read the readings there "
+                   "and they are fewer).")
 def compile_command(files, out, sensors, partitions, epsilon, naive, operators, pattern_limit, watermark,
-                    late, retain, timings) -> None:
+                    late, retain, timings, no_partials) -> None:
     """Compile workflow FILES into one job: OUT/job.py, OUT/plan.json and OUT/plan.txt."""
     from sensorscript.compiler import compile_workflows
 
     compiled = _compiled(lambda: compile_workflows(files, out, sensors, partitions, epsilon, watermark, naive=naive,
                                                    operators=operators, pattern_limit=pattern_limit, late=late,
-                                                   retention=retain))
+                                                   retention=retain, partials=not no_partials))
     plan = compiled.plan
     cost = plan.cost
     click.echo(f"compiled {len(plan.graph.workflows)} workflow(s) into {compiled.out}/: "

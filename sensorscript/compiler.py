@@ -93,14 +93,14 @@ def load_operator_files(operators: Sequence[str]) -> None:
 def _plan(files: Sequence[str], sensors: str | None, partitions: int, epsilon: float,
           operators: Sequence[str] = (), selectivity: dict | None = None, pattern_limit: int = DEFAULT_LIMIT,
           previous: Previous | None = None, rebalance: bool = False, cuts: bool = True,
-          timings: Timings | None = None):
+          timings: Timings | None = None, partials: bool = True):
     timings = timings or Timings()
     load_operator_files(operators)
     registry = open_registry(sensors)
     loaded = load(files, registry.ids() if registry is not None else None)
     timings.lap("read, parse and check")
     plan = make_plan(loaded.workflows, registry, partitions, epsilon, selectivity, limit=pattern_limit,
-                     previous=previous, rebalance=rebalance, cuts=cuts)
+                     previous=previous, rebalance=rebalance, cuts=cuts, partials=partials)
     timings.lap("plan")
     return plan, (*loaded.warnings, *plan.warnings), loaded
 
@@ -109,13 +109,14 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
                       partitions: int = 2, epsilon: float = 0.1, watermark: str = "fixed:0",
                       naive: bool = False, operators: Sequence[str] = (),
                       pattern_limit: int = DEFAULT_LIMIT, late: str = "log",
-                      retention: dict[str, str] | None = None) -> Compiled:
+                      retention: dict[str, str] | None = None, partials: bool = True) -> Compiled:
     """Write OUT/plan.json, OUT/plan.txt and OUT/job.py; with `naive`, also OUT/naive_job.py (the same
     workflows written the naive way in PySpark, for comparison; raises NotExpressible if it cannot be).
     `operators`: Python files registering pattern operators, copied to OUT/operators/ for the job;
     `pattern_limit`: partial matches a pattern keeps per key and operator, unless it says (`limit N`);
     `watermark`, `late`: the job's policies for out-of-order and late readings (SPEC §6);
-    `retention`: store -> how long the job keeps it, where not the default (`--retain`).
+    `retention`: store -> how long the job keeps it, where not the default (`--retain`);
+    `partials`: whether slice partials may cross partitions instead of readings (`--no-partials`).
     The conditions of patterns are ordered by the pass rates an earlier run into OUT measured
     (OUT/selectivity.json), where it has them."""
     out = Path(out)
@@ -125,7 +126,7 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
     # no pass of the cyclic collector, each of which would walk all of it again.
     with paused_gc():
         plan, warnings, loaded = _plan(files, sensors, partitions, epsilon, operators, selectivity, pattern_limit,
-                                       timings=timings)
+                                       timings=timings, partials=partials)
         try:
             out.mkdir(mode=0o700, parents=True, exist_ok=True)
             copied = write_plan_files(out, plan, operators,

@@ -101,7 +101,8 @@ def update_workflows(files: Sequence[str], out: str | Path, sensors: str | None 
     selectivity, unreadable = measured_pass_rates(out / SELECTIVITY)
     plan, found, loaded = _plan(files, sensors, running.partitions, running_plan["partitions"]["epsilon"], operators,
                                 selectivity, pattern_limit, previous=Previous.of(running_plan), rebalance=rebalance,
-                                cuts=running.has_second_stage)
+                                cuts=running.has_second_stage,
+                                partials=running_plan["partitions"].get("partials", True))
     firsts, seconds = programs(plan)
     if any(p is not None for p in seconds) and not running.has_second_stage:
         raise SensorScriptError([Diagnostic("error", "these workflows need a second stage (computations fed by "

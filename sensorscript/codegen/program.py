@@ -78,7 +78,7 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
     for dest, ids in forwarded.items():
         for node_id in ids:
             node = placed.node(node_id)
-            if node.kind == SENSOR:
+            if node.kind == SENSOR and plan.partials:
                 readers = [c for c in placed.consumers(node_id) if c in stage2 and placement[c] == dest]
                 into = cheaper(placed, node_id, readers, plan.slices, outputs_at, plan.frequencies[node.sensor_id])
                 if into:

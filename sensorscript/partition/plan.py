@@ -53,6 +53,8 @@ class Plan:
     codes: dict[str, int] = field(default_factory=dict)
     # Node id -> estimated tuples per second (greedy.node_rates of the graph).
     rates: dict[str, float] = field(default_factory=dict)
+    # Whether slice partials may cross instead of readings (partition/partials.py; compile --no-partials).
+    partials: bool = True
 
     def partitions_of(self, node_id: str) -> tuple[int, ...]:
         """Where a node runs: one partition, or each partition holding a piece of it."""
@@ -81,17 +83,18 @@ class Previous:
 def make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None = None,
               partitions: int = 2, epsilon: float = 0.1, selectivity: dict | None = None,
               options: Options = Options(), limit: int = DEFAULT_LIMIT, previous: Previous | None = None,
-              rebalance: bool = False, cuts: bool = True) -> Plan:
+              rebalance: bool = False, cuts: bool = True, partials: bool = True) -> Plan:
     """`selectivity`: pass counts of pattern conditions measured by an earlier run (OUT/selectivity.json);
     `options` and `limit`: the patterns' planning switches and default cap of partial matches;
     `previous`: the plan of the running job this one replaces (an update): its sensors keep their
     codes, its computations their partitions (unless `rebalance`) and its streams their slices where
     they can; `cuts`: whether the job may forward computations' tuples to other partitions (an update
-    of a job without a second stage may not)."""
+    of a job without a second stage may not); `partials`: whether slice partials may cross instead of
+    readings where fewer (partition/partials.py)."""
     # The whole plan is long-lived and acyclic: no cyclic-GC passes while it is built.
     with paused_gc():
         return _make_plan(workflows, registry, partitions, epsilon, selectivity or {}, options, limit, previous,
-                          rebalance, cuts)
+                          rebalance, cuts, partials)
 
 
 def sensor_codes(sensors: list[str], previous: Previous | None = None) -> dict[str, int]:
@@ -110,7 +113,8 @@ def sensor_codes(sensors: list[str], previous: Previous | None = None) -> dict[s
 
 def _make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None, partitions: int,
                epsilon: float, selectivity: dict, options: Options, limit: int,
-               previous: Previous | None = None, rebalance: bool = False, cuts: bool = True) -> Plan:
+               previous: Previous | None = None, rebalance: bool = False, cuts: bool = True,
+               partials: bool = True) -> Plan:
     graph = build_graph(workflows)
     known = registry.frequencies() if registry is not None else {}
     frequencies, warnings = {}, []
@@ -133,6 +137,8 @@ def _make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None, p
     outputs = set(graph.outputs.values())
 
     def crossing(crossings, node_partition):  # where slice partials cross instead of readings
+        if not partials:
+            return crossings
         return with_partials(crossings, placed, node_partition, slices, frequencies, outputs)
 
     if previous is None:  # a first plan: the cheapest placement under the bound (an update keeps what runs)
@@ -142,7 +148,7 @@ def _make_plan(workflows: list[ast.Workflow], registry: SensorRegistry | None, p
     patterns = plan_patterns(graph, workflows, rates, pieces, selectivity, options, limit, codes)
     return Plan(graph, frequencies, slices, placement,
                 communication_cost(graph, frequencies, placement, rates), tuple(warnings), placed, pieces, patterns,
-                stream_names(graph, patterns), codes, rates)
+                stream_names(graph, patterns), codes, rates, partials)
 
 
 def plan_patterns(graph: Graph, workflows: list[ast.Workflow], rates: dict[str, float],
@@ -295,6 +301,7 @@ def plan_json(plan: Plan) -> dict:
             "split_subgraphs": placement.split_subgraphs,
             "chosen": placement.chosen,
             "refined_moves": placement.refined,
+            "partials": plan.partials,
             "sensors": dict(sorted(placement.sensor_partition.items())),
             # Every placed node (patterns partitioned by sensor as their pieces): what an update keeps.
             "placement": placement.node_partition,

@@ -131,18 +131,30 @@ class _Refiner:
             self.crossed[node.id] = max((self.crossed[i] + (self.placement[i] != self.placement[node.id])
                                          for i in node.inputs), default=0)
         self.near: dict[str, list[str]] = {}  # `around`, as worked out
+        # Per node, how many of its consumers each partition holds (kept as atoms move): a node's
+        # crossing tuples in O(partitions), however many computations read it (a shared sensor).
+        self.feeds: dict[str, list[str]] = {n: [] for n in self.placement}
+        self.held: dict[str, list[int]] = {}
+        for node_id, readers in consumers.items():
+            held = self.held[node_id] = [0] * count
+            for c in readers:
+                held[self.placement[c]] += 1
+                self.feeds[c].append(node_id)
         self.log: list[tuple[str, int, int, dict[str, int]]] = []  # (atom, from, to, crossed before) kept
 
     def share(self, node_id: str) -> float:
         """A node's crossing tuples/s under the current placement."""
         where = self.placement[node_id]
-        readers = {self.placement[c] for c in self.consumers[node_id]}
-        readers.discard(where)
-        return self.rates[node_id] * len(readers)
+        return self.rates[node_id] * sum(1 for q, k in enumerate(self.held[node_id]) if k and q != where)
 
     def place(self, atom: str, where: int) -> None:
         for n in self.members[atom]:
-            self.placement[n] = where
+            before = self.placement[n]
+            if before != where:
+                self.placement[n] = where
+                for i in self.feeds[n]:
+                    self.held[i][before] -= 1
+                    self.held[i][where] += 1
 
     def around(self, atom: str) -> list[str]:
         """An atom's nodes and the nodes they read: whose crossing tuples a move of it changes."""
