@@ -76,9 +76,9 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
     merged: dict[tuple[int, str], tuple[str, ...]] = {}
     outputs_at = set(graph.outputs.values())
     for dest, ids in forwarded.items():
-        for node_id in ids:
-            node = placed.node(node_id)
-            if node.kind == SENSOR and plan.partials:
+        for node_id in ids:  # (a runtime id: a pattern partitioned by sensor is no node of the placed graph)
+            node = placed.node(node_id) if node_id in placed else None
+            if node is not None and node.kind == SENSOR and plan.partials:
                 readers = [c for c in placed.consumers(node_id) if c in stage2 and placement[c] == dest]
                 into = cheaper(placed, node_id, readers, plan.slices, outputs_at, plan.frequencies[node.sensor_id])
                 if into:
