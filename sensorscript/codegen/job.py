@@ -174,13 +174,17 @@ def _pattern_code(node: rt.Pattern) -> str:
     return _wrapped(_call("p.Pattern", **fields), 8)
 
 
+def _slices_code(s: rt.Slices) -> str:
+    """A slice plan's declaration in job.py."""
+    return f"p.Slices({_literal(s.stream)}, {s.period}, {_literal(s.offsets)}, {_literal(s.partials)})"
+
+
 def _forward_entry(f: rt.Forward, label: dict[str, str]) -> dict:
     """A forward's declaration and its comment; one with slice partials says what crosses instead."""
     if not f.partials:
         return {"code": f"p.Forward({_literal(f.node)}, {f.dest}, {f.code})", "above": False,
                 "comment": f"{label[f.node]} to partition {f.dest}'s second stage"}
-    plans = "".join(f"            p.Slices({_literal(s.stream)}, {s.period}, {_literal(s.offsets)}, "
-                    f"{_literal(s.partials)}),\n" for s in f.partials)
+    plans = "".join(f"            {_slices_code(s)},\n" for s in f.partials)
     what = "; ".join(f"{', '.join(s.partials)} per slice of {label[s.stream]}" for s in f.partials)
     return {"code": f"p.Forward({_literal(f.node)}, {f.dest}, {f.code}, partials=(\n{plans}        ))",
             "above": True,
@@ -234,8 +238,7 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
         return {
             "partition": program.partition, "stage": program.stage, "variable": variable, "title": title,
             "nodes": [node_entry(n, program) for n in program.nodes],
-            "slices": [{"code": f"p.Slices({_literal(s.stream)}, {s.period}, {_literal(s.offsets)}, "
-                                f"{_literal(s.partials)})",
+            "slices": [{"code": _slices_code(s),
                         "comment": f"{label.get(s.stream, s.stream)}: "
                                    + (f"slices of {format_ms(s.period)}" if len(s.offsets) == 1 else
                                       f"slices cut at {', '.join(format_ms(o) for o in s.offsets)} of every "

@@ -263,9 +263,10 @@ class _Refiner:
                 heapq.heappush(heap, (-gain, self.order[self.members[atom][0]], atom, there))
                 continue
             locked.add(atom)
-            if not any(self.move(atom, t) and (gain := g) is not None for g, t in options):
+            made = next((g for g, t in options if self.move(atom, t)), None)  # the best move allowed
+            if made is None:
                 continue
-            total += gain
+            total += made
             if total > best + 1e-9:
                 best, best_at = total, len(self.log)
             for n in self.members[atom]:  # the neighbours' gains changed: queue them anew
