@@ -1,6 +1,6 @@
 """Throughput of the compiled job on local Spark, against the raw rate, in one run on one input.
 
-    .venv/bin/python scripts/bench_job.py [--workflows 1024] [--sensors 1000] [--seconds 60] [--partitions 2]
+    .venv/bin/python scripts/bench_job.py [--workflows 1024] [--sensors 1000] [--shared K] [--seconds 60] [--partitions 2]
                                           [--compare-late] [--check N] [--cluster WORKERS | --master URL | --hosts]
                                           [--source files|kafka [--lines-per-message 100] [--max-readings-per-batch N]]
 
@@ -30,6 +30,9 @@ default, 1,000,000, cuts a larger topic into batches, and a topic's partitions t
 stretches of event time at a cut: readings behind the watermark come late (and --check tells).
 Given, the bound is passed on as it is. With --check, the Kafka run's results are checked as the
 files' run's are.
+With --shared K, K more sensors at 20 Hz are read by every workflow, each in a union with one of the
+workflow's own sensors (workload.write_workflows): their readers sit on every partition, so the
+placement cuts sensor edges, which the bridge workload alone does not (its cuts are window outputs).
 With --compare-partials (issue #44), the same workflows are compiled again with --no-partials
 (readings, never slice partials, cross partitions), and both jobs run alternated twice, each after a
 warm-up run: each one's rate, the tuples it forwarded to other partitions and its shuffles' records
@@ -90,6 +93,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--shared", type=int, default=0, metavar="K",
+                        help="K more sensors at 20 Hz, each workflow reading one of them in a union with its own "
+                             "(workload.write_workflows): readers on every partition, so a sensor edge is cut")
     parser.add_argument("--keep", help="work in this folder and keep it")
     parser.add_argument("--compare-late", action="store_true", help="also run under --late drop and --late correct")
     parser.add_argument("--check", type=int, default=0, metavar="N",
@@ -180,7 +186,7 @@ def bench(args, master: str) -> None:
     work.mkdir(parents=True, exist_ok=True)
     scripts = work / "workflows"
     shutil.rmtree(scripts, ignore_errors=True)
-    sensors = write_workflows(work, args.workflows, args.sensors)
+    sensors = write_workflows(work, args.workflows, args.sensors, shared=args.shared)
     registry = work / "sensors.csv"
     data = work / "data"
     shutil.rmtree(data, ignore_errors=True)
@@ -224,7 +230,8 @@ def bench(args, master: str) -> None:
     job_seconds = summary.seconds
     referenced = summary.readings
     print(f"workload: {args.workflows} workflows over {len(compiled.plan.graph.sensors())} referenced sensors "
-          f"({args.sensors} in the fleet), {readings:,} readings in {args.files} files, "
+          f"({args.sensors} in the fleet{f', {args.shared} shared by all' if args.shared else ''}), "
+          f"{readings:,} readings in {args.files} files, "
           f"{args.partitions} partitions; compile {compile_seconds:.1f} s")
     print(f"limit (pyarrow, 2 processes):  {readings / limit_seconds:>12,.0f} readings/s  ({limit_seconds:.1f} s)")
     print(f"raw (stage 0, noop sink):      {readings / raw_seconds:>12,.0f} readings/s  ({raw_seconds:.1f} s)")

@@ -119,14 +119,19 @@ def bridge_workload(workflows: int = 1_024, sensors: int = 1_000, seed: int = 7,
 
 
 def write_workflows(folder, workflows: int, sensors: int, examples=None, flags: int = 0,
-                    seed: int = 7) -> list[Sensor]:
+                    seed: int = 7, shared: int = 0) -> list[Sensor]:
     """Write what `sscript compile` takes: `workflows` generated bridge workflows over `sensors`
     generated sensors (folder/workflows/wfNNNN.ss), beside the workflows of `examples` (a folder of
     .ss files and their sensors.csv, as workflows/ in the repository) if given, and `flags`
     threshold workflows (flagNNNN.ss: a 0/1 flag, 1 while a generated sensor's 10-second maximum is
     above 9, which write_readings' values reach on about a quarter of the sensors); the sensors of
     all into folder/sensors.csv (an example sensor keeps its line where a generated one has its
-    name). Returns the sensors, as write_readings takes them."""
+    name). With `shared` K, K more sensors at 20 Hz (SH01-A, ...) that every generated workflow reads
+    besides its own: workflow i joins SH(i mod K) with its single point in a union and adds a
+    window over it (`out_shared`), as teams that each watch a common reference point (a
+    temperature, a datum) beside their own; a union per workflow, so no placement keeps all of
+    a shared sensor's readers on one partition under the balance bound. Returns the sensors, as
+    write_readings takes them."""
     from sensorscript.registry import read_csv
 
     folder = Path(folder)
@@ -136,13 +141,18 @@ def write_workflows(folder, workflows: int, sensors: int, examples=None, flags: 
     for path in sorted(Path(examples).glob("*.ss")) if examples else ():
         (scripts / path.name).write_text(path.read_text())
     generated = bridge_workload(workflows, sensors, seed)
-    for name, text in generated.workflows.items():
+    common = [Sensor(f"SH{k + 1:02d}-A", 20.0, "shared") for k in range(shared)]
+    for index, (name, text) in enumerate(generated.workflows.items()):
+        if common:
+            point = re.match(r'P1 = \w+\(("[^"]+"), ([\d_]+), ([\d_]+)\)', text)
+            text += (f'SHU = union("{common[index % shared].sensor_id}", {point[1]});\n'
+                     f"out_shared = avg(SHU, {point[2]}, {point[3]});\n")
         (scripts / f"{name}.ss").write_text(text)
     for i in range(flags):
         sensor = generated.sensors[i * 7 % len(generated.sensors)].sensor_id
         (scripts / f"flag{i:04d}.ss").write_text(f'PEAK = max("{sensor}", 10s, 10s);\nHIGH = PEAK > 9;\n')
     known = {s.sensor_id for s in fleet}
-    fleet += [s for s in generated.sensors if s.sensor_id not in known]
+    fleet += [s for s in generated.sensors + common if s.sensor_id not in known]
     (folder / "sensors.csv").write_text("sensor_id,frequency_hz,type\n" + "".join(
         f"{s.sensor_id},{s.frequency_hz!r},{s.type}\n" for s in fleet))
     return fleet
