@@ -155,6 +155,36 @@ def test_slice_partials_cross_instead_of_readings(delay_ms, batch_count, seed):
     assert late == expected.late and (late > 0) == (delay_ms == 0 and batch_count > 1)
 
 
+@pytest.mark.parametrize("delay_ms, batch_count, seed", [(0, 1, 5), (200, 3, 6), (0, 9, 7)])
+def test_one_set_of_slice_partials_serves_several_streams(delay_ms, batch_count, seed):
+    """Four unions over the same heavy sensors, read by windows only: U and V are cut alike (500 ms)
+    and take one set of each sensor's partials; W's 1.5 s slices are unions of those 500 ms ones and
+    take them too (partition/partials.py cuts_for); X's 400 ms slices share no coarser cut cheaply
+    and get their own. Every window equals the reference's over all the readings."""
+    sensors = [f"S{i}" for i in range(8)]
+    text = "U = union(" + ", ".join(sensors) + ");\nA = avg(U, 1000, 500);\nM = max(U, 2000, 500);\n"
+    text += "V = union(" + ", ".join(sensors[1:]) + ");\nB = min(V, 1000, 500);\n"
+    text += "W = union(" + ", ".join(sensors[2:]) + ");\nC = sum(W, 3000, 1500);\nN = count(W, 1500, 1500);\n"
+    text += "X = union(" + ", ".join(sensors[3:]) + ");\nE = max(X, 1200, 400);\n"
+    scripts = {"wide": text}
+    rng = random.Random(seed)
+    lines = [f"{s},{max(0, t * 10 + rng.randint(-40, 40))},{rng.randint(-80, 80) / 4}"
+             for t in range(600) for s in sensors if rng.random() < 0.9]
+    cuts = sorted(rng.randint(0, len(lines)) for _ in range(batch_count - 1))
+    batches = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
+    rows, late, plan = run_local(scripts, batches, delay_ms, partitions=3)
+    firsts, seconds = programs(plan)
+    forwards = {(f.dest, f.node): f for q in firsts for f in q.forwards if f.partials}
+    served = [(forwards[q.partition, node], into) for q in seconds if q for node, into in q.merged.items()]
+    assert served and all(len(f.partials) < len(into) for f, into in served if len(into) > 2)
+    own = {stream: plan.slices[stream].period_ms for _, into in served for stream, _ in into}
+    assert {(own[stream], f.partials[k].period) for f, into in served for stream, k in into} == {
+        (500, 500), (1500, 500), (400, 400)}
+    expected = reference(scripts, batches, delay_ms, plan)
+    same_rows(rows, expected.rows)
+    assert late == expected.late
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(workflows_and_lines(), st.integers(1, 4), st.sampled_from([0, 500, 5000]), st.integers(1, 3),
        st.randoms(use_true_random=False))

@@ -282,6 +282,47 @@ def test_balance_trades_balance_for_traffic(tmp_path):
     assert runner.invoke(main, ["explain", str(script), "--balance", "0.9"]).exit_code == 2
 
 
+def test_plan_txt_lists_each_forwarded_stream_once_heaviest_first(tmp_path):
+    """plan.txt lists what the job forwards as it forwards it: a stream once per partition that reads
+    it (however many computations there do), its tuples/min as the cost counts them, the heaviest
+    first, computations named by workflow (statement names repeat), and for slice partials the
+    cuts each set serves."""
+    import re
+
+    from sensorscript.partition.explain import explain
+    from sensorscript.registry import read_csv
+    from sensorscript.workload import write_workflows
+
+    write_workflows(tmp_path, 256, 300, shared=4)
+    registry = SensorRegistry.of(read_csv(tmp_path / "sensors.csv"))
+    plan = make_plan(load(sorted(str(f) for f in (tmp_path / "workflows").glob("*.ss")), registry.ids()).workflows,
+                     registry, 2)
+    groups: dict[tuple[str, int], list] = {}
+    for c in plan.partitions.crossings:
+        groups.setdefault((c.source, c.to_partition), []).append(c)
+    text = explain(plan)
+    assert f"the job forwards {len(groups)} stream(s), each once to each partition that reads it:" in text
+    section = text.split("each once to each partition that reads it:\n")[1].split("\n\n")[0].splitlines()
+    shown = section[:20]
+    assert len(groups) > 20 and section[20] == f"    ... and {len(groups) - 20} more"
+    found = [re.fullmatch(r"    (\S+), partition (\d) -> (\d): ([\d,.]+) tuples/min of (.*); read there by (\d+) "
+                          r"computation\(s\)", line) for line in shown]
+    assert all(found), shown
+    named = {(plan.graph.node(s).sensor_id if plan.graph.node(s).kind == "sensor" else
+              f"{plan.graph.node(s).origins[0].workflow}.{plan.graph.node(s).origins[0].stream}", d): edges
+             for (s, d), edges in groups.items()}
+    rates = []
+    for m in found:
+        edges = named[m[1], int(m[3])]
+        assert int(m[2]) == edges[0].from_partition and int(m[6]) == len(edges)
+        assert float(m[4].replace(",", "")) == pytest.approx(edges[0].rate_per_s * 60, abs=0.05)
+        rates.append(edges[0].rate_per_s)
+    assert rates == sorted(rates, reverse=True) and len({(m[1], m[3]) for m in found}) == len(found)
+    assert max(rates) == max(edges[0].rate_per_s for edges in groups.values())
+    assert any(re.search(r"slice partials instead of [\d,]+ readings \(.*per 10s slice for .*wf\d{4}\.SHU", m[5])
+               for m in found), shown
+
+
 _json_scalars = (st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True, allow_infinity=True)
                  | st.text())
 _json_values = st.recursive(_json_scalars, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)

@@ -179,17 +179,24 @@ def _slices_code(s: rt.Slices) -> str:
     return f"p.Slices({_literal(s.stream)}, {s.period}, {_literal(s.offsets)}, {_literal(s.partials)})"
 
 
-def _forward_entry(f: rt.Forward, label: dict[str, str]) -> dict:
-    """A forward's declaration and its comment; one with slice partials says what crosses instead."""
+def _forward_entry(f: rt.Forward, label: dict[str, str], served: dict[tuple[int, str], list[list[str]]]) -> dict:
+    """A forward's declaration and its comment; one with slice partials says what crosses instead,
+    and for which streams there (`served`: (destination, node) -> the streams each slice plan serves)."""
     if not f.partials:
         return {"code": f"p.Forward({_literal(f.node)}, {f.dest}, {f.code})", "above": False,
                 "comment": f"{label[f.node]} to partition {f.dest}'s second stage"}
     plans = "".join(f"            {_slices_code(s)},\n" for s in f.partials)
-    what = "; ".join(f"{', '.join(s.partials)} per slice of {label[s.stream]}" for s in f.partials)
+    what = "; ".join(f"{', '.join(s.partials)} per {_cut_text(s)} for {', '.join(label[x] for x in streams)}"
+                     for s, streams in zip(f.partials, served[f.dest, f.node]))
     return {"code": f"p.Forward({_literal(f.node)}, {f.dest}, {f.code}, partials=(\n{plans}        ))",
             "above": True,
             "comment": f"{label[f.node]} to partition {f.dest}'s second stage as slice partials, not "
                        f"readings: {what}"}
+
+
+def _cut_text(s: rt.Slices) -> str:
+    return (f"{format_ms(s.period)} slice" if len(s.offsets) == 1 else
+            f"slice cut at {', '.join(format_ms(o) for o in s.offsets)} of every {format_ms(s.period)}")
 
 
 def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0",
@@ -213,6 +220,13 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
     if adjust is not None:
         firsts, seconds = adjust(firsts, seconds)
     label = {n.id: n.label for n in graph.nodes()}
+    served: dict[tuple[int, str], list[list[str]]] = {}  # a forward of partials: the streams of each slice plan
+    for program in seconds:
+        for node_id, into in (program.merged if program is not None else {}).items():
+            for stream, k in into:
+                plans = served.setdefault((program.partition, node_id), [])
+                plans.extend([] for _ in range(k + 1 - len(plans)))
+                plans[k].append(stream)
 
     def node_entry(node: rt.Node, program: rt.Program) -> dict:
         comments = []
@@ -246,10 +260,10 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
                                    + f", partials {', '.join(s.partials)}"} for s in program.slices],
             "outputs": [{"node": _literal(node_id), "names": _literal(names)}
                         for node_id, names in program.outputs.items()],
-            "forwards": [_forward_entry(f, label) for f in program.forwards],
+            "forwards": [_forward_entry(f, label, served) for f in program.forwards],
             "merged": [{"node": _literal(node_id), "into": _literal(into),
                         "comment": f"{label[node_id]} arrives as slice partials, added to the slices of "
-                                   f"{', '.join(label[s] for s in into)}"}
+                                   f"{', '.join(label[s] for s, _ in into)}"}
                        for node_id, into in program.merged.items()],
             "senders": _literal(program.senders) if program.senders else "",
             "handovers": [f"p.Handover({_literal(h.name)}, {_literal(h.old)}, {_literal(h.new)}, {h.fill}, "

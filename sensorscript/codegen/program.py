@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW
-from sensorscript.partition.partials import cheaper
+from sensorscript.partition.partials import cheaper, cuts_for
 from sensorscript.partition.plan import Plan
 from sensorscript.runtime.plan import program as rt
 
@@ -73,7 +73,7 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
     forward_code = {(dest, node_id): code for dest, ids in forwarded.items() for code, node_id in enumerate(ids)}
     # A sensor whose forwarded readings only windows read there: its slice partials go instead, where
     # fewer (partition/partials.py); the receiving stage adds them to the slices they were cut for.
-    merged: dict[tuple[int, str], tuple[str, ...]] = {}
+    merged: dict[tuple[int, str], tuple] = {}  # (destination, sensor) -> its cuts (partition/partials.py)
     outputs_at = set(graph.outputs.values())
     for dest, ids in forwarded.items():
         for node_id in ids:  # (a runtime id: a pattern partitioned by sensor is no node of the placed graph)
@@ -82,7 +82,7 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
                 readers = [c for c in placed.consumers(node_id) if c in stage2 and placement[c] == dest]
                 into = cheaper(placed, node_id, readers, plan.slices, outputs_at, plan.frequencies[node.sensor_id])
                 if into:
-                    merged[dest, node_id] = into
+                    merged[dest, node_id] = cuts_for(into, plan.slices, plan.frequencies[node.sensor_id])
     placed_on: list[list] = [[] for _ in range(plan.partitions.count)]
     for node in placed.nodes():
         placed_on[placement[node.id]].append(node)
@@ -97,7 +97,8 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
             slices=_slices(sliced, {n.id for n in first}, {n.id for n in first}),
             outputs={n.id: tuple(outputs[n.id]) for n in first if n.id in outputs},
             forwards=tuple(rt.Forward(node_id, dest, forward_code[dest, node_id],
-                                      partials=tuple(_slice_plan(plan.slices[s]) for s in merged.get((dest, node_id), ())))
+                                      partials=tuple(rt.Slices(c.streams[0], c.period_ms, c.offsets_ms, c.partials)
+                                                     for c in merged.get((dest, node_id), ())))
                            for dest, ids in sorted(forwarded.items()) for node_id in ids
                            if (partition, dest, node_id) in sends),
         ))
@@ -113,7 +114,8 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
             slices=_slices(sliced, {n.id for n in second} | {s.id for s in sources}, {n.id for n in second}),
             outputs={n.id: tuple(outputs[n.id]) for n in second if n.id in outputs},
             senders=tuple(sorted({sender for sender, dest, _ in sends if dest == partition})),
-            merged={node_id: into for (dest, node_id), into in sorted(merged.items()) if dest == partition},
+            merged={node_id: tuple((stream, k) for k, cut in enumerate(cuts) for stream in cut.streams)
+                    for (dest, node_id), cuts in sorted(merged.items()) if dest == partition},
         ))
     return tuple(firsts), tuple(seconds)
 

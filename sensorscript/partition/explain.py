@@ -13,6 +13,7 @@ from sensorscript.cep.plan import describe as pattern_lines
 from sensorscript.errors import SensorScriptError, error
 from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW, Node, ScriptLines
 from sensorscript.parser.printer import format_ms
+from sensorscript.partition.partials import cuts_for
 from sensorscript.partition.plan import Plan
 
 # How many of a summary's items are shown, and how many of the workflows sharing a computation.
@@ -52,16 +53,42 @@ def _slice_text(slices) -> str:
             f"partials {', '.join(slices.partials)}")
 
 
-def _crossing_text(plan: Plan, crossing) -> str:
+def _stream_name(placed, node_id: str) -> str:
+    """A stream as plan.txt names it: a sensor by its id, a computation by the first workflow that
+    wrote it (`wf0003.SHU`: statement names repeat across workflows)."""
+    node = placed.node(node_id)
+    if node.kind == SENSOR:
+        return node.sensor_id
+    origins = getattr(node, "origins", ())
+    return f"{origins[0].workflow}.{origins[0].stream}" if origins else node.label
+
+
+def forwarded_streams(crossings) -> list[list]:
+    """The cut edges as the job forwards them: one group per stream and destination partition (the
+    job sends a stream to a partition once, however many computations there read it), the most
+    tuples first (among equals, in the order of their first edge)."""
+    groups: dict[tuple[str, int], list] = {}
+    for c in crossings:
+        groups.setdefault((c.source, c.to_partition), []).append(c)
+    return sorted(groups.values(), key=lambda edges: -edges[0].rate_per_s)
+
+
+def _forward_text(plan: Plan, edges: list) -> str:
+    """One forwarded stream: where it goes, its tuples/min, what crosses and how many read it there."""
     placed = plan.placed or plan.graph
-    what = crossing.kind
-    if crossing.into:  # slice partials instead of the readings (partition/partials.py)
-        of = ", ".join(f"{', '.join(plan.slices[s].partials)} per slice of {placed.node(s).label}"
-                       for s in crossing.into)
-        what = f"slice partials: {of}, not {plan.frequencies[placed.node(crossing.source).sensor_id] * 60:g} readings"
-    return (f"{placed.node(crossing.source).label} -> {placed.node(crossing.target).label}: "
-            f"{crossing.rate_per_s * 60:g} tuples/min ({what}, partition {crossing.from_partition} -> "
-            f"{crossing.to_partition})")
+    first = edges[0]
+    what = {"raw": "readings", "derived": "derived tuples"}.get(first.kind, first.kind)
+    if first.into:  # slice partials instead of the readings (partition/partials.py)
+        frequency = plan.frequencies[placed.node(first.source).sensor_id]
+        of = "; ".join(f"{', '.join(cut.partials)} per "
+                       + (f"{format_ms(cut.period_ms)} slice" if cut.offsets_ms == (0,) else
+                          f"slice cut at {len(cut.offsets_ms)} points of every {format_ms(cut.period_ms)}")
+                       + " for " + named(['the sensor' if s == first.source else _stream_name(placed, s)
+                                         for s in cut.streams], 4)
+                       for cut in cuts_for(first.into, plan.slices, frequency))
+        what = f"slice partials instead of {frequency * 60:,g} readings ({of})"
+    return (f"{_stream_name(placed, first.source)}, partition {first.from_partition} -> {first.to_partition}: "
+            f"{first.rate_per_s * 60:,g} tuples/min of {what}; read there by {len(edges)} computation(s)")
 
 
 def explain(plan: Plan) -> str:
@@ -113,12 +140,14 @@ def explain(plan: Plan) -> str:
         shown = ", ".join(sensors[:8]) + (f", ... ({len(sensors)} sensors)" if len(sensors) > 8 else "")
         lines.append(f"  partition {p}: {placement.loads[p]:g} Hz  {shown}")
     if placement.crossings:
+        streams = forwarded_streams(placement.crossings)
         lines.append(f"  {len(placement.crossings)} edge(s) cross partitions to keep the balance "
-                     f"({placement.split_subgraphs} subgraph(s) split):")
-        for c in placement.crossings[:20]:
-            lines.append(f"    {_crossing_text(plan, c)}")
-        if len(placement.crossings) > 20:
-            lines.append(f"    ... and {len(placement.crossings) - 20} more")
+                     f"({placement.split_subgraphs} subgraph(s) split); the job forwards {len(streams)} "
+                     f"stream(s), each once to each partition that reads it:")
+        for edges in streams[:20]:
+            lines.append(f"    {_forward_text(plan, edges)}")
+        if len(streams) > 20:
+            lines.append(f"    ... and {len(streams) - 20} more")
     lines += ["", "Communication cost (tuples per minute crossing a shuffle):",
               f"  ours                       {cost.ours:>14,.0f}",
               f"  lower bound                {cost.lower_bound:>14,.0f}   (each raw tuple crosses once)",

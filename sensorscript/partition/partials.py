@@ -12,11 +12,18 @@ Partials cross where they are fewer: a sensor at 20 Hz under 5 s slices of avg a
 partials per slice (0.6 a second) instead of 20 readings a second. The model counts a slice plan's
 partials at one per slice and partial (a batch shorter than a slice sends a slice's partials once
 per batch it touches: the model's rate is what batches as long as the slices cost).
+
+One set of partials serves several streams there (`cuts_for`): streams cut alike share their
+slices' partials (four unions of one sensor with others, all in 10 s slices, take one count and sum
+per 10 s, not four), and streams cut differently may share the partials of a cut finer than each
+(10 s partials add up to 1 min slices), where that comes to fewer tuples.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+from dataclasses import dataclass
 
 from sensorscript.graph.graph import Graph
 from sensorscript.graph.nodes import SENSOR, UNION, WINDOW
@@ -43,10 +50,64 @@ def sliced_for(graph: Graph, sensor: str, readers: list[str], slices: dict[str, 
     return tuple(sorted(into))
 
 
+@dataclass(frozen=True)
+class Cut:
+    """Slices a sensor's readings are cut into for another partition, and the partials sent per
+    slice: they serve every stream of `streams`, whose slices are each a union of these."""
+
+    period_ms: int
+    offsets_ms: tuple[int, ...]  # cut points within one period, sorted, starting at 0
+    partials: tuple[str, ...]
+    streams: tuple[str, ...]
+
+    def rate(self, frequency: float) -> float:
+        """Tuples per second: a slice without a reading sends none, so never more than the readings."""
+        return len(self.partials) * min(len(self.offsets_ms) * 1000 / self.period_ms, frequency)
+
+
+MAX_CUTS_PER_PERIOD = 4096  # a finer cut of several would need more: they stay apart
+
+
+def _finer(a: Cut, b: Cut) -> Cut | None:
+    """The coarsest cut finer than both (every cut point of either, over the least common multiple
+    of their periods), sending the partials of both; None where it has too many cut points."""
+    period = math.lcm(a.period_ms, b.period_ms)
+    if (period // a.period_ms) * len(a.offsets_ms) + (period // b.period_ms) * len(b.offsets_ms) > MAX_CUTS_PER_PERIOD:
+        return None
+    offsets = sorted({k * c.period_ms + o for c in (a, b) for k in range(period // c.period_ms) for o in c.offsets_ms})
+    if len(offsets) > 1 and offsets == list(range(0, period, offsets[1])):  # evenly spaced: one period of it
+        period, offsets = offsets[1], [0]
+    return Cut(period, tuple(offsets), tuple(sorted({*a.partials, *b.partials})), a.streams + b.streams)
+
+
+def cuts_for(into: tuple[str, ...], slices: dict[str, SlicePlan], frequency: float) -> tuple[Cut, ...]:
+    """The cuts whose partials one sensor sends for the slices of the streams `into` on another
+    partition: one per distinct way they are cut (the union of their partials), then, while it
+    lowers the tuples sent, the two whose finer common cut saves most replaced by it."""
+    alike: dict[tuple[int, tuple[int, ...]], list[str]] = {}
+    for stream in into:
+        alike.setdefault((slices[stream].period_ms, slices[stream].offsets_ms), []).append(stream)
+    cuts = [Cut(period, offsets, tuple(sorted({k for s in streams for k in slices[s].partials})), tuple(streams))
+            for (period, offsets), streams in alike.items()]
+    while len(cuts) > 1:
+        best, saving = None, 1e-12
+        for i in range(len(cuts)):
+            for j in range(i + 1, len(cuts)):
+                finer = _finer(cuts[i], cuts[j])
+                gain = finer and cuts[i].rate(frequency) + cuts[j].rate(frequency) - finer.rate(frequency)
+                if finer and gain > saving:
+                    best, saving = (i, j, finer), gain
+        if best is None:
+            break
+        i, j, finer = best
+        cuts[i] = finer
+        del cuts[j]
+    return tuple(cuts)
+
+
 def partial_rate(into: tuple[str, ...], slices: dict[str, SlicePlan], frequency: float) -> float:
-    """Tuples per second the partials of one sensor for these streams' slices come to: a slice
-    without a reading sends none, so never more slices than readings."""
-    return sum(len(slices[s].partials) * min(slices[s].slices_per_minute / 60, frequency) for s in into)
+    """Tuples per second the partials of one sensor for these streams' slices come to (`cuts_for`)."""
+    return sum(cut.rate(frequency) for cut in cuts_for(into, slices, frequency))
 
 
 def cheaper(graph: Graph, sensor: str, readers: list[str], slices: dict[str, SlicePlan], outputs: set[str],

@@ -225,7 +225,8 @@ class Forward:
     report measures us against) has one per level of the workflow graph.
 
     `partials`: instead of the tuples, their slice partials go, cut as each of these slice plans
-    cuts its stream (the streams at `dest` whose windows are all that read `node` there): one
+    says (for the streams at `dest` whose windows are all that read `node` there: each stream's
+    slices a union of one plan's, `Program.merged`; a plan's `stream` is the first it serves): one
     tuple per partial, slice and batch, whose `source` says which (`PARTIAL_KINDS`: plan k's
     partial j is k * len(PARTIAL_KINDS) + j) and whose ts is the slice's earliest reading's.
     """
@@ -298,9 +299,10 @@ class Program:
     # only for that (dropped once every handover here is done).
     handovers: tuple[Handover, ...] = ()
     retiring: tuple[str, ...] = ()
-    # Received streams that arrive as slice partials (Forward.partials) -> the streams whose slices
-    # they are added to, in the order of the forward's slice plans. Nothing else here reads them.
-    merged: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Received streams that arrive as slice partials (Forward.partials) -> (stream, k): the streams
+    # whose slices they are added to, each from the forward's k-th slice plan (its own cuts, or finer
+    # ones). Nothing else here reads them.
+    merged: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
 
     def written(self, node_id: str, name: str, ts: np.ndarray, switch_at: int | None,
                 exact: dict[str, int] | None = None) -> np.ndarray | None:

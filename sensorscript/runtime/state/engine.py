@@ -192,7 +192,8 @@ def slice_partials(tuples: Tuples, plans: tuple[p.Slices, ...]) -> Tuples:
 
 def merge_partials(state: SliceState, slices: p.Slices, k: int, tuples: Tuples) -> None:
     """Add the slice partials a forward sent for its k-th slice plan (`slice_partials`) to the slices
-    of the stream that plan cuts, as if its tuples had been added there (`add_to_slices`)."""
+    `slices` of a stream, each a union of that plan's, as if its tuples had been added there
+    (`add_to_slices`): a partial's ts, its slice's earliest reading's, lies in the stream's slice."""
     kinds = len(p.PARTIAL_KINDS)
     mine = (tuples.source // kinds) == k
     if not mine.any():
@@ -517,7 +518,7 @@ class Engine:
                 marks[node.id] = current
                 into = self.program.merged.get(node.id)
                 if into:  # slice partials: into the slices of the streams they were cut for, read by nothing else
-                    for k, stream in enumerate(into):
+                    for stream, k in into:
                         kept = state.slices.setdefault(stream, SliceState())
                         kept.cut = (self.slices[stream].period, self.slices[stream].offsets)
                         merge_partials(kept, self.slices[stream], k, tuples)

@@ -68,11 +68,11 @@ PARTITION_0 = p.Program(
         p.Slices("sensor:8ST2-S", 10000, (0,), ("count", "sum")),
     ),
     forwards=(
-        # 8AC1-Z to partition 0's second stage as slice partials, not readings: count, max, min, sum per slice of ACC
+        # 8AC1-Z to partition 0's second stage as slice partials, not readings: count, max, min, sum per 10s slice for ACC
         p.Forward("sensor:8AC1-Z", 0, 0, partials=(
             p.Slices("union:3437521973", 10000, (0,), ("count", "max", "min", "sum")),
         )),
-        # 8AC2-Z to partition 0's second stage as slice partials, not readings: count, max, min, sum per slice of ACC
+        # 8AC2-Z to partition 0's second stage as slice partials, not readings: count, max, min, sum per 10s slice for ACC
         p.Forward("sensor:8AC2-Z", 0, 1, partials=(
             p.Slices("union:3437521973", 10000, (0,), ("count", "max", "min", "sum")),
         )),
@@ -135,7 +135,7 @@ PARTITION_1 = p.Program(
         "window:853219e1c2": ("bridge.out_MZ",),
     },
     forwards=(
-        # 8AC3-Z to partition 0's second stage as slice partials, not readings: count, max, min, sum per slice of ACC
+        # 8AC3-Z to partition 0's second stage as slice partials, not readings: count, max, min, sum per 10s slice for ACC
         p.Forward("sensor:8AC3-Z", 0, 2, partials=(
             p.Slices("union:3437521973", 10000, (0,), ("count", "max", "min", "sum")),
         )),
@@ -192,11 +192,11 @@ PARTITION_0_STAGE_2 = p.Program(
     senders=(0, 1),
     merged={
         # 8AC1-Z arrives as slice partials, added to the slices of ACC
-        "sensor:8AC1-Z": ("union:3437521973",),
+        "sensor:8AC1-Z": (("union:3437521973", 0),),
         # 8AC2-Z arrives as slice partials, added to the slices of ACC
-        "sensor:8AC2-Z": ("union:3437521973",),
+        "sensor:8AC2-Z": (("union:3437521973", 0),),
         # 8AC3-Z arrives as slice partials, added to the slices of ACC
-        "sensor:8AC3-Z": ("union:3437521973",),
+        "sensor:8AC3-Z": (("union:3437521973", 0),),
     },
 )
 
