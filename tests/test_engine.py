@@ -185,6 +185,43 @@ def test_one_set_of_slice_partials_serves_several_streams(delay_ms, batch_count,
     assert late == expected.late
 
 
+_CUTS = (rt.Slices("a", 1000, (0,), ("count", "max", "min", "sum")), rt.Slices("b", 1000, (0,), ("count", "sum")),
+         rt.Slices("c", 3000, (0, 1000), ("max",)), rt.Slices("d", 7, (0,), ("min", "sum")))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(-10**4, 10**4) | st.integers(-10**18, 10**18),
+                                             st.floats(-1e6, 1e6)), max_size=30),
+                          st.lists(st.sampled_from(_CUTS), min_size=1, max_size=3, unique=True)), max_size=8))
+def test_the_partials_of_many_forwards_at_once_are_each_ones_slice_by_slice(forwards):
+    """engine.slices_partials (every forward of a batch in one pass per distinct cut) sends, for each
+    forward, per slice plan in order, per partial in the plan's order, per non-empty slice in time
+    order, one tuple: at the slice's earliest reading, the partial of its readings, its source
+    saying plan and partial."""
+    from sensorscript.runtime.state.engine import Tuples, slices_partials
+
+    given_ = [(Tuples(np.array([t for t, _ in r], np.int64), np.array([v for _, v in r]),
+                      np.zeros(len(r), np.int32)), tuple(plans)) for r, plans in forwards]
+    sent = slices_partials(given_)
+    assert len(sent) == len(forwards)
+    for (readings, plans), got in zip(forwards, sent):
+        expected = []
+        for k, plan in enumerate(plans if readings else ()):
+            slices: dict[int, list] = {}
+            for t, v in readings:
+                cycle, offset = divmod(t, plan.period)
+                position = max(i for i, o in enumerate(plan.offsets) if o <= offset)
+                slices.setdefault(cycle * len(plan.offsets) + position, []).append((t, v))
+            for name in plan.partials:
+                reduce = {"count": len, "sum": lambda r: math.fsum(v for _, v in r),
+                          "min": lambda r: min(v for _, v in r), "max": lambda r: max(v for _, v in r)}[name]
+                expected += [(min(t for t, _ in slices[i]), float(reduce(slices[i])),
+                              k * len(rt.PARTIAL_KINDS) + rt.PARTIAL_KINDS.index(name)) for i in sorted(slices)]
+        assert [t for t, _, _ in expected] == got.ts.tolist()
+        assert [c for _, _, c in expected] == got.source.tolist()
+        assert np.allclose([v for _, v, _ in expected], got.value, rtol=1e-9, atol=1e-6)
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(workflows_and_lines(), st.integers(1, 4), st.sampled_from([0, 500, 5000]), st.integers(1, 3),
        st.randoms(use_true_random=False))
