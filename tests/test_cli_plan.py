@@ -135,7 +135,7 @@ def test_explain_one_workflow_unknown_name_suggests_the_nearest(write_scripts):
 
 def test_explain_one_workflow_of_hundreds_summarises_who_shares(tmp_path):
     """A computation many workflows share names a few of them and counts the rest; the edges that
-    cross partitions are the ones of this workflow's computations."""
+    cross partitions are the ones of this workflow's computations, a line per stream forwarded."""
     from sensorscript.compiler import plan_workflows
 
     files, sensors = bridge_files(tmp_path, 300)
@@ -155,10 +155,13 @@ def test_explain_one_workflow_of_hundreds_summarises_who_shares(tmp_path):
     assert all(len(line) < 200 for line in result.output.splitlines())
     result = runner.invoke(main, ["explain", *files, "--sensors", sensors, "--workflow", crosser])
     assert result.exit_code == 0, result.output
-    edges = result.output.split("Edges of its computations that cross partitions:\n")[1].split("\n\n")[0]
+    edges = result.output.split("however many computations there read it):\n")[1].split("\n\n")[0]
     assert f"({crossing.kind}, partition {crossing.from_partition} -> {crossing.to_partition})" in edges
     own = {plan.graph.node(crossing.source).origins[0].stream}
     assert any(line.strip().split(" -> ")[0] in own for line in edges.splitlines())
+    # One line per stream and destination partition, as the job forwards it, its readers named there.
+    keys = [(line.strip().split(" -> ")[0], line.rsplit(" (", 1)[1]) for line in edges.splitlines()]
+    assert len(keys) == len(set(keys))
 
 
 def test_plan_txt_stays_a_summary_however_many_workflows(tmp_path):

@@ -251,10 +251,18 @@ def explain_workflow(plan: Plan, name: str, lines: ScriptLines | None = None) ->
 
     crossings = [c for c in plan.partitions.crossings
                  if pieces.get(c.source, c.source) in mine or pieces.get(c.target, c.target) in mine]
-    text += ["", "Edges of its computations that cross partitions:"]
-    text += [f"  {called(c.source)} -> {called(c.target)}: {c.rate_per_s * 60:g} tuples/min ({c.kind}, partition "
-             f"{c.from_partition} -> {c.to_partition})" for c in crossings] \
-        or ["  none: all its tuples stay where they land"]
+    text += ["", "Edges of its computations that cross partitions (a stream goes to a partition once, "
+                 "however many computations there read it):"]
+    for edges in forwarded_streams(crossings):
+        first = edges[0]
+        instead = ""
+        if first.into:
+            instead = f" instead of {plan.frequencies[graph.node(first.source).sensor_id] * 60:,g} readings"
+        text.append(f"  {called(first.source)} -> {named([called(c.target) for c in edges], 4)}: "
+                    f"{first.rate_per_s * 60:,g} tuples/min{instead} ({first.kind}, partition {first.from_partition} "
+                    f"-> {first.to_partition})")
+    if not crossings:
+        text.append("  none: all its tuples stay where they land")
     patterns = [node_id for node_id in mine if node_id in plan.patterns]
     if patterns:
         text += ["", "Patterns (operator trees):"]
