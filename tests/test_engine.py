@@ -185,6 +185,69 @@ def test_one_set_of_slice_partials_serves_several_streams(delay_ms, batch_count,
     assert late == expected.late
 
 
+def test_a_cut_shared_by_uneven_slices_keeps_every_cut_point():
+    """A tumbling 5 s window and a 4 s window every 5 s over unions of the same sensors: slices cut at
+    0 and 4 s of every 5 s serve both; they are not every 4 s (found in review: such a cut merged
+    readings of two of the 5 s window's slices and its avg came out wrong)."""
+    sensors = [f"S{i}" for i in range(8)]
+    text = "U = union(" + ", ".join(sensors) + ");\nA = avg(U, 5000, 5000);\n"
+    text += "V = union(" + ", ".join(sensors[1:]) + ");\nB = avg(V, 4000, 5000);\n"
+    text += "X = union(" + ", ".join(sensors[3:]) + ");\nE = max(X, 1200, 400);\n"
+    scripts = {"wide": text}
+    rng = random.Random(5)
+    lines = [f"{s},{t * 10 + rng.randint(0, 9)},{rng.randint(-80, 80) / 4}"
+             for t in range(3000) for s in sensors if rng.random() < 0.9]
+    rows, _, plan = run_local(scripts, [lines], 0, partitions=3)
+    firsts, _ = programs(plan)
+    cuts = {(s.period, s.offsets) for q in firsts for f in q.forwards for s in f.partials}
+    assert (5000, (0, 4000)) in cuts and not any(period == 4000 for period, _ in cuts), cuts
+    same_rows(rows, reference(scripts, [lines], 0, plan).rows)
+
+
+_WINDOW_SLIDES = (1000, 2000, 3000, 4000, 5000, 6000, 10_000, 12_000, 15_000)
+_WINDOW_LENGTHS = (1000, 2000, 3000, 4000, 5000, 6000, 7000, 9000, 10_000, 12_000, 20_000, 30_000)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.tuples(st.sampled_from(("avg", "sum", "count", "max", "min")),
+                                   st.sampled_from(_WINDOW_LENGTHS), st.sampled_from(_WINDOW_SLIDES)),
+                         min_size=1, max_size=3), min_size=2, max_size=4),
+       st.sampled_from((0.5, 5.0, 20.0, 100.0)),
+       st.lists(st.integers(-200_000, 200_000), min_size=1, max_size=200))
+def test_shared_partials_add_up_to_each_streams_own_slices(streams, frequency, times):
+    """partition/partials.cuts_for: whichever cut serves a stream (its own, one it shares with streams
+    cut alike, or a finer one), every cut point of the stream is one of the cut's and the cut sends
+    every partial the stream needs, so the partials merged into the stream's slices equal its slices
+    of the readings themselves (engine.merge_partials against engine.add_to_slices)."""
+    from sensorscript.graph.slicing import slice_stream
+    from sensorscript.partition.partials import cuts_for
+    from sensorscript.runtime.state.engine import SliceState, Tuples, add_to_slices, merge_partials, slice_partials
+
+    slices = {f"s{i}": slice_stream(f"s{i}", [(f"w{i}{j}", *w) for j, w in enumerate(windows)])
+              for i, windows in enumerate(streams)}
+    cuts = cuts_for(tuple(sorted(slices)), slices, frequency)
+    served = {stream: k for k, cut in enumerate(cuts) for stream in cut.streams}
+    assert sorted(served) == sorted(slices)
+    plans = tuple(rt.Slices(c.streams[0], c.period_ms, c.offsets_ms, c.partials) for c in cuts)
+    rng = random.Random(len(times))
+    readings = Tuples(np.array(times, np.int64), np.array([rng.uniform(-9, 9) for _ in times]),
+                      np.zeros(len(times), np.int32))
+    sent = slice_partials(readings, plans)
+    for stream, k in served.items():
+        own, cut = slices[stream], cuts[k]
+        assert set(own.partials) <= set(cut.partials)
+        span = math.lcm(own.period_ms, cut.period_ms)
+        assert {c * own.period_ms + o for c in range(span // own.period_ms) for o in own.offsets_ms} <= \
+            {c * cut.period_ms + o for c in range(span // cut.period_ms) for o in cut.offsets_ms}
+        receiving = rt.Slices(stream, own.period_ms, own.offsets_ms, own.partials)
+        merged, direct = SliceState(), SliceState()
+        merge_partials(merged, receiving, k, sent)
+        add_to_slices(direct, receiving, readings)
+        assert merged.index.tolist() == direct.index.tolist()
+        for name in own.partials:
+            assert np.allclose(merged.partials[name], direct.partials[name]), name
+
+
 _CUTS = (rt.Slices("a", 1000, (0,), ("count", "max", "min", "sum")), rt.Slices("b", 1000, (0,), ("count", "sum")),
          rt.Slices("c", 3000, (0, 1000), ("max",)), rt.Slices("d", 7, (0,), ("min", "sum")))
 

@@ -75,7 +75,8 @@ def _finer(a: Cut, b: Cut) -> Cut | None:
     if (period // a.period_ms) * len(a.offsets_ms) + (period // b.period_ms) * len(b.offsets_ms) > MAX_CUTS_PER_PERIOD:
         return None
     offsets = sorted({k * c.period_ms + o for c in (a, b) for k in range(period // c.period_ms) for o in c.offsets_ms})
-    if len(offsets) > 1 and offsets == list(range(0, period, offsets[1])):  # evenly spaced: one period of it
+    if len(offsets) > 1 and period % offsets[1] == 0 and offsets == list(range(0, period, offsets[1])):
+        # evenly spaced over the whole period: one step of it is the period
         period, offsets = offsets[1], [0]
     return Cut(period, tuple(offsets), tuple(sorted({*a.partials, *b.partials})), a.streams + b.streams)
 

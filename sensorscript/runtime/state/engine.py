@@ -192,7 +192,7 @@ def slices_partials(forwards: list[tuple[Tuples, tuple[p.Slices, ...]]]) -> list
         if len(tuples):
             for k, plan in enumerate(plans):
                 users.setdefault((plan.period, plan.offsets, plan.partials), []).append((i, k))
-    sent: list[dict[int, list[Tuples]]] = [{} for _ in forwards]
+    sent: list[dict[int, Tuples]] = [{} for _ in forwards]  # per forward: plan k -> its partials
     for (period, offsets, partials), using in users.items():
         parts = [forwards[i][0] for i, _ in using]
         owner = np.repeat(np.arange(len(using), dtype=np.int64), [len(t) for t in parts])
