@@ -204,6 +204,23 @@ def test_a_cut_shared_by_uneven_slices_keeps_every_cut_point():
     same_rows(rows, reference(scripts, [lines], 0, plan).rows)
 
 
+def test_a_job_compiled_before_partials_were_shared_still_runs():
+    """The first release with slice partials wrote Program.merged as the streams alone (the k-th
+    stream from the forward's k-th plan); its job.py, run by this release, merges as it did."""
+    from sensorscript.runtime.state.engine import Engine
+
+    sensors = [f"S{i}" for i in range(8)]
+    text = "U = union(" + ", ".join(sensors) + ");\nA = avg(U, 1000, 500);\nM = max(U, 2000, 500);\n"
+    loaded = load(["w.ss"], texts={"w.ss": text})
+    _, seconds = programs(make_plan(loaded.workflows, None, 3))
+    second = next(q for q in seconds if q is not None and q.merged)
+    older = rt.Program(partition=second.partition, stage=2, nodes=second.nodes, slices=second.slices,
+                       outputs=second.outputs, senders=second.senders,
+                       merged={node: tuple(stream for stream, _ in into) for node, into in second.merged.items()})
+    assert all(k == 0 for into in second.merged.values() for _, k in into)
+    assert Engine(older).merged == Engine(second).merged == second.merged
+
+
 _WINDOW_SLIDES = (1000, 2000, 3000, 4000, 5000, 6000, 10_000, 12_000, 15_000)
 _WINDOW_LENGTHS = (1000, 2000, 3000, 4000, 5000, 6000, 7000, 9000, 10_000, 12_000, 20_000, 30_000)
 

@@ -425,6 +425,11 @@ class Engine:
         # What a derived tuple carries as its sensor: its stream's code.
         self.codes = {n.id: p.derived_code(n.id) for n in program.nodes if not isinstance(n, p.Sensor)}
         self.matchers = {n.id: Matcher(n) for n in program.nodes if isinstance(n, p.Pattern)}
+        # Received streams of slice partials -> (stream, slice plan k). A job.py compiled by the
+        # first release with partials named the streams alone, the k-th from the k-th plan.
+        self.merged = {node_id: tuple((entry, k) if isinstance(entry, str) else tuple(entry)
+                                      for k, entry in enumerate(into))
+                       for node_id, into in program.merged.items()}
 
     def new_state(self, version: p.Version = p.Version()) -> EngineState:
         """A partition's state before its first batch. In a run that switched to this version (an
@@ -563,7 +568,7 @@ class Engine:
             if isinstance(node, p.Sensor):
                 tuples = streams.get(node.id, empty)
                 marks[node.id] = current
-                into = self.program.merged.get(node.id)
+                into = self.merged.get(node.id)
                 if into:  # slice partials: into the slices of the streams they were cut for, read by nothing else
                     for stream, k in into:
                         kept = state.slices.setdefault(stream, SliceState())
