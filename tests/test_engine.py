@@ -128,6 +128,16 @@ def test_forwarding_across_partitions_is_exercised():
     same_rows(rows, reference(scripts, batches, 200, plan).rows)
 
 
+def _jittered_batches(sensors: list[str], steps: int, batch_count: int, seed: int) -> list[list[str]]:
+    """Readings every 10 ms per sensor (nine in ten of them), each up to 40 ms off its time (out of
+    order), cut into `batch_count` batches at random places."""
+    rng = random.Random(seed)
+    lines = [f"{s},{max(0, t * 10 + rng.randint(-40, 40))},{rng.randint(-80, 80) / 4}"
+             for t in range(steps) for s in sensors if rng.random() < 0.9]
+    cuts = sorted(rng.randint(0, len(lines)) for _ in range(batch_count - 1))
+    return [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
+
+
 @pytest.mark.parametrize("delay_ms, batch_count, seed", [(0, 1, 1), (200, 3, 2), (1500, 7, 3), (0, 12, 4)])
 def test_slice_partials_cross_instead_of_readings(delay_ms, batch_count, seed):
     """A union of eight sensors too heavy for one partition, read by windows only: the sensors on
@@ -139,11 +149,7 @@ def test_slice_partials_cross_instead_of_readings(delay_ms, batch_count, seed):
     text += "A = avg(U, 1000, 500);\nM = max(U, 2000, 500);\nN = min(U, 1500, 500);\n"
     text += "C = count(U, 1000, 1000);\nT = sum(U, 3000, 1000);\nD = M - A;\n"
     scripts = {"wide": text}
-    rng = random.Random(seed)
-    lines = [f"{s},{max(0, t * 10 + rng.randint(-40, 40))},{rng.randint(-80, 80) / 4}"
-             for t in range(400) for s in sensors if rng.random() < 0.9]
-    cuts = sorted(rng.randint(0, len(lines)) for _ in range(batch_count - 1))
-    batches = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
+    batches = _jittered_batches(sensors, 400, batch_count, seed)
     rows, late, plan = run_local(scripts, batches, delay_ms, partitions=3)
     crossing = [c for c in plan.partitions.crossings if c.kind == "partials"]
     assert crossing and all(c.into == ("union:" + plan.graph.node(c.target).id.split(":")[1],) for c in crossing)
@@ -167,11 +173,7 @@ def test_one_set_of_slice_partials_serves_several_streams(delay_ms, batch_count,
     text += "W = union(" + ", ".join(sensors[2:]) + ");\nC = sum(W, 3000, 1500);\nN = count(W, 1500, 1500);\n"
     text += "X = union(" + ", ".join(sensors[3:]) + ");\nE = max(X, 1200, 400);\n"
     scripts = {"wide": text}
-    rng = random.Random(seed)
-    lines = [f"{s},{max(0, t * 10 + rng.randint(-40, 40))},{rng.randint(-80, 80) / 4}"
-             for t in range(600) for s in sensors if rng.random() < 0.9]
-    cuts = sorted(rng.randint(0, len(lines)) for _ in range(batch_count - 1))
-    batches = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
+    batches = _jittered_batches(sensors, 600, batch_count, seed)
     rows, late, plan = run_local(scripts, batches, delay_ms, partitions=3)
     firsts, seconds = programs(plan)
     forwards = {(f.dest, f.node): f for q in firsts for f in q.forwards if f.partials}
