@@ -17,6 +17,7 @@ from sensorscript.codegen.buckets import bucket_keys
 from sensorscript.codegen.program import programs
 from sensorscript.graph.nodes import SENSOR, ScriptLines
 from sensorscript.parser.printer import format_ms
+from sensorscript.partition.partials import cut_text
 from sensorscript.partition.plan import Plan
 from sensorscript.resources import templates_folder
 from sensorscript.runtime.plan import program as rt
@@ -186,17 +187,12 @@ def _forward_entry(f: rt.Forward, label: dict[str, str], served: dict[tuple[int,
         return {"code": f"p.Forward({_literal(f.node)}, {f.dest}, {f.code})", "above": False,
                 "comment": f"{label[f.node]} to partition {f.dest}'s second stage"}
     plans = "".join(f"            {_slices_code(s)},\n" for s in f.partials)
-    what = "; ".join(f"{', '.join(s.partials)} per {_cut_text(s)} for {', '.join(label[x] for x in streams)}"
+    what = "; ".join(f"{', '.join(s.partials)} per {cut_text(s.period, s.offsets)} for {', '.join(label[x] for x in streams)}"
                      for s, streams in zip(f.partials, served[f.dest, f.node]))
     return {"code": f"p.Forward({_literal(f.node)}, {f.dest}, {f.code}, partials=(\n{plans}        ))",
             "above": True,
             "comment": f"{label[f.node]} to partition {f.dest}'s second stage as slice partials, not "
                        f"readings: {what}"}
-
-
-def _cut_text(s: rt.Slices) -> str:
-    return (f"{format_ms(s.period)} slice" if len(s.offsets) == 1 else
-            f"slice cut at {', '.join(format_ms(o) for o in s.offsets)} of every {format_ms(s.period)}")
 
 
 def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", watermark: str = "fixed:0",

@@ -13,7 +13,7 @@ from sensorscript.cep.plan import describe as pattern_lines
 from sensorscript.errors import SensorScriptError, error
 from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW, Node, ScriptLines
 from sensorscript.parser.printer import format_ms
-from sensorscript.partition.partials import cuts_for
+from sensorscript.partition.partials import cut_text, cuts_for
 from sensorscript.partition.plan import Plan
 
 # How many of a summary's items are shown, and how many of the workflows sharing a computation.
@@ -80,11 +80,8 @@ def _forward_text(plan: Plan, edges: list) -> str:
     what = {"raw": "readings", "derived": "derived tuples"}.get(first.kind, first.kind)
     if first.into:  # slice partials instead of the readings (partition/partials.py)
         frequency = plan.frequencies[placed.node(first.source).sensor_id]
-        of = "; ".join(f"{', '.join(cut.partials)} per "
-                       + (f"{format_ms(cut.period_ms)} slice" if cut.offsets_ms == (0,) else
-                          f"slice cut at {len(cut.offsets_ms)} points of every {format_ms(cut.period_ms)}")
-                       + " for " + named(['the sensor' if s == first.source else _stream_name(placed, s)
-                                         for s in cut.streams], 4)
+        of = "; ".join(f"{', '.join(cut.partials)} per {cut_text(cut.period_ms, cut.offsets_ms)} for "
+                       + named(['the sensor' if s == first.source else _stream_name(placed, s) for s in cut.streams], 4)
                        for cut in cuts_for(first.into, plan.slices, frequency))
         what = f"slice partials instead of {frequency * 60:,g} readings ({of})"
     return (f"{_stream_name(placed, first.source)}, partition {first.from_partition} -> {first.to_partition}: "

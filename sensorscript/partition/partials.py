@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from sensorscript.graph.graph import Graph
 from sensorscript.graph.nodes import SENSOR, UNION, WINDOW
 from sensorscript.graph.slicing import SlicePlan
+from sensorscript.parser.printer import format_ms
 from sensorscript.partition.greedy import PARTIALS, Crossing
 
 
@@ -63,6 +64,13 @@ class Cut:
     def rate(self, frequency: float) -> float:
         """Tuples per second: a slice without a reading sends none, so never more than the readings."""
         return len(self.partials) * min(len(self.offsets_ms) * 1000 / self.period_ms, frequency)
+
+
+def cut_text(period_ms: int, offsets_ms: tuple[int, ...]) -> str:
+    """One slice of a cut of partials, in words (plan.txt, job.py): `10s slice`, or for a cut of
+    several points (a finer common cut may have thousands) `slice cut at 6 points of every 1min`."""
+    return (f"{format_ms(period_ms)} slice" if len(offsets_ms) == 1 else
+            f"slice cut at {len(offsets_ms)} points of every {format_ms(period_ms)}")
 
 
 MAX_CUTS_PER_PERIOD = 4096  # a finer cut of several would need more: they stay apart

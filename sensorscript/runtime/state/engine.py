@@ -193,12 +193,14 @@ def slices_partials(forwards: list[tuple[Tuples, tuple[p.Slices, ...]]]) -> list
             for k, plan in enumerate(plans):
                 users.setdefault((plan.period, plan.offsets, plan.partials), []).append((i, k))
     sent: list[dict[int, Tuples]] = [{} for _ in forwards]  # per forward: plan k -> its partials
-    for (period, offsets, partials), using in users.items():
+    for using in users.values():
+        cut = forwards[using[0][0]][1][using[0][1]]  # the first user's plan: all of them cut alike
+        partials = cut.partials
         parts = [forwards[i][0] for i, _ in using]
         owner = np.repeat(np.arange(len(using), dtype=np.int64), [len(t) for t in parts])
         ts = np.concatenate([t.ts for t in parts])
         value = np.concatenate([t.value for t in parts])
-        index = slice_of(ts, p.Slices("", period, offsets, partials))
+        index = slice_of(ts, cut)
         same_owner = owner[1:] == owner[:-1]
         if (same_owner & (index[1:] < index[:-1])).any():  # readings mostly arrive in time order
             order = np.lexsort((index, owner))  # stable: by forward, then by slice
