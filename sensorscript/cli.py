@@ -231,7 +231,7 @@ def compile_command(files, out, sensors, partitions, epsilon, naive, operators, 
     click.echo(f"compiled {len(plan.graph.workflows)} workflow(s) into {compiled.out}/: "
                f"{len(plan.graph)} nodes ({len(plan.graph.shared())} shared), {plan.partitions.count} partitions, "
                f"balance {plan.partitions.balance:.3f}, {cost.ours:,.0f} tuples/min cross the network "
-               f"(lower bound {cost.lower_bound:,.0f})")
+               f"(lower bound {cost.lower_bound:,.0f}; {cost.summed:,.0f} with stage 0 sending slice partials)")
     for name in sorted(p.name for p in compiled.out.iterdir() if p.is_file()):
         click.echo(f"  {compiled.out / name}")
     if timings:
@@ -631,7 +631,8 @@ def report(files, sensors, partitions, epsilon, out, data, no_naive_run, sweep_s
                + (f" lines ({given.naive_per_script:.1f}x the script)" if given.naive_per_script
                   else " lines" if given.naive else ""))
     cost = built.cost
-    click.echo(f"network: {cost.ours:,.0f} tuples/min under our plan, lower bound {cost.lower_bound:,.0f}; "
+    click.echo(f"network: {cost.ours:,.0f} tuples/min under our plan, lower bound {cost.lower_bound:,.0f}, "
+               f"{cost.summed:,.0f} with stage 0 sending slice partials; "
                f"hashing by sensor id {cost.naive_sensor_hash:,.0f} ({cost.versus('sensor')}), "
                f"hashing by workflow {cost.naive_workflow_hash:,.0f} ({cost.versus('workflow')})")
     click.echo(f"report: {md}  page: {page}")

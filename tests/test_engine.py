@@ -21,9 +21,10 @@ from tests.strategies import workflows_and_lines
 
 
 def run_local(scripts: dict[str, str], batches: list[list[str]], delay_ms: int = 0, partitions: int = 1,
-              by_sensor: bool = False):
+              by_sensor: bool = False, summarise: bool = False, runs: list | None = None):
     """The compiled job's stages without Spark (or, `by_sensor`, the same workflows under the
-    naive placement hash by sensor id); returns (rows, late, plan)."""
+    naive placement hash by sensor id); returns (rows, late, plan). `summarise`: stage 0 sends slice
+    partials where it can (runtime/state/summaries.py); `runs` gets the LocalRun."""
     loaded = load([f"{n}.ss" for n in scripts], texts={f"{n}.ss": t for n, t in scripts.items()})
     plan = make_plan(loaded.workflows, None, partitions)
     codes = plan.codes
@@ -31,7 +32,9 @@ def run_local(scripts: dict[str, str], batches: list[list[str]], delay_ms: int =
         first, *later = by_sensor_stages(plan)
         run = LocalRun(first, later[0] if later else (None,) * partitions, f"fixed:{delay_ms}", tuple(later[1:]))
     else:
-        run = LocalRun(*programs(plan), watermark=f"fixed:{delay_ms}")
+        run = LocalRun(*programs(plan), watermark=f"fixed:{delay_ms}", summarise=summarise)
+    if runs is not None:
+        runs.append(run)
     rows, late = [], 0
     for index, batch in enumerate([*batches, []]):
         readings = [r for r in map(parse_line, batch) if isinstance(r, Reading) and r.sensor_id in codes]
@@ -102,12 +105,12 @@ def test_combine_latest_and_division_by_zero():
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(workflows_and_lines(), st.integers(1, 4), st.sampled_from([0, 500, 5000]), st.integers(1, 3),
-       st.randoms(use_true_random=False))
-def test_job_stages_match_reference_on_random_workflows(example, batch_count, delay_ms, partitions, rng):
+       st.randoms(use_true_random=False), st.booleans())
+def test_job_stages_match_reference_on_random_workflows(example, batch_count, delay_ms, partitions, rng, summarise):
     scripts, lines = example
     cuts = sorted(rng.randint(0, len(lines)) for _ in range(batch_count - 1))
     batches = [lines[a:b] for a, b in zip([0, *cuts], [*cuts, len(lines)])]
-    rows, late, plan = run_local(scripts, batches, delay_ms, partitions)
+    rows, late, plan = run_local(scripts, batches, delay_ms, partitions, summarise=summarise)
     expected = reference(scripts, batches, delay_ms, plan)
     same_rows(rows, expected.rows)
     assert late == expected.late
@@ -159,6 +162,35 @@ def test_slice_partials_cross_instead_of_readings(delay_ms, batch_count, seed):
     expected = reference(scripts, batches, delay_ms, plan)
     same_rows(rows, expected.rows)
     assert late == expected.late and (late > 0) == (delay_ms == 0 and batch_count > 1)
+
+
+@pytest.mark.parametrize("delay_ms, batch_count, seed, partitions",
+                         [(0, 2, 11, 1), (200, 3, 12, 2), (1500, 7, 13, 3), (0, 12, 14, 2), (40, 30, 15, 1)])
+def test_stage_0_sends_slice_partials_of_on_time_readings(delay_ms, batch_count, seed, partitions):
+    """Sensors only windows read (directly, or through unions only windows read) go from stage 0 as
+    slice partials wherever the partition's watermark and event time after the batch before say
+    they are on time and not held out (runtime/state/summaries.py); the rest, late ones included,
+    as readings. Every window, and every late count, equals the reference's over all the readings:
+    readings out of order, batches cutting slices in two, a combine and a pattern beside them."""
+    sensors = [f"S{i}" for i in range(6)]
+    text = "U = union(S0, S1, S2);\nA = avg(U, 1000, 500);\nM = max(U, 2000, 500);\n"
+    text += "B = min(S3, 1500, 500);\nC = count(S3, 1000, 1000);\nT = sum(S4, 3000, 1000);\n"
+    text += "D = M - A;\nE = S5 * 2;\nP = pattern(a: S5 -> b: S5) where b.value > a.value within 1s;\n"
+    scripts = {"w": text}
+    batches = _jittered_batches(sensors, 500, batch_count, seed)
+    runs = []
+    rows, late, plan = run_local(scripts, batches, delay_ms, partitions, summarise=True, runs=runs)
+    firsts, _ = programs(plan)
+    summed = {node for q in firsts for node in q.summed}  # (stage 1 passes a forwarded one's partials on)
+    assert summed == {f"sensor:S{i}" for i in range(5)}
+    total = sum(len(b) for b in batches)
+    assert runs[0].summed_readings > total * len(summed) // 6 // 2 * (batch_count - 1) // batch_count
+    expected = reference(scripts, batches, delay_ms, plan)
+    same_rows(rows, expected.rows)
+    assert late == expected.late and (late > 0) == (delay_ms < 100 and batch_count > 1)
+    plain, plain_late, _ = run_local(scripts, batches, delay_ms, partitions)
+    same_rows(plain, rows)
+    assert plain_late == late
 
 
 @pytest.mark.parametrize("delay_ms, batch_count, seed", [(0, 1, 5), (200, 3, 6), (0, 9, 7)])

@@ -258,9 +258,17 @@ def render_job(plan: Plan, sources: dict[str, str], out_name: str = "OUT", water
                         for node_id, names in program.outputs.items()],
             "forwards": [_forward_entry(f, label, served) for f in program.forwards],
             "merged": [{"node": _literal(node_id), "into": _literal(into),
-                        "comment": f"{label[node_id]} arrives as slice partials, added to the slices of "
-                                   f"{', '.join(label[s] for s, _ in into)}"}
+                        "comment": (f"{label[node_id]} arrives as slice partials, added to the slices of "
+                                    if program.stage > 1 else
+                                    f"{label[node_id]}: its slice partials from stage 0 go into the slices of ")
+                                   + ', '.join(label[s] for s, _ in into)}
                        for node_id, into in program.merged.items()],
+            "summed": [{"node": _literal(node_id),
+                        "plans": "".join(f"            {_slices_code(s)},\n" for s in plans),
+                        "comment": f"{label[node_id]}: stage 0 sends slice partials, not readings, where they "
+                                   f"are on time: " + "; ".join(f"{', '.join(s.partials)} per {cut_text(s.period, s.offsets)}"
+                                                                for s in plans)}
+                       for node_id, plans in program.summed.items()],
             "senders": _literal(program.senders) if program.senders else "",
             "handovers": [f"p.Handover({_literal(h.name)}, {_literal(h.old)}, {_literal(h.new)}, {h.fill}, "
                           f"{h.old_version})"

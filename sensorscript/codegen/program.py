@@ -13,36 +13,10 @@ from __future__ import annotations
 import dataclasses
 
 from sensorscript.graph.nodes import COMBINE, PATTERN, SENSOR, UNION, WINDOW
-from sensorscript.partition.partials import cheaper, cuts_for
+from sensorscript.partition.partials import sliced_for
 from sensorscript.partition.plan import Plan
+from sensorscript.partition.stages import forwarded_partials, forwards, second_stage, summed
 from sensorscript.runtime.plan import program as rt
-
-
-def second_stage(plan: Plan) -> set[str]:
-    """Nodes (of the placed graph) that read a tuple forwarded from another partition, directly or
-    through others. The pieces of one pattern on one partition go to one stage together."""
-    graph, placement = plan.placed or plan.graph, plan.partitions.node_partition
-    together: dict[tuple[str, int], list[str]] = {}
-    for pattern_id, pieces in plan.pieces.items():
-        for piece in pieces.values():
-            together.setdefault((pattern_id, placement[piece]), []).append(piece)
-    of_piece = {piece: key for key, pieces in together.items() for piece in pieces}
-    nodes = list(graph.nodes())
-    stage2: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for node in nodes:
-            if node.id in stage2:
-                continue
-            here = placement[node.id]
-            if any(placement[i] != here or i in stage2 for i in node.inputs) or \
-                    (node.id in of_piece and any(p in stage2 for p in together[of_piece[node.id]])):
-                stage2.add(node.id)
-                changed = True
-        # Inputs come before their readers: one pass is enough unless a piece can pull in one before it.
-        changed = changed and bool(of_piece)
-    return stage2
 
 
 def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | None, ...]]:
@@ -62,27 +36,20 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
     # Every edge into a stage-2 node from a stage-1 node is a forward (across partitions or not).
     forwarded: dict[int, list[str]] = {}  # destination partition -> forwarded (runtime) node ids, in order
     sends: set[tuple[int, int, str]] = set()  # (from partition, to partition, runtime node id)
-    for node in placed.nodes():
-        if node.id in stage2:
-            dest = placement[node.id]
-            for i in node.inputs:
-                if i not in stage2:
-                    if rid(i) not in forwarded.setdefault(dest, []):
-                        forwarded[dest].append(rid(i))
-                    sends.add((placement[i], dest, rid(i)))
+    for i, reader in forwards(plan, stage2):
+        dest = placement[reader]
+        if rid(i) not in forwarded.setdefault(dest, []):
+            forwarded[dest].append(rid(i))
+        sends.add((placement[i], dest, rid(i)))
     forward_code = {(dest, node_id): code for dest, ids in forwarded.items() for code, node_id in enumerate(ids)}
     # A sensor whose forwarded readings only windows read there: its slice partials go instead, where
     # fewer (partition/partials.py); the receiving stage adds them to the slices they were cut for.
-    merged: dict[tuple[int, str], tuple] = {}  # (destination, sensor) -> its cuts (partition/partials.py)
-    outputs_at = set(graph.outputs.values())
-    for dest, ids in forwarded.items():
-        for node_id in ids:  # (a runtime id: a pattern partitioned by sensor is no node of the placed graph)
-            node = placed.node(node_id) if node_id in placed else None
-            if node is not None and node.kind == SENSOR and plan.partials:
-                readers = [c for c in placed.consumers(node_id) if c in stage2 and placement[c] == dest]
-                into = cheaper(placed, node_id, readers, plan.slices, outputs_at, plan.frequencies[node.sensor_id])
-                if into:
-                    merged[dest, node_id] = cuts_for(into, plan.slices, plan.frequencies[node.sensor_id])
+    merged = forwarded_partials(plan, stage2)  # (destination, sensor) -> its cuts
+    by_stage_0 = summed(plan)  # sensor -> its cuts, stage 0's and its forwards' (subsets of them)
+    here: dict[str, tuple[str, ...]] = {}  # such a sensor -> the streams its own stage 1 cuts
+    for node_id in by_stage_0:
+        readers = [r for r in placed.consumers(node_id) if r not in stage2 and placement[r] == placement[node_id]]
+        here[node_id] = sliced_for(placed, node_id, readers, plan.slices, set(graph.outputs.values())) if readers else ()
     placed_on: list[list] = [[] for _ in range(plan.partitions.count)]
     for node in placed.nodes():
         placed_on[placement[node.id]].append(node)
@@ -97,10 +64,13 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
             slices=_slices(sliced, {n.id for n in first}, {n.id for n in first}),
             outputs={n.id: tuple(outputs[n.id]) for n in first if n.id in outputs},
             forwards=tuple(rt.Forward(node_id, dest, forward_code[dest, node_id],
-                                      partials=tuple(rt.Slices(c.streams[0], c.period_ms, c.offsets_ms, c.partials)
-                                                     for c in merged.get((dest, node_id), ())))
+                                      partials=tuple(_cut_plan(c) for c in merged.get((dest, node_id), ())))
                            for dest, ids in sorted(forwarded.items()) for node_id in ids
                            if (partition, dest, node_id) in sends),
+            merged={node_id: into for node_id, cuts in sorted(by_stage_0.items()) if placement[node_id] == partition
+                    and (into := _merged(cuts, here[node_id]))},
+            summed={node_id: tuple(_cut_plan(c) for c in cuts)
+                    for node_id, cuts in sorted(by_stage_0.items()) if placement[node_id] == partition},
         ))
         second = _runtime_nodes(plan, [n for n in mine if n.id in stage2], codes, rid, source_of)
         if not second:
@@ -108,16 +78,27 @@ def programs(plan: Plan) -> tuple[tuple[rt.Program, ...], tuple[rt.Program | Non
             continue
         sources = [rt.Sensor(node_id, graph.node(node_id).label, forward_code[partition, node_id])
                    for node_id in forwarded.get(partition, [])]
+        cut_here = _slices(sliced, {n.id for n in second} | {s.id for s in sources}, {n.id for n in second})
         seconds.append(rt.Program(
             partition=partition, stage=2,
             nodes=(*sources, *second),
-            slices=_slices(sliced, {n.id for n in second} | {s.id for s in sources}, {n.id for n in second}),
+            slices=cut_here,
             outputs={n.id: tuple(outputs[n.id]) for n in second if n.id in outputs},
             senders=tuple(sorted({sender for sender, dest, _ in sends if dest == partition})),
-            merged={node_id: tuple((stream, k) for k, cut in enumerate(cuts) for stream in cut.streams)
+            merged={node_id: _merged(cuts, {s.stream for s in cut_here})
                     for (dest, node_id), cuts in sorted(merged.items()) if dest == partition},
         ))
     return tuple(firsts), tuple(seconds)
+
+
+def _cut_plan(cut) -> rt.Slices:
+    """A cut of partials (partition/partials.py) as the runtime declares it: named by its first stream."""
+    return rt.Slices(cut.streams[0], cut.period_ms, cut.offsets_ms, cut.partials)
+
+
+def _merged(cuts, streams) -> tuple[tuple[str, int], ...]:
+    """(stream, k): each of `streams` a cut serves, from the k-th of `cuts`."""
+    return tuple((stream, k) for k, cut in enumerate(cuts) for stream in cut.streams if stream in streams)
 
 
 def _runtime_nodes(plan: Plan, placed_nodes: list, codes: dict[str, int], rid, source_of) -> tuple[rt.Node, ...]:

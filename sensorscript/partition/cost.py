@@ -1,6 +1,9 @@
 """Communication cost: tuples per minute that cross a shuffle, for our plan and the baselines.
 
 - lower bound: every referenced raw tuple crosses once (from the source to its partition);
+- ours with stage 0 summing: the same, but a sensor only windows read crosses as the slice
+  partials of their slices (partition/stages.py `summed`; the job sends them where the readings
+  are on time, once per slice and input task of a micro-batch: the model counts one per slice);
 - ours: that, plus the tuples on the edges the partitioner had to cut, once per stream and
   destination partition (the job forwards a stream to a partition once, however many
   computations there read it); a sensor read there by windows only costs its slice partials
@@ -39,6 +42,9 @@ class CommunicationCost:
     bound: float = float("inf")
     # The paper's greedy placement as it was before refinement and choice (issue #44's "old greedy").
     greedy: float = 0.0
+    # Ours with stage 0 sending slice partials instead of the readings of sensors only windows read
+    # (partition/stages.py `summed`), where they are on time: the readings' one crossing becomes theirs.
+    summed: float = 0.0
 
     def saving(self, baseline: float) -> float:
         """The fraction of the baseline's traffic our plan saves."""

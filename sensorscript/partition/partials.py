@@ -126,6 +126,22 @@ def cheaper(graph: Graph, sensor: str, readers: list[str], slices: dict[str, Sli
     return into if into and partial_rate(into, slices, frequency) < frequency else None
 
 
+def all_cuts(graph: Graph, sensor: str, slices: dict[str, SlicePlan], outputs: set[str],
+             frequency: float) -> tuple[Cut, ...] | None:
+    """The cuts of a sensor every reader of which, wherever it runs, takes slice partials (`sliced_for`
+    over all its readers), where they come to fewer tuples than its readings; else None. Stage 0 sends
+    these instead of its on-time readings (partition/stages.py), and each partition they are forwarded
+    to gets those of them that serve its streams (`serving`)."""
+    into = cheaper(graph, sensor, list(graph.consumers(sensor)), slices, outputs, frequency)
+    return cuts_for(into, slices, frequency) if into else None
+
+
+def serving(cuts: tuple[Cut, ...], into: tuple[str, ...]) -> tuple[Cut, ...]:
+    """Those of a sensor's cuts that serve any of these streams, in order."""
+    wanted = set(into)
+    return tuple(c for c in cuts if wanted.intersection(c.streams))
+
+
 def with_partials(crossings: tuple[Crossing, ...], graph: Graph, placement: dict[str, int],
                   slices: dict[str, SlicePlan], frequencies: dict[str, float],
                   outputs: set[str]) -> tuple[Crossing, ...]:
@@ -140,8 +156,11 @@ def with_partials(crossings: tuple[Crossing, ...], graph: Graph, placement: dict
         frequency = frequencies[graph.node(sensor).sensor_id]
         # Everything that reads the sensor on that partition: every such edge is cut.
         everyone = [r for r in graph.consumers(sensor) if placement[r] == dest]
-        into = cheaper(graph, sensor, everyone, slices, outputs, frequency)
-        if into:
+        cuts = all_cuts(graph, sensor, slices, outputs, frequency)  # cut once for every reader (stage 0)
+        if cuts:  # (then every reader takes partials, and those that serve these streams cost less than readings)
+            into = sliced_for(graph, sensor, everyone, slices, outputs)
+            found[sensor, dest] = (into, sum(c.rate(frequency) for c in serving(cuts, into)))
+        elif into := cheaper(graph, sensor, everyone, slices, outputs, frequency):
             found[sensor, dest] = (into, partial_rate(into, slices, frequency))
     return tuple(dataclasses.replace(c, kind=PARTIALS, into=found[key][0], rate_per_s=found[key][1])
                  if (key := (c.source, c.to_partition)) in found else c for c in crossings)

@@ -18,15 +18,24 @@ from pyspark.errors import PySparkException
 
 from sensorscript.runtime.control import failures
 from sensorscript.runtime.control.operators import run_partitions
-from sensorscript.runtime.ingest.packets import assign_partitions, control_rows
+from sensorscript.runtime.ingest import packets
+from sensorscript.runtime.ingest.packets import control_rows
 from sensorscript.runtime.ingest.source import streamed
 from sensorscript.runtime.plan.program import Job
 from sensorscript.runtime.control.run_loop import JobFailed, run
 from sensorscript.runtime.control.run_options import job_settings
 from sensorscript.runtime.control.session import SPARK_LOG, spark_session
 from sensorscript.runtime.output.sinks import check_sink
+from sensorscript.runtime.state import summaries
 
 __all__ = ["Job", "assign_partitions", "control_rows", "run_partitions", "main", "run", "spark_session"]
+
+
+def assign_partitions(inputs, job: Job):
+    """Stage 0 (runtime/ingest/packets.py): readings coded and packed per partition; where the run gave
+    the job a board of watermarks and its policies allow it, the readings of sensors only windows read
+    go as slice partials where on time (runtime/state/summaries.py)."""
+    return packets.assign_partitions(inputs, job, summarise=summaries.Summariser if summaries.usable(job) else None)
 
 
 def main(job: Job, build_query, argv: list[str] | None = None) -> int:

@@ -27,6 +27,7 @@ from sensorscript.runtime.state.cep import operators as cep  # noqa: E402
 from sensorscript.runtime.ingest.packets import CONTROL_CODE  # noqa: E402
 from sensorscript.runtime.plan import shipping  # noqa: E402
 from sensorscript.runtime.plan.program import NEG_INF, Job  # noqa: E402
+from sensorscript.runtime.state import summaries  # noqa: E402
 from sensorscript.runtime.state.tasks import FirstStage  # noqa: E402
 from sensorscript.runtime.control.later_stage import STATE_SCHEMA, LaterStageProcessor  # noqa: E402
 
@@ -99,6 +100,7 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     began = time.monotonic()
     value_state = _load(state, task)
     codes, stamps, values, rejected = [], [], [], []
+    partials: list[tuple[np.ndarray, ...]] = []  # stage 0's slice partials (runtime/state/summaries.py)
     unread = skipped = 0  # readings of sensors no workflow reads, lines the rules skip (stage 0 counted them)
     unread_newest = NEG_INF  # the newest event time among those readings
     for frame in frames:
@@ -107,8 +109,13 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
         if "unread_newest" in frame and len(frame):
             unread_newest = max(unread_newest, int(frame["unread_newest"].max()))
         packets = frame["code"].notna().to_numpy()
-        for blob, ts_blob, value_blob in zip(frame["code"][packets], frame["ts"][packets],
-                                             frame["value"][packets]):
+        part_column = frame["part"] if "part" in frame else pd.Series([None] * len(frame), dtype=object)
+        for blob, ts_blob, value_blob, part in zip(frame["code"][packets], frame["ts"][packets],
+                                                   frame["value"][packets], part_column[packets]):
+            if part is not None:
+                partials.append((np.frombuffer(blob, np.int32), np.frombuffer(ts_blob, np.int64),
+                                 np.frombuffer(value_blob, np.float64), np.frombuffer(part, np.int32)))
+                continue
             codes.append(np.frombuffer(blob, np.int32))
             stamps.append(np.frombuffer(ts_blob, np.int64))
             values.append(np.frombuffer(value_blob, np.float64))
@@ -119,7 +126,12 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     control = code == CONTROL_CODE
     good = ~control
     quarantined = sum(len(r) for r in rejected)
-    step = task.step(value_state, code[good].astype(np.int64), ts[good], value[good], bool(control.any()))
+    summed = summaries.Received.of(*(np.concatenate(c) for c in zip(*partials))) if partials else None
+    step = task.step(value_state, code[good].astype(np.int64), ts[good], value[good], bool(control.any()), summed)
+    if job.board is not None:  # the next batch's stage 0 sums what this partition will judge on time
+        query, batch = summaries.task_batch()
+        if query is not None:
+            summaries.publish(job.board, query, partition, task.entry(value_state, batch))
     if job.archive is not None:  # late policy `correct`: every reading, on time or late, kept to recompute from
         archive.write(job.archive, partition, _batch_id(), code[good], ts[good], value[good])
     step.gauges["state_bytes"] = _save(state, value_state)
@@ -133,8 +145,11 @@ def _first_stage_batch(job: Job, partition: int, task: FirstStage, frames, state
     parts.append(output.heartbeats(task.engine.program, step.heartbeat, job))
     parts.append(output.late(step.results, job, own, step.in_force))
     # `ended`: this batch carried the end of the input (the run loop stops a drained job after it).
-    seen = {"unread": unread, "skipped": skipped, "ahead": step.ahead, "ended": int(control.any())}
-    parts.append(output.counters(step.results, task.engine.program, own, job, readings=int(good.sum()),
+    # `summed`: readings that came as slice partials (`summary_rows` of them crossed the shuffle).
+    seen = {"unread": unread, "skipped": skipped, "ahead": step.ahead, "ended": int(control.any()),
+            "summed": summed.count if summed else 0, "summary_rows": summed.rows if summed else 0}
+    parts.append(output.counters(step.results, task.engine.program, own, job,
+                                 readings=int(good.sum()) + (summed.count if summed else 0),
                                  quarantined=quarantined, **{name: n for name, n in seen.items() if n}))
     # The partition's time in this batch (its readings in, the step, its state kept), to find a partition that
     # holds the job back (`sscript status`, the dashboard's /metrics).

@@ -32,6 +32,7 @@ from sensorscript.runtime.output.status import Status, results_spec
 from sensorscript.runtime.plan import retention as retaining
 from sensorscript.runtime.plan import versions
 from sensorscript.runtime.plan.program import SELECTIVITY, Job
+from sensorscript.runtime.state import summaries
 from sensorscript.runtime.state.watermark import parse_late_policy
 
 __all__ = ["JobFailed", "RunSummary", "run"]
@@ -56,6 +57,7 @@ def run(job: Job, build_query, settings: RunSettings, spark=None, echo=print) ->
     if parse_late_policy(job.late)[0] == "correct":
         job = late_corrections.archiving(job, out)
     (out / CHECKPOINT / "control").mkdir(parents=True, exist_ok=True)
+    job = summaries.with_board(job, out / CHECKPOINT / summaries.BOARD)
     spark = spark or spark_session(job, settings.master, log=out / SPARK_LOG)
     # On a cluster: its executors run the job, see OUT and the input folder (a feed's spool is in OUT).
     executors.check(spark, out, echo, () if sources.streamed(settings.input) else (str(Path(settings.input).resolve()),))

@@ -27,6 +27,9 @@ class BatchCounts:
     forward_packets: int = 0  # the rows that carried them
     matches: int = 0  # result rows of pattern streams
     cut: int = 0  # partial matches the patterns' caps cut
+    # Readings stage 0 sent as slice partials (runtime/state/summaries.py), and the rows that carried them.
+    summed: int = 0
+    summary_rows: int = 0
 
     @staticmethod
     def of(metrics, quarantined: int, results: tuple[int, int], too_late: int) -> "BatchCounts":
@@ -35,7 +38,8 @@ class BatchCounts:
             return int(sum(v for k, v in metrics.items() if k.startswith(prefix)))
 
         named = {name: int(metrics.get(name, 0)) for name in
-                 ("readings", "unread", "skipped", "late", "forwarded", "forwarded_remote", "forward_packets")}
+                 ("readings", "unread", "skipped", "late", "forwarded", "forwarded_remote", "forward_packets",
+                  "summed", "summary_rows")}
         return BatchCounts(**named, quarantined=quarantined, too_late=too_late, results=results[0],
                            division_by_zero=starting("division_by_zero:"), cut=starting("pattern_cut:"),
                            matches=results[1])

@@ -37,7 +37,7 @@ def between_batches(job: Job, number: int, settings: RunSettings, status: Status
     out = settings.out
     newer, _ = versions.load(out, number)
     newer = dataclasses.replace(settings.policies_for(newer), input_cleanup=job.input_cleanup, archive=job.archive,
-                                kafka=job.kafka)
+                                kafka=job.kafka, board=job.board)
     if (newer.partitions, newer.bucket_keys) != (job.partitions, job.bucket_keys):
         raise JobFailed(f"plan version {number} has other partitions than the running job's; "
                         f"it cannot take over its state")

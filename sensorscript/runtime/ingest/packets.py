@@ -26,18 +26,22 @@ CONTROL_CODE = -2  # the code of the end-of-input marker in a control packet
 # readings of sensors no workflow reads and the lines the rules skip (blank, the CSV header): an
 # empty packet to partition 0 carries them, with `unread_newest`, the newest event time among those
 # readings (an update that starts reading such a sensor must start after it: runtime/state/exactness.py).
+# A packet of slice partials (runtime/state/summaries.py: stage 0 sums a sensor's readings where the
+# result is the same) has `part` too: per row, which partial of which slice plan, or what else.
 PACKET_SCHEMA = ("pkey int, code binary, ts binary, value binary, raw string, reason string, unread int, "
-                 "skipped int, unread_newest long")
+                 "skipped int, unread_newest long, part binary")
 
 
-def assign_partitions(inputs, job: Job, block_bytes: int = source.BLOCK_BYTES):
+def assign_partitions(inputs, job: Job, block_bytes: int = source.BLOCK_BYTES, summarise=None):
     """What the source gives (source.read_input: files to read, or Kafka values) -> readings
     read and parsed (records.read_block) a block of at most `block_bytes` (and the rest of its last
     line) at a time, with their sensor's code and partition, packed per partition (`Packer`);
     quarantined lines go to partition 0, which writes them out. A Kafka source read with
-    --sensor-from-key adds the column `key` (source.KEY_COLUMN): each message's sensor id."""
+    --sensor-from-key adds the column `key` (source.KEY_COLUMN): each message's sensor id.
+    `summarise(job)`: what makes a task's summariser, which sums readings into slice partials where
+    the result is the same (runtime/state/summaries.py: runtime/job.py gives it; None: readings)."""
     columns = source.INPUT_COLUMNS + ((source.KEY_COLUMN,) if source.KEY_COLUMN in inputs.columns else ())
-    return inputs.select(*columns).mapInArrow(Packer(job, block_bytes), PACKET_SCHEMA)
+    return inputs.select(*columns).mapInArrow(Packer(job, block_bytes, summarise), PACKET_SCHEMA)
 
 
 def _message_lines(batch, values) -> bytes:
@@ -62,7 +66,8 @@ def control_rows(files, job: Job):
         F.lit(bytearray(np.zeros(1, np.int64).tobytes())).alias("ts"),
         F.lit(bytearray(np.zeros(1, np.float64).tobytes())).alias("value"),
         F.lit(None).cast("string").alias("raw"), F.lit(None).cast("string").alias("reason"),
-        F.lit(0).alias("unread"), F.lit(0).alias("skipped"), F.lit(NEG_INF).cast("long").alias("unread_newest"))
+        F.lit(0).alias("unread"), F.lit(0).alias("skipped"), F.lit(NEG_INF).cast("long").alias("unread_newest"),
+        F.lit(None).cast("binary").alias("part"))
 
 
 class Packer:
@@ -72,13 +77,15 @@ class Packer:
     parsing); that lookup is also the job's filter to the sensors its workflows read: the
     readings of other sensors are counted and go no further."""
 
-    def __init__(self, job: Job, block_bytes: int = source.BLOCK_BYTES):
+    def __init__(self, job: Job, block_bytes: int = source.BLOCK_BYTES, summarise=None):
         self.block_bytes = block_bytes
+        self.summarise = summarise  # job -> a summariser, made in each task (it reads the batch's board)
         items = sorted(job.sensors.items())
         self.ids = [sensor_id for sensor_id, _ in items]
         self.codes = np.array([code for _, (code, _) in items], np.int32)
         self.keys = np.array([job.bucket_keys[partition] for _, (_, partition) in items], np.int32)
         self.quarantine_key = job.bucket_keys[0]
+        self.job = job
         self.archive = job.archive  # late policy `correct`: where unread readings are kept
         # Copies (a naive placement only): sensor index -> its extra partition keys, as
         # offsets into one flat array.
@@ -102,6 +109,7 @@ class Packer:
 
         known = pa.array(self.ids, pa.string())
         kept = []  # the unread readings of this task (archived once, at its end)
+        self.summariser = self.summarise(self.job) if self.summarise is not None else None
         for batch in batches:
             paths, lengths = batch.column("path").to_pylist(), batch.column("length").to_pylist()
             for path, length in zip(paths, lengths):
@@ -128,16 +136,23 @@ class Packer:
         index = block.known[found] if unread else block.known
         ts, value = (block.ts[found], block.value[found]) if unread else (block.ts, block.value)
         code, key = self.codes[index], self.keys[index]
+        summed = []
+        if self.summariser is not None and len(code):
+            keep, summed = self.summariser(code, ts, value)
+            if not keep.all():
+                code, key, ts, value = code[keep], key[keep], ts[keep], value[keep]
         if self.copy_keys.size:
             positions, key = self._replicated(index, key)
             code, ts, value = code[positions], ts[positions], value[positions]
         order = np.argsort(key, kind="stable")
         code, key, ts, value = code[order], key[order], ts[order], value[order]
         bounds = np.flatnonzero(np.r_[True, key[1:] != key[:-1], True]) if len(key) else np.array([0])
-        packets = [(int(key[lo]), code[lo:hi].tobytes(), ts[lo:hi].tobytes(), value[lo:hi].tobytes())
+        packets = [(int(key[lo]), code[lo:hi].tobytes(), ts[lo:hi].tobytes(), value[lo:hi].tobytes(), None)
                    for lo, hi in zip(bounds[:-1], bounds[1:])]
+        packets += [(int(self.job.bucket_keys[partition]), p_code.tobytes(), p_ts.tobytes(), p_value.tobytes(),
+                     part.tobytes()) for partition, p_code, p_ts, p_value, part in summed]
         if unread or skipped:  # an empty packet to partition 0 carries the counts
-            packets.append((self.quarantine_key, b"", b"", b""))
+            packets.append((self.quarantine_key, b"", b"", b"", None))
         raw = [r.raw for r in block.rejected]
         reason = [r.reason for r in block.rejected]
         counts = np.zeros((2, len(packets) + len(raw)), np.int32)
@@ -155,6 +170,7 @@ class Packer:
             "unread": pa.array(counts[0]),
             "skipped": pa.array(counts[1]),
             "unread_newest": pa.array(newest, pa.int64()),
+            "part": pa.array([p[4] for p in packets] + [None] * len(raw), pa.binary()),
         })
 
     def _archive(self, table) -> None:

@@ -301,8 +301,13 @@ class Program:
     retiring: tuple[str, ...] = ()
     # Received streams that arrive as slice partials (Forward.partials) -> (stream, k): the streams
     # whose slices they are added to, each from the forward's k-th slice plan (its own cuts, or finer
-    # ones). Nothing else here reads them.
+    # ones). Nothing else here reads them. In stage 1: sensors here whose readings only windows read
+    # (directly, or through unions only windows read), which stage 0 sends as the slice partials of
+    # `summed` where it can (on time, below the guard: runtime/state/summaries.py), and as readings
+    # where it cannot; the partials go into the slices of these streams, the readings as any others.
     merged: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    # Stage 1: sensor node id -> the slice plans stage 0 cuts its readings into (as Forward.partials).
+    summed: dict[str, tuple[Slices, ...]] = field(default_factory=dict)
 
     def written(self, node_id: str, name: str, ts: np.ndarray, switch_at: int | None,
                 exact: dict[str, int] | None = None) -> np.ndarray | None:
@@ -380,6 +385,9 @@ class Job:
     stream_names: dict[str, dict[int, str]] = field(default_factory=dict)
     operator_files: tuple[str, ...] = ()  # Python files registering operators, relative to job.py
     version: Version = Version()
+    # Where stage 1 publishes each partition's watermark for the next batch, so that stage 0 may send
+    # slice partials instead of readings (runtime/state/summaries.py); set by the run (None: readings).
+    board: str | None = None
 
     def __reduce_ex__(self, protocol):
         """Pickled as its shipped file's name once `shipping.ship` has shipped it (what Spark sends

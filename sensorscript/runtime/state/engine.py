@@ -419,6 +419,11 @@ class Engine:
         self.retiring = frozenset(program.retiring)
         self.switch_at = switch_at
         self.sensors = {n.code: n.id for n in program.nodes if isinstance(n, p.Sensor)}
+        self.codes_of = {n.id: n.code for n in program.nodes if isinstance(n, p.Sensor) and n.id in program.summed}
+        # A forward of a sensor stage 0 sums: plan k of stage 0's partials -> the forward's plan (-1: not sent).
+        self.passed = {(f.node, f.dest): np.array([f.partials.index(c) if c in f.partials else -1
+                                                   for c in program.summed[f.node]], np.int64)
+                       for f in program.forwards if f.node in program.summed}
         self.slices = {s.stream: s for s in program.slices}
         self.windows_by_stream: dict[str, list[p.Window]] = {}
         for node in program.nodes:
@@ -523,7 +528,8 @@ class Engine:
         state.version = version.number
 
     def process(self, state: EngineState, code: np.ndarray, ts: np.ndarray, value: np.ndarray,
-                watermark: int, source: np.ndarray | None = None) -> BatchResult:
+                watermark: int, source: np.ndarray | None = None,
+                summed: tuple[np.ndarray, Tuples] | None = None) -> BatchResult:
         """One batch: readings (sensor code, ts, value) and the watermark in force for it.
 
         Readings below the watermark are late: left out and handed back (`late_readings`). (Stage 1 receives only
@@ -532,6 +538,8 @@ class Engine:
         watermark is then final and is emitted.
         `watermark` = POS_INF means the end of the input: emit everything pending.
         In a later stage `code` is the forward's input code and `source` what the tuples carry.
+        `summed` (stage 1): slice partials stage 0 made of readings on time (runtime/state/summaries.py),
+        the sensor code of each and the partials (`source`: which one, as Forward.partials').
         """
         current = max(state.watermark, watermark)
         source = code if source is None else source
@@ -566,12 +574,28 @@ class Engine:
         # common case, worked out once per batch rather than per node and input).
         whole = not (state.since or state.exact or state.dropped)
         empty = Tuples.empty()
+        summed_by_code: dict[int, Tuples] = {}
+        if summed is not None and len(summed[0]):
+            s_code, s_tuples = summed
+            order = stable_order(s_code)
+            s_code, s_tuples = s_code[order], Tuples(s_tuples.ts[order], s_tuples.value[order], s_tuples.source[order])
+            firsts = np.flatnonzero(np.diff(s_code, prepend=s_code[0] - 1))
+            for start, end in zip(firsts, [*firsts[1:], len(s_code)]):
+                summed_by_code[int(s_code[start])] = Tuples(s_tuples.ts[start:end], s_tuples.value[start:end],
+                                                            s_tuples.source[start:end])
         for node in self.program.nodes:
             if isinstance(node, p.Sensor):
                 tuples = streams.get(node.id, empty)
                 marks[node.id] = current
                 into = self.merged.get(node.id)
-                if into:  # slice partials: into the slices of the streams they were cut for, read by nothing else
+                if into and self.program.stage == 1:  # stage 0's partials of on-time readings; the rest as readings
+                    partials = summed_by_code.get(node.code)
+                    if partials is not None:
+                        for stream, k in into:
+                            kept = state.slices.setdefault(stream, SliceState())
+                            kept.cut = (self.slices[stream].period, self.slices[stream].offsets)
+                            merge_partials(kept, self.slices[stream], k, partials)
+                elif into:  # slice partials: into the slices of the streams they were cut for, read by nothing else
                     for stream, k in into:
                         kept = state.slices.setdefault(stream, SliceState())
                         kept.cut = (self.slices[stream].period, self.slices[stream].offsets)
@@ -634,7 +658,7 @@ class Engine:
         forwards = [(f, self._exact_part(state, f.node, streams[f.node])) for f in self.program.forwards]
         cut = [n for n, (f, _) in enumerate(forwards) if f.partials]  # slice partials go instead of the tuples
         for n, partials in zip(cut, slices_partials([(forwards[n][1], forwards[n][0].partials) for n in cut])):
-            forwards[n] = (forwards[n][0], partials)
+            forwards[n] = (forwards[n][0], self._passed_on(forwards[n][0], partials, summed_by_code))
         forwards = [(f, tuples) for f, tuples in forwards if len(tuples)]
         mark = min([current] + [marks[f.node] for f in self.program.forwards])
         # The rows of a handover's new computation: written from `handovers` on (Handover.cut).
@@ -643,6 +667,18 @@ class Engine:
         exact = {n: e for n, e in {**state.exact, **handovers}.items()
                  if n in self.program.outputs and {**exact_before, **handovers_before}.get(n) != e}
         return BatchResult(outputs, forwards, late, late_readings, dbz, mark, counters, exact, handovers)
+
+    def _passed_on(self, forward: p.Forward, partials: Tuples, summed_by_code: dict[int, Tuples]) -> Tuples:
+        """A forward's slice partials of this batch's readings, and those stage 0 sent of the sensor's
+        on-time readings that serve the destination (its plans are among stage 0's: renumbered)."""
+        received = summed_by_code.get(self.codes_of.get(forward.node)) if summed_by_code else None
+        if received is None:
+            return partials
+        kinds = len(p.PARTIAL_KINDS)
+        plan = self.passed[forward.node, forward.dest][received.source // kinds]
+        sent = received.take(plan >= 0)
+        sent = Tuples(sent.ts, sent.value, (plan[plan >= 0] * kinds + sent.source % kinds).astype(np.int32))
+        return Tuples.concat([partials, sent])
 
     def _handovers(self, state: EngineState) -> dict[str, int]:
         """Mode dual, as the last batch left it: each handover's new computation -> from when its rows

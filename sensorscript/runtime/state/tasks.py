@@ -20,6 +20,7 @@ import numpy as np
 
 from sensorscript.runtime.state.engine import NEG_INF, POS_INF, BatchResult, Engine, EngineState, Tuples
 from sensorscript.runtime.plan.program import Program, Sensor, Version, sender_id
+from sensorscript.runtime.state.summaries import Entry, Received, range_of, summarise, summed_sensors, usable_policies
 from sensorscript.runtime.state.watermark import Policy, parse_policy
 
 _EMPTY_I = np.empty(0, np.int64)
@@ -80,17 +81,28 @@ class FirstStage:
     def new_state(self) -> FirstStageState:
         return FirstStageState(self.engine.new_state(self.version), parse_policy(self.watermark))
 
+    def entry(self, state: FirstStageState, batch: int) -> Entry:
+        """What this partition publishes after batch `batch` for stage 0 of the next (summaries.py):
+        the watermark the next batch's readings will be judged by, and its event time."""
+        return Entry(batch, max(state.engine.watermark, state.policy.current()), state.policy.frontier.largest,
+                     state.policy.frontier.ahead_ms, self.watermark, self.version.number)
+
     def step(self, state: FirstStageState, code: np.ndarray, ts: np.ndarray, value: np.ndarray,
-             end_of_input: bool) -> Step:
-        """One batch of this partition's readings, in arrival order."""
+             end_of_input: bool, summed: Received | None = None) -> Step:
+        """One batch of this partition's readings, in arrival order, and the slice partials stage 0 made
+        of others (runtime/state/summaries.py)."""
         if getattr(state.policy, "spec", None) != self.watermark:  # a run that overrides the job's policy
             state.policy = parse_policy(self.watermark).resume(state.policy)
         if state.engine.version != self.version.number:  # the first batch after an update
             self.engine.migrate(state.engine, self.version)
         arrived = time.time()
         in_force = max(state.engine.watermark, state.policy.current())
-        results = [self.engine.process(state.engine, code, ts, value, in_force)]
-        state.policy.observe(code, ts, results[0].late)
+        if summed is not None:
+            summed.check(in_force, state.policy.frontier.largest)
+        results = [self.engine.process(state.engine, code, ts, value, in_force,
+                                       summed=None if summed is None else (summed.code, summed.tuples))]
+        state.policy.observe(code, ts, results[0].late,
+                             None if summed is None else (summed.latest_code, summed.latest_ts, summed.count))
         state.arrivals.record(state.policy.frontier.largest, arrived)
         if end_of_input:  # the watermark moves to +infinity: everything pending is emitted
             results.append(self.engine.process(state.engine, _EMPTY_I, _EMPTY_I, _EMPTY_F, POS_INF))
@@ -139,8 +151,12 @@ class LocalRun:
     """
 
     def __init__(self, firsts: tuple[Program, ...], seconds: tuple[Program | None, ...], watermark: str,
-                 later: tuple[tuple[Program | None, ...], ...] = (), version: Version = Version()):
+                 later: tuple[tuple[Program | None, ...], ...] = (), version: Version = Version(),
+                 summarise: bool = False):
+        """`summarise`: stage 0 sends slice partials where it can, as the Spark job does when its run
+        gives it a board (runtime/state/summaries.py), from each partition's entry after its last batch."""
         self.watermark = watermark
+        self.summarise = summarise
         self._tasks(firsts, seconds, later, version)
         self.first_states = [t.new_state() for t in self.firsts]
         self.later_states = [[t.new_state() if t is not None else None for t in stage] for stage in self.later]
@@ -151,6 +167,10 @@ class LocalRun:
         # A reading goes to every partition whose stage 1 reads its sensor (several, under hash by workflow).
         self.codes = [np.array([n.code for n in p.nodes if isinstance(n, Sensor)], np.int64) for p in firsts]
         self.partitions = len(firsts)
+        self.summed = summed_sensors(firsts)
+        self.entries: dict[int, Entry] = {}  # partition -> its entry after the last batch it ran
+        self.batches = 0
+        self.summed_readings = 0  # readings stage 0 sent as slice partials, so far
 
     def switch(self, firsts: tuple[Program, ...], seconds: tuple[Program | None, ...], version: Version) -> None:
         """Run another version of the plan from the next batch on, keeping the states (an update at
@@ -176,11 +196,22 @@ class LocalRun:
                 heartbeats.setdefault((forward.stage, forward.dest), {})[
                     sender_id(program.stage, program.partition, self.partitions)] = watermark
 
-        for task, state, codes in zip(self.firsts, self.first_states, self.codes):
+        received: dict[int, Received] = {}
+        if self.summarise and usable_policies(self.watermark, "log"):
+            partition_of, plans = self.summed
+            marks = {k: found for k, entry in self.entries.items()
+                     if entry.version == self.firsts[k].version.number
+                     and (found := range_of(entry, self.watermark, self.firsts[k].version)) is not None}
+            keep, rows = summarise(code, ts, value, partition_of, plans, marks)
+            code, ts, value = code[keep], ts[keep], value[keep]
+            received = {partition: Received.of(*arrays) for partition, *arrays in rows}
+            self.summed_readings += sum(r.count for r in received.values())
+        for k, (task, state, codes) in enumerate(zip(self.firsts, self.first_states, self.codes)):
             mine = np.isin(code, codes)
-            if not mine.any() and not end_of_input:
+            if not mine.any() and not end_of_input and k not in received:
                 continue  # Spark calls a partition's operator only when it has rows
-            step = task.step(state, code[mine], ts[mine], value[mine], end_of_input)
+            step = task.step(state, code[mine], ts[mine], value[mine], end_of_input, received.get(k))
+            self.entries[k] = task.entry(state, self.batches)
             for result in step.results:
                 emitted.append((task.engine.program, result))
                 send(task.engine.program, result, step.heartbeat)
@@ -193,4 +224,5 @@ class LocalRun:
                     result = task.step(state, forwarded.get(key, []), heartbeats.get(key, {}))
                     emitted.append((task.engine.program, result))
                     send(task.engine.program, result, result.mark)
+        self.batches += 1
         return emitted

@@ -84,13 +84,21 @@ class Policy:
     def current(self) -> int:
         return self.watermark
 
-    def observe(self, code: np.ndarray, ts: np.ndarray, late: int) -> None:
-        """The batch's readings in arrival order (late ones included), after the engine applied them."""
+    def observe(self, code: np.ndarray, ts: np.ndarray, late: int,
+                summed: tuple[np.ndarray, np.ndarray, int] | None = None) -> None:
+        """The batch's readings in arrival order (late ones included), after the engine applied them;
+        `summed`: readings stage 0 sent as slice partials (runtime/state/summaries.py), as each sensor's
+        latest time among them (codes, times) and how many there were: all on time, none held out."""
         previous = self.frontier.largest
-        accepted = self.frontier.advance(code, ts)
-        if len(ts):
-            self.coverage = (len(ts) - late) / len(ts)
-        self._observe(ts[accepted], previous, len(ts))
+        count = len(ts)
+        if summed is not None and len(summed[0]):
+            accepted = self.frontier.advance(np.concatenate([code, summed[0]]), np.concatenate([ts, summed[1]]))[:len(ts)]
+            count += summed[2]
+        else:
+            accepted = self.frontier.advance(code, ts)
+        if count:
+            self.coverage = (count - late) / count
+        self._observe(ts[accepted], previous, count)
         if self.frontier.largest is not None:
             self.watermark = max(self.watermark, self.frontier.largest - self.buffer_ms())
 

@@ -64,6 +64,34 @@ PARTITION_0 = p.Program(
         "window:632789e8b1": ("bridge.out_AZ",),
         "window:853219e1c2": ("bridge.out_MZ",),
     },
+    merged={
+        # 8MD1-AZ: its slice partials from stage 0 go into the slices of 8MD1-AZ
+        "sensor:8MD1-AZ": (("sensor:8MD1-AZ", 0),),
+        # 8MD2-A: its slice partials from stage 0 go into the slices of UNI
+        "sensor:8MD2-A": (("union:39f42f5fa5", 0),),
+        # 8MD3-A: its slice partials from stage 0 go into the slices of UNI
+        "sensor:8MD3-A": (("union:39f42f5fa5", 0),),
+        # 8MD4-AZ: its slice partials from stage 0 go into the slices of 8MD4-AZ
+        "sensor:8MD4-AZ": (("sensor:8MD4-AZ", 0),),
+    },
+    summed={
+        # 8MD1-AZ: stage 0 sends slice partials, not readings, where they are on time: count, sum per 5min slice
+        "sensor:8MD1-AZ": (
+            p.Slices("sensor:8MD1-AZ", 300000, (0,), ("count", "sum")),
+        ),
+        # 8MD2-A: stage 0 sends slice partials, not readings, where they are on time: count, sum per 5min slice
+        "sensor:8MD2-A": (
+            p.Slices("union:39f42f5fa5", 300000, (0,), ("count", "sum")),
+        ),
+        # 8MD3-A: stage 0 sends slice partials, not readings, where they are on time: count, sum per 5min slice
+        "sensor:8MD3-A": (
+            p.Slices("union:39f42f5fa5", 300000, (0,), ("count", "sum")),
+        ),
+        # 8MD4-AZ: stage 0 sends slice partials, not readings, where they are on time: count, sum per 5min slice
+        "sensor:8MD4-AZ": (
+            p.Slices("sensor:8MD4-AZ", 300000, (0,), ("count", "sum")),
+        ),
+    },
 )
 
 

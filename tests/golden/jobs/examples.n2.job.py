@@ -78,6 +78,30 @@ PARTITION_0 = p.Program(
         )),
         p.Forward("combine:84dccab0fe", 0, 3),  # WORST to partition 0's second stage
     ),
+    merged={
+        # 8ST1-N: its slice partials from stage 0 go into the slices of 8ST1-N
+        "sensor:8ST1-N": (("sensor:8ST1-N", 0),),
+        # 8ST2-S: its slice partials from stage 0 go into the slices of 8ST2-S
+        "sensor:8ST2-S": (("sensor:8ST2-S", 0),),
+    },
+    summed={
+        # 8AC1-Z: stage 0 sends slice partials, not readings, where they are on time: count, max, min, sum per 10s slice
+        "sensor:8AC1-Z": (
+            p.Slices("union:3437521973", 10000, (0,), ("count", "max", "min", "sum")),
+        ),
+        # 8AC2-Z: stage 0 sends slice partials, not readings, where they are on time: count, max, min, sum per 10s slice
+        "sensor:8AC2-Z": (
+            p.Slices("union:3437521973", 10000, (0,), ("count", "max", "min", "sum")),
+        ),
+        # 8ST1-N: stage 0 sends slice partials, not readings, where they are on time: count, sum per 10s slice
+        "sensor:8ST1-N": (
+            p.Slices("sensor:8ST1-N", 10000, (0,), ("count", "sum")),
+        ),
+        # 8ST2-S: stage 0 sends slice partials, not readings, where they are on time: count, sum per 10s slice
+        "sensor:8ST2-S": (
+            p.Slices("sensor:8ST2-S", 10000, (0,), ("count", "sum")),
+        ),
+    },
 )
 
 
@@ -140,6 +164,38 @@ PARTITION_1 = p.Program(
             p.Slices("union:3437521973", 10000, (0,), ("count", "max", "min", "sum")),
         )),
     ),
+    merged={
+        # 8MD1-AZ: its slice partials from stage 0 go into the slices of 8MD1-AZ
+        "sensor:8MD1-AZ": (("sensor:8MD1-AZ", 0),),
+        # 8MD2-A: its slice partials from stage 0 go into the slices of UNI
+        "sensor:8MD2-A": (("union:39f42f5fa5", 0),),
+        # 8MD3-A: its slice partials from stage 0 go into the slices of UNI
+        "sensor:8MD3-A": (("union:39f42f5fa5", 0),),
+        # 8MD4-AZ: its slice partials from stage 0 go into the slices of 8MD4-AZ
+        "sensor:8MD4-AZ": (("sensor:8MD4-AZ", 0),),
+    },
+    summed={
+        # 8AC3-Z: stage 0 sends slice partials, not readings, where they are on time: count, max, min, sum per 10s slice
+        "sensor:8AC3-Z": (
+            p.Slices("union:3437521973", 10000, (0,), ("count", "max", "min", "sum")),
+        ),
+        # 8MD1-AZ: stage 0 sends slice partials, not readings, where they are on time: count, sum per 5min slice
+        "sensor:8MD1-AZ": (
+            p.Slices("sensor:8MD1-AZ", 300000, (0,), ("count", "sum")),
+        ),
+        # 8MD2-A: stage 0 sends slice partials, not readings, where they are on time: count, sum per 5min slice
+        "sensor:8MD2-A": (
+            p.Slices("union:39f42f5fa5", 300000, (0,), ("count", "sum")),
+        ),
+        # 8MD3-A: stage 0 sends slice partials, not readings, where they are on time: count, sum per 5min slice
+        "sensor:8MD3-A": (
+            p.Slices("union:39f42f5fa5", 300000, (0,), ("count", "sum")),
+        ),
+        # 8MD4-AZ: stage 0 sends slice partials, not readings, where they are on time: count, sum per 5min slice
+        "sensor:8MD4-AZ": (
+            p.Slices("sensor:8MD4-AZ", 300000, (0,), ("count", "sum")),
+        ),
+    },
 )
 
 

@@ -87,6 +87,16 @@ PARTITION_0 = p.Program(
         p.Forward("sensor:8TL3-N", 0, 0),  # 8TL3-N to partition 0's second stage
         p.Forward("window:d967da381d", 0, 2),  # WATER to partition 0's second stage
     ),
+    merged={
+        # 8WL3: its slice partials from stage 0 go into the slices of 8WL3
+        "sensor:8WL3": (("sensor:8WL3", 0),),
+    },
+    summed={
+        # 8WL3: stage 0 sends slice partials, not readings, where they are on time: max per 1min slice
+        "sensor:8WL3": (
+            p.Slices("sensor:8WL3", 60000, (0,), ("max",)),
+        ),
+    },
 )
 
 
