@@ -37,6 +37,12 @@ With --compare-partials (issue #44), the same workflows are compiled again with 
 (readings, never slice partials, cross partitions), and both jobs run alternated twice, each after a
 warm-up run: each one's rate, the tuples it forwarded to other partitions and its shuffles' records
 and bytes (Spark's status store), and the ratios partials / readings (the best of two each).
+With --compare-stage-0 (issue #44), the job runs a file a micro-batch (as a feed arrives), once as
+compiled (stage 0 sends the slice partials of sensors only windows read, where on time: runtime/
+state/summaries.py) and once with readings alone, alternated twice, each after a warm-up run: each
+one's rate, the readings summed, the tuples that crossed the first shuffle (readings and partials'
+rows) against the readings (the old bound: each one crosses once), and the shuffles' records and
+bytes (Spark's status store); the model's figure is plan.txt's `ours, stage 0 summing`.
 With --compare-sinks (issue #42), the job also runs with the PostgreSQL sink (a server of its own,
 scripts/postgres_server.py, durable: fsync on; its results written by the executors) and again with
 SQLite, alternated twice, and prints each one's rate (the best of two), the result rows written per
@@ -111,6 +117,9 @@ def main() -> None:
     parser.add_argument("--compare-partials", action="store_true",
                         help="also run the same workflows compiled with --no-partials (readings, never slice "
                              "partials, cross partitions), alternated: rates, tuples forwarded, shuffle bytes")
+    parser.add_argument("--compare-stage-0", action="store_true",
+                        help="also run a file a batch with stage 0 sending slice partials and with readings alone, "
+                             "alternated: rates, tuples across the first shuffle, shuffle bytes")
     parser.add_argument("--compare-sinks", action="store_true",
                         help="also run with the PostgreSQL sink (a server of its own) and SQLite, alternated")
     parser.add_argument("--cluster", type=int, default=0, metavar="WORKERS",
@@ -252,6 +261,8 @@ def bench(args, master: str) -> None:
         compare_sinks(spark, module, work, data, warm, readings)
     if args.compare_partials:
         compare_partials(args, spark, module, work, data, warm, readings)
+    if args.compare_stage_0:
+        compare_stage_0(spark, module, work, data, warm, readings)
     if args.compare_late:
         rates = {}
         for late in ("drop", "correct", "drop", "correct"):  # alternated, twice: the best of two each
@@ -307,6 +318,38 @@ def compare_partials(args, spark, module, work: Path, data: Path, warm: Path, re
     print(f"model: {raw.plan.cost.ours:,.0f} tuples/min with readings, {module_cost(work / 'out'):,.0f} with partials; "
           f"partials / readings: rate {r_s / p_s:.2f}, tuples to other partitions {p_fwd / max(r_fwd, 1):.3f}, "
           f"shuffle records {p_rec / max(r_rec, 1):.3f}, shuffle bytes {p_bytes / max(r_bytes, 1):.3f} (best of two each)")
+
+
+def compare_stage_0(spark, module, work: Path, data: Path, warm: Path, readings: int) -> None:
+    """The job a file a batch as compiled (stage 0 sums where it can) and with readings alone,
+    alternated twice (the best of two each), each after a warm-up run: rates, what crossed the first
+    shuffle, every shuffle's records and bytes, and the ratios."""
+    from sensorscript.report.shuffles import shuffled, streaming_jobs
+    from sensorscript.runtime.state.summaries import without_stage_0
+
+    jobs = {"stage-0 partials": module.JOB, "readings alone": without_stage_0(module.JOB)}
+    best: dict[str, tuple[float, int, int, int, int]] = {}
+    for kind in [*jobs, *jobs]:
+        run(jobs[kind], module.build_query, RunSettings(out=work / "warm-stage-0", input=str(warm), once=True), spark,
+            echo=lambda _: None)
+        before = streaming_jobs(spark)
+        timed = run(jobs[kind], module.build_query, RunSettings(out=work / "out-stage-0", input=str(data), once=True,
+                                                                max_files_per_trigger=1), spark, echo=lambda _: None)
+        moved = shuffled(spark, streaming_jobs(spark) - before)
+        shutil.rmtree(work / "out-stage-0", ignore_errors=True)
+        crossed = timed.readings - timed.summed + timed.summary_rows  # across the first shuffle
+        print(f"job, {kind + ':':<18} {readings / timed.seconds:>12,.0f} readings/s  ({timed.seconds:.1f} s, "
+              f"{timed.batches} batches; {timed.summed:,} of {timed.readings:,} readings summed; {crossed:,} tuples "
+              f"across the first shuffle; shuffles {moved.records:,} records, {moved.bytes / 2**20:,.1f} MiB)")
+        if kind not in best or timed.seconds < best[kind][0]:
+            best[kind] = (timed.seconds, crossed, timed.readings, moved.records, moved.bytes)
+    (p_s, p_crossed, p_readings, _, p_bytes), (r_s, r_crossed, _, _, r_bytes) = best.values()
+    model = json.loads((work / "out" / "plan.json").read_text())["cost_tuples_per_minute"]
+    print(f"stage-0 partials / readings alone: rate {r_s / p_s:.2f}, tuples across the first shuffle "
+          f"{p_crossed / max(r_crossed, 1):.3f} ({p_crossed / max(p_readings, 1):.3f} x the readings, the old bound), "
+          f"shuffle bytes {p_bytes / max(r_bytes, 1):.3f} (best of two each); model: "
+          f"{model['ours_stage_0_partials'] / model['lower_bound']:.3f} x the bound (one set of partials per slice; "
+          f"the job sends one per slice, block read and batch, and every reading of a batch before the first)")
 
 
 def module_cost(out: Path) -> float:
