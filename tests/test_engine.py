@@ -193,6 +193,17 @@ def test_stage_0_sends_slice_partials_of_on_time_readings(delay_ms, batch_count,
     assert plain_late == late
 
 
+def test_a_union_that_repeats_a_sensor_takes_its_readings_twice_not_its_partials_once():
+    """union(S1, S1) passes each reading of S1 twice (a multiset union): one set of slice partials
+    would count it once, so such a sensor goes as readings (found in review)."""
+    scripts = {"w": "U = union(S1, S1);\nC = sum(U, 1s, 1s);\nA = avg(S2, 1s, 1s);\n"}
+    batches = _jittered_batches(["S1", "S2"], 600, 4, 21)
+    runs = []
+    rows, late, plan = run_local(scripts, batches, 100, 1, summarise=True, runs=runs)
+    assert {n for q in programs(plan)[0] for n in q.summed} == {"sensor:S2"}  # S1 goes as readings
+    same_rows(rows, reference(scripts, batches, 100, plan).rows)
+
+
 @pytest.mark.parametrize("delay_ms, batch_count, seed", [(0, 1, 5), (200, 3, 6), (0, 9, 7)])
 def test_one_set_of_slice_partials_serves_several_streams(delay_ms, batch_count, seed):
     """Four unions over the same heavy sensors, read by windows only: U and V are cut alike (500 ms)

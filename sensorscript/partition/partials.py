@@ -41,6 +41,8 @@ def sliced_for(graph: Graph, sensor: str, readers: list[str], slices: dict[str, 
     into = set()
     for reader in readers:
         node = graph.node(reader)
+        if node.inputs.count(sensor) > 1:  # union(S, S): each reading twice, which one set of partials is not
+            return None
         if node.kind == WINDOW:
             into.add(sensor)
         elif (node.kind == UNION and reader not in outputs and reader in slices

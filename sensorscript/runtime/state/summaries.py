@@ -73,9 +73,10 @@ BOARD = "watermarks"  # the board's folder, in OUT/checkpoint
 
 
 def with_board(job: p.Job, folder: Path) -> p.Job:
-    """The job with its board (a run's), where its stage 0 may send partials (`usable`)."""
-    found = dataclasses.replace(job, board=str(folder.resolve()))
-    return found if usable(found) else job
+    """The job with its board (a run's). Every run publishes on it, whether its stage 0 sums or not
+    (`usable`): an entry a run under other policies left behind would otherwise be the newest one a
+    later run finds, and older than the state it would stand for."""
+    return dataclasses.replace(job, board=str(folder.resolve()))
 
 
 def without_stage_0(job: p.Job) -> p.Job:
@@ -101,10 +102,16 @@ def usable(job: p.Job) -> bool:
 def summed_sensors(first_stage) -> tuple[np.ndarray, dict[int, tuple[p.Slices, ...]]]:
     """(sensor code -> the partition stage 0 may sum its readings for, or -1; code -> its slice
     plans) from the stage-1 programs."""
-    # (Not under an update in mode dual: its old computations read readings.)
+    # (Not under an update in mode dual: its old computations read readings; nor a sensor whose readings
+    # go to several partitions, as the naive placement hash by workflow copies them.)
+    homes: dict[int, int] = {}
+    for program in first_stage:
+        for node in program.nodes:
+            if isinstance(node, p.Sensor):
+                homes[node.code] = homes.get(node.code, 0) + 1
     sensors = [(node.code, program.partition, program.summed[node.id]) for program in first_stage
                if not program.retiring for node in program.nodes
-               if isinstance(node, p.Sensor) and node.id in program.summed]
+               if isinstance(node, p.Sensor) and node.id in program.summed and homes[node.code] == 1]
     partition = np.full(max((code + 1 for code, _, _ in sensors), default=0), -1, np.int64)
     for code, where, _ in sensors:
         partition[code] = where
@@ -199,7 +206,8 @@ def summarise(code: np.ndarray, ts: np.ndarray, value: np.ndarray, partition_of:
     keep = np.ones(len(code), bool)
     if not marks or not len(code) or not len(partition_of):
         return keep, []
-    where = np.where(code < len(partition_of), partition_of[np.minimum(code, len(partition_of) - 1)], -1)
+    where = np.where((code >= 0) & (code < len(partition_of)),
+                     partition_of[np.clip(code, 0, len(partition_of) - 1)], -1)
     lowest = np.full(len(code), p.POS_INF, np.int64)
     highest = np.full(len(code), p.NEG_INF, np.int64)
     for partition, (low, high, _, _) in marks.items():
