@@ -170,15 +170,11 @@ class Summariser:
         if query is not None:
             for partition in sorted(set(self.partition[self.partition >= 0].tolist())):
                 entry = read_board(self.job.board, query, partition, batch)
-                found = self.range_of(entry) if entry is not None else None
+                found = range_of(entry, self.job.watermark, self.job.version) if entry is not None else None
                 if found is not None:
                     marks[partition] = found
         return marks
 
-    def range_of(self, entry: Entry) -> tuple[int, int, int, int] | None:
-        if entry.version != self.job.version.number:
-            return None
-        return range_of(entry, self.job.watermark, self.job.version)
 
     def __call__(self, code: np.ndarray, ts: np.ndarray, value: np.ndarray):
         """(the readings that still go as readings, [(partition, code, ts, value, part) per partition])."""
@@ -188,9 +184,9 @@ class Summariser:
 
 
 def range_of(entry: Entry, watermark: str, version: p.Version) -> tuple[int, int, int, int] | None:
-    """(lowest, highest ts to sum, the watermark and N assumed) under an entry of this policy
-    (None: readings). Computations an update started read from the switch on: nothing before it."""
-    if entry.spec != watermark or entry.largest is None:
+    """(lowest, highest ts to sum, the watermark and N assumed) under an entry of this policy and
+    version of the plan (None: readings). Computations an update started read from the switch on: nothing before it."""
+    if entry.spec != watermark or entry.version != version.number or entry.largest is None:
         return None
     lowest = entry.watermark if version.switch_at is None else max(entry.watermark, version.switch_at)
     return lowest, entry.largest + entry.ahead_ms, entry.watermark, entry.largest

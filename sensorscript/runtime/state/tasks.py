@@ -200,8 +200,7 @@ class LocalRun:
         if self.summarise and usable_policies(self.watermark, "log"):
             partition_of, plans = self.summed
             marks = {k: found for k, entry in self.entries.items()
-                     if entry.version == self.firsts[k].version.number
-                     and (found := range_of(entry, self.watermark, self.firsts[k].version)) is not None}
+                     if (found := range_of(entry, self.watermark, self.firsts[k].version)) is not None}
             keep, rows = summarise(code, ts, value, partition_of, plans, marks)
             code, ts, value = code[keep], ts[keep], value[keep]
             received = {partition: Received.of(*arrays) for partition, *arrays in rows}
