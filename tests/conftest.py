@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import costs
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "workflows").glob("*.ss"))
 
@@ -54,6 +56,7 @@ GOLDEN = ROOT / "tests" / "golden"
 
 
 def pytest_addoption(parser):
+    costs.add_options(parser)
     parser.addoption("--update-golden", action="store_true",
                      help="rewrite the golden files under tests/golden/ from the current output")
 
@@ -82,6 +85,10 @@ def golden(request):
 # test_cluster_hosts.py.
 NETWORK_GROUP = {"test_hosts.py", "test_cluster_hosts.py", "test_dashboard.py", "test_dashboard_auth.py",
                  "test_scripts.py"}
+
+
+def pytest_configure(config):
+    costs.register(config)  # where the suite's time goes, printed at the end of every run (tests/costs.py)
 
 
 def pytest_collection_modifyitems(config, items):
