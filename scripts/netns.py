@@ -46,6 +46,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sensorscript.dashboard.browser import network_lock
 from sensorscript.hosts import Place
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,10 +140,12 @@ class Host:
 
     def cut(self) -> None:
         """Its link down: no packet in or out until `restore` (a cable pulled)."""
-        subprocess.run(["ip", "link", "set", self.veth, "down"], check=True)
+        with network_lock(exclusive=True):  # the machine's links change: no browser is running meanwhile
+            subprocess.run(["ip", "link", "set", self.veth, "down"], check=True)
 
     def restore(self) -> None:
-        subprocess.run(["ip", "link", "set", self.veth, "up"], check=True)
+        with network_lock(exclusive=True):
+            subprocess.run(["ip", "link", "set", self.veth, "up"], check=True)
 
     def kill(self) -> None:
         """Every process on this host SIGKILLed, as a machine that died (its namespaces stay, empty
@@ -180,11 +183,14 @@ class Hosts:
         return self.hosts[name]
 
     def __enter__(self) -> "Hosts":
-        try:
-            self._make()
-        except BaseException:
-            self.close()
-            raise
+        # The machine's addresses and links change while hosts are made and removed: no browser runs
+        # meanwhile (chromium fails its requests in flight then; sensorscript/dashboard/browser.py).
+        with network_lock(exclusive=True):
+            try:
+                self._make()
+            except BaseException:
+                self._close()
+                raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -246,6 +252,10 @@ class Hosts:
     def close(self) -> None:
         """Every host's processes killed, its namespace and links removed; the shared folder too
         when these hosts made it."""
+        with network_lock(exclusive=True):
+            self._close()
+
+    def _close(self) -> None:
         for host in self.hosts.values():
             for process in host.started:
                 with contextlib.suppress(ProcessLookupError):

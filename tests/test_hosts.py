@@ -121,6 +121,50 @@ def test_everything_is_removed_even_when_the_test_fails():
     assert not shared.exists()
 
 
+def test_hosts_change_the_network_only_while_no_browser_runs(monkeypatch):
+    """Making, cutting, restoring and removing hosts changes this machine's addresses and links, which
+    fails a browser's requests in flight (net::ERR_NETWORK_CHANGED): each holds the network lock
+    exclusively, which every browser holds shared for its life (sensorscript/dashboard/browser.py)."""
+    import fcntl
+
+    from sensorscript.dashboard.browser import NETWORK_LOCK, network_lock
+
+    need(why_not(), "the tests of hosts (network namespaces)")
+
+    def browser_could_start() -> bool:
+        with open(NETWORK_LOCK, "a") as other:  # another open file: what another process would try
+            try:
+                fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(other, fcntl.LOCK_UN)
+            return True
+
+    seen = []  # (what changed the network, whether a browser could have started meanwhile)
+    for name in ("_make", "_close"):
+        def probe(self, real=getattr(Hosts, name), name=name):
+            seen.append((name, browser_could_start()))
+            real(self)
+        monkeypatch.setattr(Hosts, name, probe)
+
+    def run(argv, *args, real=subprocess.run, **kwargs):
+        if argv[:2] == ["ip", "link"] and argv[2:3] in (["add"], ["set"], ["del"]):
+            seen.append((" ".join(argv[1:4]), browser_could_start()))
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    with Hosts(("w1",)) as made:
+        made["w1"].cut()
+        made["w1"].restore()
+        veth = made["w1"].veth
+    assert [w for w, _ in seen][0] == "_make" and "_close" in [w for w, _ in seen], seen
+    assert f"link set {veth}" in [w for w, _ in seen], seen  # the cut and the restore
+    assert [w for w, could in seen if could] == [], seen
+    assert browser_could_start()
+    with network_lock(exclusive=False):  # a browser's: other browsers run beside it
+        assert browser_could_start()
+
+
 def test_what_a_killed_test_left_is_swept():
     need(why_not(), "the tests of hosts (network namespaces)")
     stale = f"{PREFIX}4194399x0-w1"  # above the kernel's largest process id: its test is gone

@@ -4,11 +4,29 @@ chromium driven by Playwright (the dev extras), never a browser Playwright would
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import shutil
 from pathlib import Path
 
 CHROMIUM_ARGUMENTS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                       "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+# Held shared by every browser for its life, and exclusively by whatever changes this machine's network
+# (scripts/netns.py, while it makes, cuts, restores or removes test hosts' links): chromium fails the
+# requests it has in flight when an address or a link of the machine changes (net::ERR_NETWORK_CHANGED).
+NETWORK_LOCK = Path("/tmp/sscript-network.lock")
+
+
+@contextlib.contextmanager
+def network_lock(exclusive: bool):
+    """The machine's network held steady (shared) or changed by us alone (exclusive)."""
+    with open(NETWORK_LOCK, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 def chromium_path() -> str | None:
@@ -34,7 +52,7 @@ def chromium(width: int = 1400, height: int = 1000, login: tuple[str, str] | Non
     user and password it answers a basic auth challenge with."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as driver:
+    with network_lock(exclusive=False), sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGUMENTS)
         try:
             credentials = {"username": login[0], "password": login[1]} if login else None
