@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Set everything up, then run the whole test suite (real Spark, local[2]) on two workers: the tests of
 # the suite's one SparkSession on one, the others a file at a time beside them (tests/conftest.py).
-# Arguments go to pytest (`-n 0` runs everything in one process).
+# `--quick` first: the quick tier alone, every test that needs no JVM and no server (docs/TESTING.md).
+# Other arguments go to pytest (`-n 0` runs everything in one process). At the end pytest prints the
+# costliest test files (tests/costs.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+if [ "${1:-}" = --quick ]; then
+    shift
+    exec .venv/bin/python -m pytest -n 2 --dist loadgroup -m "not server" "$@"
+fi
 # The suite's JVMs live seconds: compiled by C1 alone and with the serial collector they cost about
 # 40 % less CPU (a Spark smoke run: 45 -> 27 CPU seconds), which on 2 cores is the suite's time; and
 # Spark's driver classes mapped from a class-data-sharing archive (scripts/jvm_archive.py, made once

@@ -79,26 +79,40 @@ def golden(request):
 
 
 # Files whose tests make test hosts (a bridge with an address and veth pairs on this machine: scripts/
-# netns.py) or drive chromium: one worker runs them one after another. A bridge coming up changes this
-# machine's addresses, and chromium then fails its requests in flight (net::ERR_NETWORK_CHANGED), which
-# a browser test reports as errors: the CI of 1ac26d6 failed so once, test_dashboard.py beside
-# test_cluster_hosts.py.
-NETWORK_GROUP = {"test_hosts.py", "test_cluster_hosts.py", "test_dashboard.py", "test_dashboard_auth.py",
+# netns.py) or drive chromium. A bridge coming up changes this machine's addresses, and chromium then
+# fails its requests in flight (net::ERR_NETWORK_CHANGED; the CI of 1ac26d6 failed so once): they no
+# longer meet, as a browser holds a lock shared that test hosts take exclusively while they change the
+# network (sensorscript/dashboard/browser.py), so they may run on both workers at once.
+NETWORK_FILES = {"test_hosts.py", "test_cluster_hosts.py", "test_dashboard.py", "test_dashboard_auth.py",
                  "test_scripts.py"}
-
 
 def pytest_configure(config):
     costs.register(config)  # where the suite's time goes, printed at the end of every run (tests/costs.py)
 
 
+# The tiers (docs/TESTING.md): a test that needs a JVM or a server (Spark, a broker, a database, a
+# browser, test hosts) is marked `server`, and the quick tier (scripts/test.sh --quick) runs the others.
+# A test is marked by the fixtures it uses, by its file, or by hand (pytest.mark.server); one that starts
+# a server unmarked fails (tests/costs.py), so the quick tier cannot quietly grow slow.
+SERVER_FIXTURES = {"spark", "kafka", "broker", "postgres", "postgres_server", "browser_here", "hosts", "cluster"}
+SERVER_MARKS = {"spark", "cluster", "server"}
+SERVER_FILES = NETWORK_FILES
+
+
+def needs_server(item) -> bool:
+    return (bool(SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))) or item.path.name in SERVER_FILES
+            or any(item.get_closest_marker(mark) for mark in SERVER_MARKS))
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (scripts/test.sh runs two workers, `--dist loadgroup`): every test of the
-    suite's one SparkSession runs on one worker, so that a run has one session, and the other tests
-    go a file at a time (a module's fixtures, a cluster or a compiled fleet, are made once), but those
-    of NETWORK_GROUP's files all on one worker."""
+    """Marks `server` (see SERVER_FIXTURES). Under pytest-xdist (scripts/test.sh runs two workers,
+    `--dist loadgroup`): every test of the suite's one SparkSession runs on one worker, so that a run
+    has one session, and the other tests go a file at a time (a module's fixtures, a cluster or a
+    compiled fleet, are made once)."""
     for item in items:
-        group = ("spark-session" if "spark" in getattr(item, "fixturenames", ())
-                 else "hosts-and-browsers" if item.path.name in NETWORK_GROUP else item.path.name)
+        if needs_server(item):
+            item.add_marker(pytest.mark.server)
+        group = "spark-session" if "spark" in getattr(item, "fixturenames", ()) else item.path.name
         item.add_marker(pytest.mark.xdist_group(group))
 
 

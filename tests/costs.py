@@ -28,8 +28,15 @@ except ImportError:  # a development tool (pyproject's dev extra); without it on
     psutil = None
 
 LOOK = 0.2  # seconds between two looks at the process tree
+# Processes that make a test one of the full tier's (marked `server`, tests/conftest.py): a JVM (Spark,
+# Kafka, Hadoop), a database, a broker, a browser, a proxy, a monitoring server.
+SERVERS = frozenset({"java", "postgres", "mosquitto", "chromium", "chrome", "headless_shell", "nginx", "prometheus",
+                     "alertmanager"})
 SPARK_APPS = ("org.apache.spark.deploy.SparkSubmit", "org.apache.spark.deploy.master.Master",
               "org.apache.spark.deploy.worker.Worker")
+
+
+SERVERS_BEFORE = pytest.StashKey[int]()
 
 
 class Watch:
@@ -40,6 +47,8 @@ class Watch:
         self.lock = threading.Lock()
         self.jvms: dict[tuple[int, float], bool] = {}  # (pid, started) -> is a Spark application
         self.live_cpu: dict[tuple[int, float], float] = {}
+        self.seen: set[tuple[int, float]] = set()
+        self.servers: list[str] = []  # the name of every server process seen, in the order they started
         self.stopped = threading.Event()
         if self.me is not None:
             threading.Thread(target=self._watch, name="suite-costs", daemon=True).start()
@@ -61,14 +70,27 @@ class Watch:
                     key = (child.pid, child.create_time())
                     times = child.cpu_times()
                     live[key] = times.user + times.system + times.children_user + times.children_system
-                    if key not in self.jvms and child.name() == "java":
-                        line = " ".join(child.cmdline())
-                        with self.lock:
-                            self.jvms[key] = any(app in line for app in SPARK_APPS)
+                    if key not in self.seen:
+                        self._new(key, child)
             except psutil.Error:
                 continue
         with self.lock:
             self.live_cpu = live
+
+    def _new(self, key: tuple[int, float], child) -> None:
+        name = child.name()
+        try:  # a server's own children (chromium's renderers, a worker's executors) are not new servers
+            spawned = child.parent().name() in SERVERS
+        except (psutil.Error, AttributeError):
+            spawned = False
+        with self.lock:
+            self.seen.add(key)
+            if name in SERVERS and not spawned:
+                self.servers.append(name)
+        if name == "java":
+            line = " ".join(child.cmdline())
+            with self.lock:
+                self.jvms[key] = any(app in line for app in SPARK_APPS)
 
     def cpu(self) -> float:
         """CPU seconds of this process, of its children that ended (and were waited for), and of those
@@ -91,33 +113,55 @@ class Costs:
     def __init__(self, config):
         self.config = config
         self.watch = Watch()
-        self.files: dict[str, dict[str, float]] = defaultdict(lambda: dict(wall=0.0, cpu=0.0, jvms=0, spark=0, tests=0))
+        self.files: dict[str, dict[str, float]] = defaultdict(Costs.row)
+        self.tests: dict[str, dict[str, float]] = defaultdict(Costs.row)  # the same by test, for --costs-json
+
+    @staticmethod
+    def row() -> dict[str, float]:
+        return dict(wall=0.0, cpu=0.0, jvms=0, spark=0, tests=0)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
         started, cpu = time.monotonic(), self.watch.cpu() if psutil else 0.0
         jvms, spark = self.watch.counts()
+        item.stash[SERVERS_BEFORE] = len(self.watch.servers)
         yield
-        row = self.files[Path(str(item.path)).name]
-        row["wall"] += time.monotonic() - started
+        cost = dict(wall=time.monotonic() - started, cpu=0.0, jvms=0, spark=0, tests=1)
         if psutil:
-            row["cpu"] += self.watch.cpu() - cpu
             now_jvms, now_spark = self.watch.counts()
-            row["jvms"] += now_jvms - jvms
-            row["spark"] += now_spark - spark
-        row["tests"] += 1
+            cost.update(cpu=self.watch.cpu() - cpu, jvms=now_jvms - jvms, spark=now_spark - spark)
+        for row in (self.files[Path(str(item.path)).name], self.tests[item.nodeid]):
+            for key, value in cost.items():
+                row[key] += value
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """A test not marked `server` that started a JVM or a server fails at its teardown: the quick
+        tier (`-m "not server"`) must hold only tests that need none."""
+        outcome = yield
+        report = outcome.get_result()
+        if call.when != "teardown" or self.watch.me is None or item.get_closest_marker("server"):
+            return
+        self.watch.look()
+        started = self.watch.servers[item.stash.get(SERVERS_BEFORE, len(self.watch.servers)):]
+        if started and report.passed:
+            report.outcome = "failed"
+            report.longrepr = (f"{item.nodeid} started {', '.join(sorted(set(started)))} but is not marked `server`, so "
+                               f"the quick tier would run it: mark it (pytest.mark.server, or a fixture of "
+                               f"SERVER_FIXTURES in tests/conftest.py)")
 
     def pytest_sessionfinish(self, session):
         self.watch.stopped.set()
         if hasattr(self.config, "workeroutput"):  # an xdist worker: the controller prints
-            self.config.workeroutput["sscript_costs"] = json.dumps(self.files)
+            self.config.workeroutput["sscript_costs"] = json.dumps({"files": self.files, "tests": self.tests})
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error):
-        for name, row in json.loads(getattr(node, "workeroutput", {}).get("sscript_costs", "{}")).items():
-            mine = self.files[name]
-            for key, value in row.items():
-                mine[key] += value
+        sent = json.loads(getattr(node, "workeroutput", {}).get("sscript_costs", "{}"))
+        for kind, mine in (("files", self.files), ("tests", self.tests)):
+            for name, row in sent.get(kind, {}).items():
+                for key, value in row.items():
+                    mine[name][key] += value
 
     def pytest_terminal_summary(self, terminalreporter):
         if hasattr(self.config, "workeroutput") or not self.files:
@@ -125,7 +169,8 @@ class Costs:
         rows = sorted(self.files.items(), key=lambda kv: -kv[1]["wall"])
         path = self.config.getoption("--costs-json")
         if path:
-            Path(path).write_text(json.dumps(dict(rows), indent=1) + "\n")
+            tests = dict(sorted(self.tests.items(), key=lambda kv: -kv[1]["wall"]))
+            Path(path).write_text(json.dumps({"files": dict(rows), "tests": tests}, indent=1) + "\n")
         shown = self.config.getoption("--costs")
         if not shown:
             return
