@@ -59,6 +59,9 @@ hosts of their own (scripts/netns.py: the master and the driver on `driver`, a w
 hosts / local[2] and hosts / 127.0.0.1 cluster. The peak memory of the driver's Python, its
 JVM, the executors' JVMs (cluster) and the largest Python worker is sampled during the job's run,
 and the state each partition keeps is printed from status.json.
+`--rounds N` alternates every comparison N times instead of twice (the best of N each), and
+`--no-warm-up` leaves out every warm-up run: the suite's smoke run takes both (one round, cold), as
+it proves that each figure prints, not what it is.
 """
 
 from __future__ import annotations
@@ -122,6 +125,11 @@ def main() -> None:
                              "alternated: rates, tuples across the first shuffle, shuffle bytes")
     parser.add_argument("--compare-sinks", action="store_true",
                         help="also run with the PostgreSQL sink (a server of its own) and SQLite, alternated")
+    parser.add_argument("--rounds", type=int, default=2, metavar="N",
+                        help="--compare-*: alternate the jobs compared N times, the best of N each (default 2)")
+    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                        help="measure cold: no warm-up run before each measured one (a smoke run's figures, not a "
+                             "benchmark's)")
     parser.add_argument("--cluster", type=int, default=0, metavar="WORKERS",
                         help="run on a standalone cluster of WORKERS workers (1 core, 2 GB each) on 127.0.0.1")
     parser.add_argument("--master", help="run on this Spark master, started elsewhere (its workers need nothing of "
@@ -225,9 +233,9 @@ def bench(args, master: str) -> None:
     shutil.rmtree(warm, ignore_errors=True)
     warm.mkdir()
     shutil.copy(sorted(data.iterdir())[0], warm / "part.csv")
-    scan(warm)
-    run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True),
-        spark, echo=lambda _: None)
+    if args.warm_up:
+        scan(warm)
+    warm_up(args, spark, module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True))
     # Raw rate: the same source and stage 0, nothing written; the limit: pyarrow alone.
     raw_seconds = scan(data)
     limit_seconds = limit(sorted(data.iterdir()), list(module.JOB.sensors))
@@ -258,16 +266,16 @@ def bench(args, master: str) -> None:
     if args.source == "kafka":
         through_kafka(args, spark, module, work, data, warm, readings, job_seconds)
     if args.compare_sinks:
-        compare_sinks(spark, module, work, data, warm, readings)
+        compare_sinks(args, spark, module, work, data, warm, readings)
     if args.compare_partials:
         compare_partials(args, spark, module, work, data, warm, readings)
     if args.compare_stage_0:
-        compare_stage_0(spark, module, work, data, warm, readings)
+        compare_stage_0(args, spark, module, work, data, warm, readings)
     if args.compare_late:
         rates = {}
-        for late in ("drop", "correct", "drop", "correct"):  # alternated, twice: the best of two each
-            run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True,
-                                                            late=late), spark, echo=lambda _: None)
+        for late in ("drop", "correct") * args.rounds:  # alternated, the best of --rounds each
+            warm_up(args, spark, module.JOB, module.build_query,
+                    RunSettings(out=work / "warm-out", input=str(warm), once=True, late=late))
             timed = run(module.JOB, module.build_query, RunSettings(out=work / f"out-{late}", input=str(data),
                                                                     once=True, late=late), spark, echo=lambda _: None)
             rates[late] = max(rates.get(late, 0.0), readings / timed.seconds)
@@ -281,7 +289,7 @@ def bench(args, master: str) -> None:
         for folder in (archive.FOLDER, archive.UNREAD):  # read readings by code, unread ones by sensor id
             files = list((work / "out-correct" / folder).rglob("*.parquet"))
             sizes[folder] = (sum(f.stat().st_size for f in files), sum(pq.read_metadata(f).num_rows for f in files))
-        print(f"correct / drop: {rates['correct'] / rates['drop']:.2f} (best of two each; the archive holds "
+        print(f"correct / drop: {rates['correct'] / rates['drop']:.2f} ({best_of(args)}; the archive holds "
               + ", ".join(f"{folder}/ {size / 2**20:,.1f} MiB for {rows:,} readings ({size / max(rows, 1):.1f} B each)"
                           for folder, (size, rows) in sizes.items()) + ")")
     spark.stop()
@@ -300,10 +308,9 @@ def compare_partials(args, spark, module, work: Path, data: Path, warm: Path, re
                             str(work / "sensors.csv"), args.partitions, partials=False)
     jobs = {"partials": module, "readings": load_job(work / "out-readings")}
     best: dict[str, tuple[float, int, int, int]] = {}
-    for kind in ("partials", "readings", "partials", "readings"):
+    for kind in ("partials", "readings") * args.rounds:
         job = jobs[kind]
-        run(job.JOB, job.build_query, RunSettings(out=work / f"warm-{kind}", input=str(warm), once=True), spark,
-            echo=lambda _: None)
+        warm_up(args, spark, job.JOB, job.build_query, RunSettings(out=work / f"warm-{kind}", input=str(warm), once=True))
         before = streaming_jobs(spark)
         timed = run(job.JOB, job.build_query, RunSettings(out=work / f"out-{kind}", input=str(data), once=True),
                     spark, echo=lambda _: None)
@@ -317,10 +324,10 @@ def compare_partials(args, spark, module, work: Path, data: Path, warm: Path, re
     (p_s, p_fwd, p_rec, p_bytes), (r_s, r_fwd, r_rec, r_bytes) = best["partials"], best["readings"]
     print(f"model: {raw.plan.cost.ours:,.0f} tuples/min with readings, {module_cost(work / 'out'):,.0f} with partials; "
           f"partials / readings: rate {r_s / p_s:.2f}, tuples to other partitions {p_fwd / max(r_fwd, 1):.3f}, "
-          f"shuffle records {p_rec / max(r_rec, 1):.3f}, shuffle bytes {p_bytes / max(r_bytes, 1):.3f} (best of two each)")
+          f"shuffle records {p_rec / max(r_rec, 1):.3f}, shuffle bytes {p_bytes / max(r_bytes, 1):.3f} ({best_of(args)})")
 
 
-def compare_stage_0(spark, module, work: Path, data: Path, warm: Path, readings: int) -> None:
+def compare_stage_0(args, spark, module, work: Path, data: Path, warm: Path, readings: int) -> None:
     """The job a file a batch as compiled (stage 0 sums where it can) and with readings alone,
     alternated twice (the best of two each), each after a warm-up run: rates, what crossed the first
     shuffle, every shuffle's records and bytes, and the ratios."""
@@ -329,9 +336,9 @@ def compare_stage_0(spark, module, work: Path, data: Path, warm: Path, readings:
 
     jobs = {"stage-0 partials": module.JOB, "readings alone": without_stage_0(module.JOB)}
     best: dict[str, tuple[float, int, int, int, int]] = {}
-    for kind in [*jobs, *jobs]:
-        run(jobs[kind], module.build_query, RunSettings(out=work / "warm-stage-0", input=str(warm), once=True), spark,
-            echo=lambda _: None)
+    for kind in [*jobs] * args.rounds:
+        warm_up(args, spark, jobs[kind], module.build_query,
+                RunSettings(out=work / "warm-stage-0", input=str(warm), once=True))
         before = streaming_jobs(spark)
         timed = run(jobs[kind], module.build_query, RunSettings(out=work / "out-stage-0", input=str(data), once=True,
                                                                 max_files_per_trigger=1), spark, echo=lambda _: None)
@@ -347,9 +354,20 @@ def compare_stage_0(spark, module, work: Path, data: Path, warm: Path, readings:
     model = json.loads((work / "out" / "plan.json").read_text())["cost_tuples_per_minute"]
     print(f"stage-0 partials / readings alone: rate {r_s / p_s:.2f}, tuples across the first shuffle "
           f"{p_crossed / max(r_crossed, 1):.3f} ({p_crossed / max(p_readings, 1):.3f} x the readings, the old bound), "
-          f"shuffle bytes {p_bytes / max(r_bytes, 1):.3f} (best of two each); model: "
+          f"shuffle bytes {p_bytes / max(r_bytes, 1):.3f} ({best_of(args)}); model: "
           f"{model['ours_stage_0_partials'] / model['lower_bound']:.3f} x the bound (one set of partials per slice; "
           f"the job sends one per slice, block read and batch, and every reading of a batch before the first)")
+
+
+def warm_up(args, spark, job, build_query, settings: RunSettings) -> None:
+    """A run before a measured one, so that it does not pay for the JVM compiling its code (a streaming
+    job runs warm); none with --no-warm-up."""
+    if args.warm_up:
+        run(job, build_query, settings, spark, echo=lambda _: None)
+
+
+def best_of(args) -> str:
+    return "best of two each" if args.rounds == 2 else f"best of {args.rounds} each"
 
 
 def module_cost(out: Path) -> float:
@@ -357,7 +375,7 @@ def module_cost(out: Path) -> float:
     return json.loads((out / "plan.json").read_text())["cost_tuples_per_minute"]["ours"]
 
 
-def compare_sinks(spark, module, work: Path, data: Path, warm: Path, readings: int) -> None:
+def compare_sinks(args, spark, module, work: Path, data: Path, warm: Path, readings: int) -> None:
     """The job --once with the PostgreSQL sink and with SQLite, alternated twice (the best of two
     each), each after a warm-up run with that sink; their rates, result rows per second and the
     driver's peak memory, and PostgreSQL/SQLite."""
@@ -368,10 +386,10 @@ def compare_sinks(spark, module, work: Path, data: Path, warm: Path, readings: i
     os.environ["PGPASSWORD"] = server.password
     try:
         best: dict[str, tuple[float, int, str]] = {}
-        for kind in ("sqlite", "postgresql", "sqlite", "postgresql"):
+        for kind in ("sqlite", "postgresql") * args.rounds:
             sink = server.url if kind == "postgresql" else f"sqlite:{work / 'out-sinks' / 'results.db'}"
-            run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True,
-                                                            sink=sink), spark, echo=lambda _: None)
+            warm_up(args, spark, module.JOB, module.build_query,
+                    RunSettings(out=work / "warm-out", input=str(warm), once=True, sink=sink))
             with PeakMemory() as memory:
                 timed = run(module.JOB, module.build_query, RunSettings(out=work / "out-sinks", input=str(data),
                                                                         once=True, sink=sink), spark, echo=lambda _: None)
@@ -380,7 +398,7 @@ def compare_sinks(spark, module, work: Path, data: Path, warm: Path, readings: i
                   f"{timed.results:,} results: {timed.results / timed.seconds:,.0f} rows/s; peak {driver})")
             if kind not in best or timed.seconds < best[kind][0]:
                 best[kind] = (timed.seconds, timed.results, driver)
-        print(f"PostgreSQL / SQLite: {best['sqlite'][0] / best['postgresql'][0]:.2f} (best of two each)")
+        print(f"PostgreSQL / SQLite: {best['sqlite'][0] / best['postgresql'][0]:.2f} ({best_of(args)})")
     finally:
         os.environ.pop("PGPASSWORD", None)
         server.remove()
@@ -417,8 +435,8 @@ def through_kafka(args, spark, module, work: Path, data: Path, warm: Path, readi
               f"each)" + (": no bound in effect, the topic in one batch as the files' run reads its files"
                           if most == UNBOUNDED else ""))
         settings = dict(once=True, max_readings_per_batch=most)
-        run(module.JOB, module.build_query, RunSettings(out=work / "warm-kafka", input=warm_url, **settings),
-            spark, echo=lambda _: None)
+        warm_up(args, spark, module.JOB, module.build_query, RunSettings(out=work / "warm-kafka", input=warm_url,
+                                                                         **settings))
         with PeakMemory() as memory:
             summary = run(module.JOB, module.build_query, RunSettings(out=work / "out-kafka", input=url, **settings),
                           spark, echo=lambda line: print("  " + line))

@@ -1,6 +1,6 @@
 """How readings should reach stage 0: the ways of reading a folder of CSV files into Python, measured.
 
-    .venv/bin/python scripts/bench_sources.py [--readings 2000000] [--files 8] [--rounds 2] [--keep DIR]
+    .venv/bin/python scripts/bench_sources.py [--readings 2000000] [--files 8] [--rounds 2] [--no-warm-up] [--keep DIR]
 
 `--readings` readings (1,000 sensors) in `--files` CSV files; each way reads them all on local[2]
 with trigger availableNow and a noop sink, and ends, as the job's stage 0 does, in Python:
@@ -177,6 +177,8 @@ def main() -> None:
     parser.add_argument("--readings", type=int, default=2_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                        help="no warm-up run of each way first (a smoke run's figures, not a benchmark's)")
     parser.add_argument("--keep", help="work in this folder and keep it")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -203,7 +205,7 @@ def main() -> None:
         progress = [p for p in query.recentProgress if p["numInputRows"]]
         return sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000, whole
 
-    for way in WAYS:  # warm-up: the JVM compiles each way's code once
+    for way in WAYS if args.warm_up else ():  # warm-up: the JVM compiles each way's code once
         run(way)
     measured: dict[str, list[tuple[float, float]]] = {way: [] for way in WAYS}
     for number in range(args.rounds):

@@ -122,7 +122,7 @@ SMOKE: dict[str, tuple[Case, ...]] = {
     "bench_input_files.py": (Case(("--files", "40,80", "--per-batch", "10", "--keep", "{work}"),
                                   (r"\n +40 +\d+ .*Mi +\d+ ", r"\n +80 +\d+ .*Mi +\d+ "), spark=True),),
     "bench_job.py": (Case(("--workflows", "2", "--sensors", "20", "--shared", "2", "--seconds", "5", "--files", "1",
-                           "--check", "2",
+                           "--check", "2", "--rounds", "1", "--no-warm-up",
                            "--profile", "--source", "kafka", "--compare-sinks", "--compare-partials",
                            "--compare-stage-0", "--keep", "{work}"),
                           (r"\(20 in the fleet, 2 shared by all\)",
@@ -155,7 +155,7 @@ SMOKE: dict[str, tuple[Case, ...]] = {
                             (r"archive missing or made for another pyspark or Java: .*none\.jsa",)),),
     "bench_plan.py": (Case(("--workflows", "8", "--sensors", "60", "--partitions", "2"),
                            (r"tuples/minute at n=2: ours",)),),
-    "bench_sources.py": (Case(("--readings", "20000", "--files", "2", "--rounds", "1", "--keep", "{work}"),
+    "bench_sources.py": (Case(("--readings", "20000", "--files", "2", "--rounds", "1", "--no-warm-up", "--keep", "{work}"),
                               tuple(rf"\n  {way} +[\d,]+ readings/s \(batches" for way in
                                     ("text", "content", "paths", "datasource", "datasource-alone")),
                               spark=True),),
