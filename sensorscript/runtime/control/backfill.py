@@ -184,7 +184,7 @@ class Readiness:
         ends = ends_of(self.streams, self.job, status.get("exact_from", {}), switch_at)
         unknown = sorted(name for name, at in ends.items() if at is None)
         if unknown:
-            return None, f"{unknown[0]} is not written whole yet (from its first value)"
+            return None, f"{unknown[0]} is not written whole yet (not before its inputs have had values)"
         if run_state(status) != "ended":  # ended: every reading of the input is in the archive
             reached = emitted_until(status.get("partitions", {}), self.job)
             if reached < max(ends.values(), default=NEG_INF):

@@ -123,7 +123,7 @@ def gauges(values: dict[str, float], dest: int) -> pd.DataFrame:
 def exact_from(results: list[BatchResult], program: Program) -> dict[str, float]:
     """Gauges `exact_from:WORKFLOW.NAME`: the event time from which an output stream an update
     started is written whole (runtime/state/exactness.py), when it is set or moves; +inf while it
-    is not known yet (a combine's first value)."""
+    is not known yet (a combine whose inputs have not all had a tuple)."""
     found = {}
     for result in results:
         for node_id, at in result.exact.items():

@@ -58,7 +58,8 @@ class Status:
     plan_after_batch: int | None = None
     plan_switch_at: int | None = None
     # Output streams an update started: the event time from which each is written whole (every row
-    # before it that is written is exact too); None while not known yet (a combine's first value).
+    # before it that is written is exact too); None while not known yet (a combine whose inputs have
+    # not all had a tuple yet).
     # A stream on several partitions is whole from the latest of theirs (`exact_by_partition`:
     # stream -> partition -> the time it last reported, None while not known).
     exact_from: dict[str, int | None] = field(default_factory=dict)
@@ -488,7 +489,7 @@ def describe_exact(status: dict, streams=None, tz: tzinfo = UTC) -> list[str]:
         return []
     lines = ["rows written whole from (an update started these streams; before, a row is exact or absent):"]
     for name, at in sorted(exact.items()):
-        when = human_time(at, tz) if at is not None else "not known yet: from the stream's first value"
+        when = human_time(at, tz) if at is not None else "not known yet: once its inputs have had values"
         lines.append(f"  {name}: {when}")
     return lines
 

@@ -83,6 +83,10 @@ class CombineState:
     pending_ts: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     pending_input: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
     pending_value: np.ndarray = field(default_factory=lambda: np.empty(0, np.float64))
+    # The first final timestamp at which every input had had a tuple: the combine's first row, whether
+    # written or skipped for a division by zero (UNKNOWN until then; also in a state of an older
+    # release, which did not keep it). After an update, its exact-from time (exactness.py).
+    complete_from: int = p.UNKNOWN
 
 
 @dataclass
@@ -381,6 +385,8 @@ def combine_latest(state: CombineState, node: p.Combine, arrivals: list[Tuples],
     filled = filled[complete]
     if filled.empty:
         return Tuples.empty()
+    if state.complete_from == p.UNKNOWN:
+        state.complete_from = int(filled.index[0])
     columns = {input_id: filled[i].to_numpy(np.float64) for i, input_id in enumerate(node.inputs)}
     result, bad = evaluate(node.expression, columns, len(filled))
     if bad.any():
@@ -644,7 +650,7 @@ class Engine:
                     tuples.source = np.full(len(tuples), self.codes[node.id], np.int32)
                 marks[node.id] = mark
                 if not whole and any(start != NEG_INF for start in starts.values()):
-                    state.exact[node.id] = self._exact_from(node, starts, tuples, state.exact.get(node.id))
+                    state.exact[node.id] = self._exact_from(state, node, starts)
             streams[node.id] = tuples
             if node.id in self.slices:
                 kept = state.slices.setdefault(node.id, SliceState())
@@ -704,7 +710,7 @@ class Engine:
             state.dropped[node_id] = max(state.dropped.get(node_id, NEG_INF), *newest)
 
     @staticmethod
-    def _exact_from(node: p.Node, starts: dict[str, int], tuples: Tuples, known: int | None) -> int:
+    def _exact_from(state: EngineState, node: p.Node, starts: dict[str, int]) -> int:
         """The node's exact-from time after this batch (runtime/state/exactness.py)."""
         if isinstance(node, p.Union):
             return exactness.union_from(list(starts.values()))
@@ -712,9 +718,9 @@ class Engine:
             return exactness.window_from(starts[node.input], node)
         if isinstance(node, p.Pattern):
             return exactness.pattern_from(max(starts.values()), node)
-        if known is not None and known != exactness.UNKNOWN:  # a combine: the ts of its first value
-            return known
-        return int(tuples.ts.min()) if len(tuples) else exactness.UNKNOWN
+        combine = state.combines.get(node.id)  # none once handed over (mode dual: no longer run)
+        return exactness.combine_from(state.exact.get(node.id, exactness.UNKNOWN),
+                                      exactness.UNKNOWN if combine is None else combine.complete_from)
 
     def _exact_part(self, state: EngineState, node_id: str, tuples: Tuples) -> Tuples:
         """What a stage forwards of a node: its tuples from where they are released (`_released`)."""

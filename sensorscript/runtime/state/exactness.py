@@ -19,12 +19,15 @@ before was not seen whole. Then, by kind:
                it starts at s or later, so it holds every tuple of its span; E is that window's ts
     pattern    s + within - 1 (s = max s_i, every input read from s): a match whose last event is
                there or later started at s or later, and every match that did is found
-    combine    the ts of its first value: from then on every input has had a tuple since its s_i,
-               so the latest value of each is the true one (SPEC §3's combine-latest)
+    combine    the first timestamp at which every input has had a tuple since its s_i (its first
+               row, written or skipped for a division by zero): from then on the latest value of
+               each is the true one (SPEC §3's combine-latest); known once the inputs' watermark
+               has passed it, whether the combine emits anything or not
 
-E is UNKNOWN (a combine that has not emitted yet, a forwarded stream not received yet) until it
-is known; a node reading an input of unknown E reads none of it, and once it is known reads only
-after the newest tuple it let go of meanwhile (of any input: a union whose other inputs went on).
+E is UNKNOWN (a combine whose inputs have not all had a tuple yet, a forwarded stream not
+received yet) until it is known; a node reading an input of unknown E reads none of it, and once
+it is known reads only after the newest tuple it let go of meanwhile (of any input: a union whose
+other inputs went on).
 """
 
 from __future__ import annotations
@@ -59,3 +62,11 @@ def pattern_from(start: int, pattern: p.Pattern) -> int:
 
 def union_from(starts: list[int]) -> int:
     return max(starts, default=NEG_INF)
+
+
+def combine_from(known: int, complete_from: int) -> int:
+    """A combine's E: `known` once set, else the first final timestamp at which every input had
+    had a tuple (`complete_from`, engine.CombineState's; UNKNOWN until then). Not the ts of its
+    first value: a combine whose every row is a division by zero has none, and is whole all the
+    same (it writes nothing, as the workflows compute over all the readings)."""
+    return known if known != UNKNOWN else complete_from
