@@ -123,11 +123,12 @@ def gauges(values: dict[str, float], dest: int) -> pd.DataFrame:
 def exact_from(results: list[BatchResult], program: Program) -> dict[str, float]:
     """Gauges `exact_from:WORKFLOW.NAME`: the event time from which an output stream an update
     started is written whole (runtime/state/exactness.py), when it is set or moves; +inf while it
-    is not known yet (a combine whose inputs have not all had a tuple)."""
+    is not known yet (a combine whose inputs have not all had a tuple). A stream handed over in mode
+    dual is whole from its handover (`Program.exact_names`)."""
     found = {}
     for result in results:
         for node_id, at in result.exact.items():
-            for name in program.outputs.get(node_id, ()):
+            for name in program.exact_names(node_id):
                 found[f"exact_from:{name}"] = float("inf") if at == UNKNOWN else float(at)
     return found
 

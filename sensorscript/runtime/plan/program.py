@@ -318,6 +318,14 @@ class Program:
                 return handover.written(node_id, ts, switch_at, (exact or {}).get(handover.new, NEG_INF))
         return None
 
+    def exact_names(self, node_id: str) -> tuple[str, ...]:
+        """The output streams whose exact-from time is the node's (BatchResult.exact): the names it is
+        written under, but not a stream it writes as a handover's old computation, which is whole
+        from the handover on (its new computation's time, BatchResult.handovers), whatever the old
+        one's own time (a retiring computation an update restarted has one too)."""
+        handed = {h.name for h in self.handovers if h.old == node_id}
+        return tuple(name for name in self.outputs.get(node_id, ()) if name not in handed)
+
     def retired_at(self, switch_at: int | None, exact: dict[str, int]) -> int | None:
         """The event time from which the retiring computations are no longer needed (None: never ran):
         once every handover's new computation writes the rows (UNKNOWN while one's cut is not known)."""
