@@ -10,10 +10,13 @@ its own:
 1. Its streams: the output streams of the version that are new, now computed differently, or fed
    by a computation the version started (added, moved, sliced anew). Each is written up to the
    time from which the running job writes it whole (its E; the switch for a stream the job had
-   whole all along), once that is known and every partition's watermark has passed it (the archive
-   holds what came before it; what comes later than that is late, and corrections take it).
+   whole all along), once that is known and every partition's watermark has passed what the
+   backfill reads (the archive holds what came before it; what comes later than that is late, and
+   corrections take it).
 2. It reads the archive hour by hour (archive.read), from SINCE less the longest a stream's row
-   looks back; the version's own programs (runtime/control/correction.py `Recompute`: the new
+   looks back, to the latest end plus the longest a row before it looks ahead (`reads_until`: a
+   match of a trailing closure under strategy next is dated at its last event but decided by its
+   window); the version's own programs (runtime/control/correction.py `Recompute`: the new
    computations only, a handed-over stream's old one left out) run over it in this process.
    A row of a stream is exact from its trust time on (as for a correction); where that is later
    than SINCE and the archive holds earlier readings, the read starts twice as far back.
@@ -166,10 +169,11 @@ class Readiness:
     def __init__(self, out: Path, backfill: Backfill, job: p.Job):
         self.out, self.backfill, self.job = out, backfill, job
         self.streams: list[str] | None = None
+        self.graph = JobGraph(new_computations(job, backfill.version))
 
     def check(self, status: dict) -> tuple[dict[str, int] | None, str]:
         """(each stream's end, "") or (None, why not yet)."""
-        from sensorscript.runtime.output.status import emitted_until, run_state
+        from sensorscript.runtime.output.status import run_state
 
         number = self.backfill.version
         record = versions.applied(self.out, number)
@@ -185,12 +189,24 @@ class Readiness:
         unknown = sorted(name for name, at in ends.items() if at is None)
         if unknown:
             return None, f"{unknown[0]} is not written whole yet (not before its inputs have had values)"
-        if run_state(status) != "ended":  # ended: every reading of the input is in the archive
-            reached = emitted_until(status.get("partitions", {}), self.job)
-            if reached < max(ends.values(), default=NEG_INF):
-                return None, (f"the job's watermark ({human_time(reached) if reached > NEG_INF else 'none yet'}) "
-                              f"has not passed {human_time(max(ends.values()))} yet")
+        if run_state(status) != "ended" and ends:  # ended: every reading of the input is in the archive
+            why = self.waiting(status.get("partitions", {}), ends)
+            if why:
+                return None, why
         return ends, ""
+
+    def waiting(self, partitions: dict, ends: dict[str, int]) -> str:
+        """Why the job's watermark does not let the backfill run yet ("": it does): the job must
+        have emitted every row before the streams' ends, and the archive must hold every reading the
+        backfill reads (`reads_until`), which a partition's watermark says it does once past."""
+        from sensorscript.runtime.output.status import emitted_until, smallest_watermark
+
+        for reached, needed in ((emitted_until(partitions, self.job), max(ends.values())),
+                                (smallest_watermark(partitions, self.job), reads_until(self.graph, ends))):
+            if reached < needed:
+                return (f"the job's watermark ({human_time(reached) if reached > NEG_INF else 'none yet'}) "
+                        f"has not passed {human_time(needed)} yet")
+        return ""
 
 
 def ends_of(streams: list[str], job: p.Job, exact_from: dict[str, int | None],
@@ -204,6 +220,14 @@ def ends_of(streams: list[str], job: p.Job, exact_from: dict[str, int | None],
         at = exact_from.get(name, switch_at)
         ends[name] = None if at is None else max(int(at), switch_at + fill.get(name, 0))
     return ends
+
+
+def reads_until(graph: JobGraph, ends: dict[str, int]) -> int:
+    """Where a backfill's read of the archive ends: past the streams' latest end by as far as a row
+    before its end may depend on later readings (JobGraph.lookahead: a trailing closure under
+    strategy next is ended by its window, not by its last event). Its rows from the latest end on
+    are not written (the running job writes them)."""
+    return max(ends.values()) + max(graph.lookahead(name) for name in ends)
 
 
 def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[str, int], read, earliest: int | None,
@@ -228,6 +252,7 @@ def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[st
     reach = max(graph.lookback(name) for name in streams) + graph.longest_slide
     start = NEG_INF if since == NEG_INF else since - reach
     until = max(ends.values())
+    read_until = reads_until(graph, ends)
     sensors = graph.sensors_read(streams)
     # The archive holds a sensor's readings from when the job first read it: a stream that needs a
     # sensor an update started reading is complete only from there (exact or absent).
@@ -240,13 +265,14 @@ def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[st
             start = NEG_INF  # the archive holds nothing earlier: read it from its beginning
         start = max(start, floor)
         backfill.read_start = start
-        first = (earliest if earliest is not None else until) if start == NEG_INF else start
-        hours = list(range(first // archive.HOUR_MS, (until - 1) // archive.HOUR_MS + 1)) if first < until else []
+        first = (earliest if earliest is not None else read_until) if start == NEG_INF else start
+        hours = (list(range(first // archive.HOUR_MS, (read_until - 1) // archive.HOUR_MS + 1))
+                 if first < read_until else [])
         backfill.hours, backfill.hours_done = len(hours), 0
         backfill.save(out)
         recompute = graph.runner(keep=set(streams))
         for hour in hours:
-            lo, hi = max(hour * archive.HOUR_MS, first), min((hour + 1) * archive.HOUR_MS, until)
+            lo, hi = max(hour * archive.HOUR_MS, first), min((hour + 1) * archive.HOUR_MS, read_until)
             code, ts, value = read(sensors, lo, hi)
             recompute.feed(code, ts, value)
             backfill.hours_done += 1

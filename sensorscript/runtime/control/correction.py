@@ -224,17 +224,30 @@ class JobGraph:
         self.order = _topological(self.inputs)
         slides = [n.slide for n in self.nodes.values() if isinstance(n, p.Window)]
         self.longest_slide = max(slides, default=1_000)
-        self.reach: dict[str, int] = {}  # per node: see `lookback`
+        self.reach = self._summed(lambda node: node.length if isinstance(node, p.Window) else _pattern_within(node))
+        self.ahead = self._summed(_pattern_within)
+
+    def _summed(self, own) -> dict[str, int]:
+        """Per node: the largest sum of `own(node)` along a path from a sensor to it."""
+        summed: dict[str, int] = {}
         for node_id in self.order:
-            node = self.nodes[node_id]
-            before = max((self.reach[i] for i in self.inputs[node_id]), default=0)
-            self.reach[node_id] = before + (node.length if isinstance(node, p.Window) else
-                                            node.within if isinstance(node, p.Pattern) else 0)
+            before = max((summed[i] for i in self.inputs[node_id]), default=0)
+            summed[node_id] = before + own(self.nodes[node_id])
+        return summed
 
     def lookback(self, stream: str) -> int:
         """How far back in event time a row of `stream` can depend on readings (combine-latest's
         latest values aside: those the trust times find in the data)."""
         return self.reach[self.node_of[stream]]
+
+    def lookahead(self, stream: str) -> int:
+        """How far past its own time a row of `stream` can depend on readings: a pattern's match
+        may be dated before events that decide it (a trailing Kleene closure under strategy next
+        ends with the window, `within` after its first event; a registered operator may date a
+        match at its first event), and so may every row computed from one. A recompute that is to
+        give every row before T reads up to T plus this: were its input to end at T, it would
+        close such a closure early and write a match the readings do not make."""
+        return self.ahead[self.node_of[stream]]
 
     def upstream(self, streams: list[str]) -> set[str]:
         """The nodes that compute these output streams and every node they read, at any depth."""
@@ -356,6 +369,11 @@ class Recompute:
                 frame = frame[frame["stream"].isin(list(self.keep))]
             if len(frame):
                 self.frames.append(frame)
+
+
+def _pattern_within(node) -> int:
+    """A pattern's `within`; 0 for any other node."""
+    return node.within if isinstance(node, p.Pattern) else 0
 
 
 def _later(t: int, by: int) -> int:

@@ -228,18 +228,26 @@ GAUGES = {
 }
 
 
+def smallest_watermark(partitions: dict[str, dict[str, float]], job) -> int:
+    """The smallest watermark of the partitions: every reading below it is in (or late)."""
+    marks = [g["watermark"] for g in partitions.values() if "watermark" in g]
+    if len(marks) < job.partitions:  # a partition that has not spoken holds every stage it feeds back
+        return -(2**63)
+    return int(min(marks))
+
+
 def emitted_until(partitions: dict[str, dict[str, float]], job) -> int:
     """The event time below which the stream has emitted every row: the smallest watermark of the
     partitions, less the longest `within` of the job's patterns (a pattern may hold its matches
     back that long)."""
     from sensorscript.runtime.plan.program import Pattern
 
-    marks = [g["watermark"] for g in partitions.values() if "watermark" in g]
-    if len(marks) < job.partitions:  # a partition that has not spoken holds every stage it feeds back
-        return -(2**63)
+    mark = smallest_watermark(partitions, job)
+    if mark == -(2**63):
+        return mark
     within = max((n.within for q in job.first_stage + job.second_stage if q is not None for n in q.nodes
                   if isinstance(n, Pattern)), default=0)
-    return int(min(marks)) - within
+    return mark - within
 
 
 def run_state(status: dict) -> str:
