@@ -1,6 +1,7 @@
 """What a correction or a backfill writes (runtime/control/correction.py `changes`): per key, the
 recomputed rows with the next version where they differ from the newest version stored, and a
-tombstone where a stored key has no rows any more. No Spark: frames in, frames out."""
+tombstone where a stored key has no rows any more. No Spark: frames in, frames out (and one
+correction end to end, over an archive and a SQLite sink: what it reads to give its rows)."""
 
 from __future__ import annotations
 
@@ -131,3 +132,39 @@ def test_random_frames_agree_with_the_definition_key_by_key():
 
 def test_nothing_in_nothing_out():
     assert changes(frame([]), frame([]), {"avg": 0}, {"avg": 10}).empty
+
+
+def test_a_correction_reads_past_its_end_while_a_trailing_closure_is_open(tmp_path):
+    """A correction up to U (what the job has emitted) of a pattern whose trailing closure under
+    strategy next ends with its window, not with its last event: the run that begins at 1000 takes
+    S3 at 1200 and at 1900, so its match is at 1900, after U = 1500. The correction reads past U
+    (JobGraph.lookahead) and writes nothing; reading only up to U, it closed the closure there and
+    wrote a match at 1200 that the readings do not make."""
+    import dataclasses
+
+    from sensorscript.compiler import compile_workflows
+    from sensorscript.runtime.control import correction
+    from sensorscript.runtime.ingest import archive
+    from sensorscript.runtime.output import rows as output
+    from sensorscript.runtime.output.sinks import BatchRows, newest, open_sink, read_results
+    from sensorscript.runtime.plan import versions
+    from sensorscript.runtime.state.tasks import LocalRun
+
+    (tmp_path / "w.ss").write_text("P = pattern(a: S2 -> b: S3+) within 1s strategy next;\n")
+    out = tmp_path / "out"
+    compile_workflows([str(tmp_path / "w.ss")], out, partitions=1, late="correct")
+    job, _ = versions.load(out, 1)
+    job = dataclasses.replace(job, archive=str(out / archive.FOLDER))
+    s2, s3 = job.sensors["S2"][0], job.sensors["S3"][0]
+    code, ts, value = np.array([s3, s2, s3, s3]), np.array([500, 1000, 1200, 1900]), np.ones(4)
+    archive.begin(job.archive)
+    archive.write(job.archive, 0, 0, code, ts, value)  # every reading, the late one (S3 at 500) too
+    run = LocalRun(job.first_stage, job.second_stage, job.watermark, version=job.version)
+    live = pd.concat([output.results(result, program, 0, job)
+                      for program, result in run.batch(code[1:], ts[1:], value[1:], end_of_input=True)])
+    spec = f"sqlite:{tmp_path / 'results.db'}"
+    open_sink(spec, matches=True).write(0, BatchRows(live, pd.DataFrame()))
+    correction.Pending(out).add(1, code[:1], ts[:1], value[:1])
+    done = correction.correct(job, out, spec, 1500)
+    assert (done.rows, done.retracted) == (0, 0)
+    assert newest(read_results(spec))["ts"].tolist() == [1900]

@@ -224,10 +224,9 @@ def ends_of(streams: list[str], job: p.Job, exact_from: dict[str, int | None],
 
 def reads_until(graph: JobGraph, ends: dict[str, int]) -> int:
     """Where a backfill's read of the archive ends: past the streams' latest end by as far as a row
-    before its end may depend on later readings (JobGraph.lookahead: a trailing closure under
-    strategy next is ended by its window, not by its last event). Its rows from the latest end on
-    are not written (the running job writes them)."""
-    return max(ends.values()) + max(graph.lookahead(name) for name in ends)
+    before its end may depend on later readings (JobGraph.reads_until). Its rows from the latest
+    end on are not written (the running job writes them)."""
+    return graph.reads_until(list(ends), max(ends.values()))
 
 
 def run(out: Path, backfill: Backfill, job: p.Job, sink_spec: str, ends: dict[str, int], read, earliest: int | None,

@@ -8,8 +8,11 @@ checks after every batch), at the end of a bounded input, or on `sscript correct
 1. The pending late readings name the sensors they came from; the result streams those sensors
    reach are the streams to correct, and the sensors those streams read are the ones to read back.
 2. The driver reads those sensors' archived readings from `start` to `until` (archive.read): `until` is
-   the smallest watermark of the job's partitions (what the stream has emitted), `start` lies far
-   enough before the first late reading that every stream to correct is exact from there on.
+   the smallest watermark of the job's partitions less the longest `within` (what the stream has
+   emitted), `start` lies far enough before the first late reading that every stream to correct is
+   exact from there on. It reads on past `until` by as far as a row before it may depend on later
+   readings (JobGraph.lookahead: a trailing closure under strategy next ends with its window), and
+   compares rows before `until` only.
 3. The job's own engine (the programs it runs, in one process) recomputes every stream over them.
    A stream's recomputed rows are exact from its *trust time* on: a sensor's from `start` (from
    the beginning when the archive holds nothing earlier), a window's a window length later, a
@@ -170,7 +173,8 @@ def correct(job: p.Job, out: Path, sink_spec: str, until: int, alarms=None) -> C
             start = NEG_INF  # the archive holds nothing earlier: recompute from its beginning
         # ... or from its floor, where what came before expired: rows are trusted from there on.
         start = max(start, floor)
-        code, ts, value = archive.read(job.archive, graph.sensors_read(streams), start, until)
+        code, ts, value = archive.read(job.archive, graph.sensors_read(streams), start,
+                                       graph.reads_until(streams, until))
         rows, trust = graph.recompute(code, ts, value, start)
         if start == floor or all(trust[graph.node_of[name]] <= first_late for name in streams):
             break
@@ -245,9 +249,14 @@ class JobGraph:
         may be dated before events that decide it (a trailing Kleene closure under strategy next
         ends with the window, `within` after its first event; a registered operator may date a
         match at its first event), and so may every row computed from one. A recompute that is to
-        give every row before T reads up to T plus this: were its input to end at T, it would
-        close such a closure early and write a match the readings do not make."""
+        give every row before T reads up to T plus this (`reads_until`): were its input to end at
+        T, it would close such a closure early and write a match the readings do not make."""
         return self.ahead[self.node_of[stream]]
+
+    def reads_until(self, streams: list[str], until: int) -> int:
+        """Where a recompute that gives every row of these streams before `until` stops reading:
+        `until` plus the longest `lookahead` of them (POS_INF stays)."""
+        return _later(until, max((self.lookahead(name) for name in streams), default=0))
 
     def upstream(self, streams: list[str]) -> set[str]:
         """The nodes that compute these output streams and every node they read, at any depth."""
