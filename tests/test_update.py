@@ -829,6 +829,25 @@ def test_a_backfill_asked_for_before_the_job_runs_waits_for_it(scripts):
     assert backfills.newest(out).state == "requested"  # kept for when it can run
 
 
+def test_a_backfill_waits_for_the_watermark_to_pass_all_it_reads(tmp_path):
+    """A backfill reads past its streams' ends by as far as a row looks ahead (a pattern over a
+    pattern whose trailing closure ends with its window: both `within`s, 2 s), so it runs only once
+    every partition's watermark has passed that too, not only once the job has emitted every row
+    before the ends (the smallest watermark less the longest `within`, 1 s)."""
+    from sensorscript.runtime.control import backfill as backfills
+
+    (tmp_path / "w.ss").write_text("P = pattern(a: S2 -> b: S3+) within 1s strategy next;\n"
+                                   "Q = pattern(p: P -> s: S4) within 1s;\n")
+    out = tmp_path / "out"
+    compile_workflows([str(tmp_path / "w.ss")], out, partitions=1)
+    job, _ = versions.load(out, 1)
+    readiness = backfills.Readiness(out, backfills.Backfill(1, None), job)
+    ends = {"w.Q": 10_000}
+    assert backfills.reads_until(readiness.graph, ends) == 12_000
+    assert readiness.waiting({"0": {"watermark": 11_999}}, ends).startswith("the job's watermark")
+    assert readiness.waiting({"0": {"watermark": 12_000}}, ends) == ""
+
+
 def test_a_time_a_person_writes():
     from sensorscript.times import parse_time
 
