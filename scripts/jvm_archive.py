@@ -5,7 +5,7 @@
 A Spark driver loads about 17,000 classes from some 250 jars at every start: about half of the CPU
 a short job costs (a `sscript run --once` of the example fleet: 16 CPU seconds, 8 of them a bare
 session's start). Java's class-data sharing maps them from one archive instead: the same run then
-costs about 12 (docs/BENCHMARKS.md, "The test suite's JVMs"). This script runs the example job once
+costs about 12 (docs/TESTING.md, "The JVMs' classes from an archive"). This script runs the example job once
 with `-XX:DumpLoadedClassList`, reads the class path the driver JVM ran with, and has Java write the
 archive (`-Xshare:dump`), about 40 s; `scripts/test.sh` then gives the suite's JVMs
 `-XX:SharedArchiveFile=ARCHIVE` (through SSCRIPT_JVM_OPTIONS). A JVM whose class path differs (a

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 if [ "${1:-}" = --quick ]; then
     shift
+    export SSCRIPT_QUICK=1  # a fifth of each random test's examples (tests/conftest.py)
     exec .venv/bin/python -m pytest -n 2 --dist loadgroup -m "not server" "$@"
 fi
 # The suite's JVMs live seconds: compiled by C1 alone and with the serial collector they cost about

@@ -104,6 +104,25 @@ def needs_server(item) -> bool:
             or any(item.get_closest_marker(mark) for mark in SERVER_MARKS))
 
 
+# The quick tier (scripts/test.sh --quick sets SSCRIPT_QUICK=1) draws a fifth of each random test's
+# examples, ten at least; the full tier, which CI runs, draws them all.
+QUICK_SHARE = 5
+
+
+def quick_examples(items) -> None:
+    """Under SSCRIPT_QUICK=1, each hypothesis test of `items` draws QUICK_SHARE times fewer examples
+    (its explicit @example cases all the same)."""
+    from hypothesis import settings
+
+    for item in items:
+        test = getattr(item, "function", None)
+        drawn = getattr(test, "_hypothesis_internal_use_settings", None)
+        if drawn is not None and not getattr(test, "_sscript_quick", False):
+            test._hypothesis_internal_use_settings = settings(drawn, max_examples=max(10, drawn.max_examples
+                                                                                   // QUICK_SHARE))
+            test._sscript_quick = True
+
+
 def pytest_collection_modifyitems(config, items):
     """Marks `server` (see SERVER_FIXTURES). Under pytest-xdist (scripts/test.sh runs two workers,
     `--dist loadgroup`): every test of the suite's one SparkSession runs on one worker, so that a run
@@ -114,6 +133,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.server)
         group = "spark-session" if "spark" in getattr(item, "fixturenames", ()) else item.path.name
         item.add_marker(pytest.mark.xdist_group(group))
+    if os.environ.get("SSCRIPT_QUICK") == "1":
+        quick_examples(items)
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,10 @@ process it started: Spark's JVMs, brokers, scripts), and how many JVMs and Spark
 A pytest plugin (loaded by tests/conftest.py). Each pytest process (each xdist worker) watches its own
 descendants from a thread, a look every 0.2 s: a JVM is counted once by (pid, start time), a Spark
 application is a JVM running Spark's SparkSubmit (a job's driver or the suite's session) or a standalone
-master/worker. A test's CPU is what the process tree spent between its start and its end, so a
-module-scoped fixture is paid by the test that made it, the suite's SparkSession by its first user.
+master/worker. A test's CPU is what the process tree spent between its start and its end (every descendant as last
+seen, alive or gone), so a module-scoped fixture is paid by the test that made it, the suite's
+SparkSession by its first user, and a background run (tests/test_scripts.py starts its Spark runs in
+a pool) by the tests that run meanwhile: read such a file's total, not its tests'.
 Workers send their table to the controller, which prints the costliest files at the end of every run
 (`--costs N` files, 15 by default, 0 for none) and writes them all as JSON to `--costs-json PATH`.
 """
@@ -46,7 +48,7 @@ class Watch:
         self.me = psutil.Process() if psutil else None
         self.lock = threading.Lock()
         self.jvms: dict[tuple[int, float], bool] = {}  # (pid, started) -> is a Spark application
-        self.live_cpu: dict[tuple[int, float], float] = {}
+        self.spent: dict[tuple[int, float], float] = {}  # CPU seconds of every descendant seen, alive or not
         self.seen: set[tuple[int, float]] = set()
         self.servers: list[str] = []  # the name of every server process seen, in the order they started
         self.stopped = threading.Event()
@@ -69,13 +71,13 @@ class Watch:
                 with child.oneshot():
                     key = (child.pid, child.create_time())
                     times = child.cpu_times()
-                    live[key] = times.user + times.system + times.children_user + times.children_system
+                    live[key] = times.user + times.system  # its own: its children are seen themselves
                     if key not in self.seen:
                         self._new(key, child)
             except psutil.Error:
                 continue
-        with self.lock:
-            self.live_cpu = live
+        with self.lock:  # a process gone keeps the CPU it was last seen to have spent
+            self.spent.update(live)
 
     def _new(self, key: tuple[int, float], child) -> None:
         name = child.name()
@@ -93,14 +95,12 @@ class Watch:
                 self.jvms[key] = any(app in line for app in SPARK_APPS)
 
     def cpu(self) -> float:
-        """CPU seconds of this process, of its children that ended (and were waited for), and of those
-        alive now."""
+        """CPU seconds of this process and of every descendant seen so far (each as last seen: what a
+        process spent in its last 0.2 s, or one that lived less, is missed)."""
         self.look()
         own = resource.getrusage(resource.RUSAGE_SELF)
-        ended = resource.getrusage(resource.RUSAGE_CHILDREN)
         with self.lock:
-            alive = sum(self.live_cpu.values())
-        return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime + alive
+            return own.ru_utime + own.ru_stime + sum(self.spent.values())
 
     def counts(self) -> tuple[int, int]:
         with self.lock:

@@ -352,6 +352,7 @@ def test_a_storm_published_over_mqtt_with_many_in_flight(tmp_path, broker):
     outbox.close()
 
 
+@pytest.mark.server  # starts its own server (the quick tier leaves it out)
 def test_an_alarm_broker_takes_a_password_of_its_own(tmp_path, monkeypatch):
     """--alerts mqtt://USER@... takes its password from SSCRIPT_ALERTS_MQTT_PASSWORD, not from the
     source's SSCRIPT_MQTT_PASSWORD (#39, finding 4: one password was sent to every broker)."""

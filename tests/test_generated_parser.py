@@ -18,6 +18,7 @@ def test_stamp_matches_grammar():
         "grammar/SensorScript.g4 changed: run python scripts/generate_parser.py")
 
 
+@pytest.mark.server  # runs the ANTLR tool, a JVM (the quick tier leaves it out)
 @pytest.mark.skipif(shutil.which("java") is None, reason="regenerating needs Java")
 def test_regenerating_gives_the_committed_files():
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "generate_parser.py"), "--check"],

@@ -217,6 +217,7 @@ def test_a_broker_restarted_and_a_job_away_lose_nothing(broker, tmp_path, spooli
     publisher.close()
 
 
+@pytest.mark.server  # starts its own server (the quick tier leaves it out)
 def test_the_password_comes_from_the_environment(tmp_path, monkeypatch, spooling):
     need_broker()
     secured = Broker(tmp_path / "secured", user="gateway", password="s3cret").start()
@@ -235,6 +236,7 @@ def test_the_password_comes_from_the_environment(tmp_path, monkeypatch, spooling
         secured.stop()
 
 
+@pytest.mark.server  # starts its own server (the quick tier leaves it out)
 def test_tls_with_the_brokers_ca(tmp_path, spooling):
     """mqtts:// with --mqtt-ca: the spool connects to a broker that speaks only TLS and trusts it by
     the CA given; without that CA (the system's, which never signed it) it refuses the broker."""

@@ -193,6 +193,7 @@ def test_retention_drops_the_days_behind_the_horizon_and_nothing_newer(postgres,
     assert sorted(read_results(url, ["w.A"], 11 * DAY + 1, 12 * DAY)["ts"]) == [11 * DAY + 7]
 
 
+@pytest.mark.server  # starts its own server (the quick tier leaves it out)
 def test_tls_verify_full_against_the_servers_own_ca_and_a_password_from_pgpass(tmp_path, monkeypatch):
     """A server that serves TLS only, with a certificate for 127.0.0.1 its own CA signed: the sink
     verifies it (sslmode=verify-full) and logs in with the password ~/.pgpass holds; a CA that did

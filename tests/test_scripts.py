@@ -136,7 +136,7 @@ SMOKE: dict[str, tuple[Case, ...]] = {
                            r"partials / readings: rate \d[\d.]*, tuples to other partitions \d[\d.]*, shuffle "
                            r"records \d[\d.]*, shuffle bytes \d[\d.]*",
                            r"job, postgresql sink: +[1-9][\d,]* readings/s .* results: [\d,]+ rows/s; peak driver",
-                           r"PostgreSQL / SQLite: \d[\d.]* \(best of two each\)"),
+                           r"PostgreSQL / SQLite: \d[\d.]* \(best of 1 each\)"),
                           spark=True),),
     "bench_kafka_catchup.py": (Case(("--minutes", "0.3", "--rate", "2000", "--sensors", "30", "--workflows", "4",
                                      "--lines-per-message", "20", "--max-readings-per-batch", "10000", "--out", "{work}"),
