@@ -85,6 +85,11 @@ def golden(request):
 # network (sensorscript/dashboard/browser.py), so they may run on both workers at once.
 NETWORK_FILES = {"test_hosts.py", "test_cluster_hosts.py", "test_dashboard.py", "test_dashboard_auth.py",
                  "test_scripts.py"}
+# Files whose tests each start several JVMs at once (a standalone cluster: a master, workers and their
+# executors; the scripts' smoke runs, two jobs at a time): one worker runs them one after another. On
+# two cores, two of them side by side ran five or six JVMs at once, and a Python worker that Spark
+# starts then took longer than the 10 s Spark waits for it ("Python worker failed to connect back").
+HEAVY_GROUP = {"test_cluster.py", "test_cluster_hosts.py", "test_hosts.py", "test_scripts.py"}
 
 def pytest_configure(config):
     costs.register(config)  # where the suite's time goes, printed at the end of every run (tests/costs.py)
@@ -127,11 +132,12 @@ def pytest_collection_modifyitems(config, items):
     """Marks `server` (see SERVER_FIXTURES). Under pytest-xdist (scripts/test.sh runs two workers,
     `--dist loadgroup`): every test of the suite's one SparkSession runs on one worker, so that a run
     has one session, and the other tests go a file at a time (a module's fixtures, a cluster or a
-    compiled fleet, are made once)."""
+    compiled fleet, are made once), but HEAVY_GROUP's files one after another."""
     for item in items:
         if needs_server(item):
             item.add_marker(pytest.mark.server)
-        group = "spark-session" if "spark" in getattr(item, "fixturenames", ()) else item.path.name
+        group = ("spark-session" if "spark" in getattr(item, "fixturenames", ())
+                 else "several-jvms" if item.path.name in HEAVY_GROUP else item.path.name)
         item.add_marker(pytest.mark.xdist_group(group))
     if os.environ.get("SSCRIPT_QUICK") == "1":
         quick_examples(items)
