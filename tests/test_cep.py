@@ -280,6 +280,25 @@ def test_the_cap_cuts_the_runs_of_strategy_next_and_counts_them():
     assert counters.get("cut", 0) == 0 and len([r for r in rows if r[0] == "w.P"]) == 30
 
 
+def test_a_union_that_repeats_a_stream_keeps_the_partial_matches_of_one_copy():
+    """`union(B, B)` passes each reading of B twice (docs/LANGUAGE.md), so a closure over 8 times of
+    it is one of 3^8 - 1 assignments; copies are one event with a count (matcher.py `merges_copies`),
+    so the closures kept are those of B alone (2^8 - 1, under the limit) and every match comes, once
+    per assignment, each one a division by zero skips counted as the reference counts it; with
+    `emit first`, once per copy of its start event. (Found by tests/test_update.py's random updates:
+    the cap cut the copies' closures, so matches were missing where the job said it was whole.)"""
+    lines = ["A,0,0", "A,5,1"] + [f"B,{t},{t % 3}" for t in range(1, 9)]
+    every = "U = union(B, B);\nP = pattern(a: A -> b: U+) within 100 limit 300 yield 1 / (last(b.value) - 1);"
+    first = "V = union(A, A);\nU = union(B, B);\nP = pattern(a: V -> b: U+) within 100 strategy any emit first;"
+    for script, count in ((every, 5066), (first, 4)):
+        for batches in ([lines], [lines[:5], lines[5:]]):  # a watermark delay of 100: nothing is late
+            rows, _, plan, counters = run_local({"w": script}, batches, 100)
+            expected, evaluation = reference_rows({"w": script}, batches, 100, plan=plan)
+            same_rows(rows, expected)
+            assert len(rows) == count and counters.get("cut", 0) == 0
+            assert counters["divided"] == evaluation.division_by_zero.get("w.P", 0)
+
+
 def test_a_closure_in_a_threshold_holds_for_each_of_its_events():
     """A comparison with a Kleene element read without an aggregate holds for each of the closure's
     events (the review of #38: the threshold search read its first event alone)."""

@@ -19,6 +19,12 @@ Strategy `next` runs as runs (runtime/state/cep/runs.py): one per event that can
 State is bounded: the events and partial matches older than `within` behind the watermark are
 dropped, and each node keeps at most `limit` partial matches per key (what the cap cuts is
 counted and reported).
+
+Identical events (a union that names a stream twice passes each of its tuples twice) are kept as
+one event with a count where their copies are interchangeable (`Matcher.merges_copies`), and each
+match is emitted once per assignment of copies it stands for: a Kleene closure over n times whose
+events come twice is then one of 2^n closures, not of 3^n, and the cap cuts no more than it would
+without the copies.
 """
 
 from __future__ import annotations
@@ -153,6 +159,11 @@ class Matcher:
         self.links = {i: operators[e.link or FOLLOWED_BY] for i, e in enumerate(pattern.elements) if i}
         self.monotone = all(getattr(op, "monotone", False) for op in self.links.values()) and not self.unary
         self.strict = pattern.strategy == "strict"
+        # Copies of an event are interchangeable when no match may bind two of them and nothing tells
+        # them apart: every link `->` (each event strictly later than the one before; no operator of
+        # the user's), not strict (copies are consecutive in the input: the one bound matters), and
+        # not run by runs (strategy next: each copy starts a run, and runs take the earliest event).
+        self.merges_copies = self.monotone and not self.strict and not isinstance(pattern.tree, p.Chain)
         # Derived streams' codes, sorted, and the place of each by name (Pattern.order).
         by_code = sorted(pattern.order)
         self.derived_codes = np.array([code for code, _ in by_code], _I64)
@@ -279,9 +290,13 @@ class Matcher:
         ts, value, src, k = (final[name] for name in _PENDING)
         order = _total_order(ts, value, self._by_name(src), k)
         ts, value, src, k = ts[order], value[order], src[order], k[order]
+        copies = np.ones(len(ts), np.int32)
+        if self.merges_copies:
+            first, copies = _identical_runs(ts, value, src, k)
+            ts, value, src, k = ts[first], value[first], src[first], k[first]
         grp = src if self.pattern.by_sensor else np.zeros(len(ts), _I64)
         seq = self._sequence(state, grp)
-        return state.store.append(ts, value, src, grp, seq, k)
+        return state.store.append(ts, value, src, grp, seq, k, copies)
 
     def _by_name(self, src: np.ndarray) -> np.ndarray:
         """Sensor codes to order events by: a derived stream's code becomes its place by name (above
@@ -604,14 +619,14 @@ class Matcher:
             return Matches.empty()
         if self.yield_ is not None:  # a match whose yield divides by zero is no match: emit first skips it
             values, divided = value_of(self.yield_, Frame(whole, state.store, state.closures, self.kleene))
-            state.divided += int(divided.sum())
+            state.divided += self._assignments(take(whole, divided), state)
             keep = ~divided
             whole, ts_column, start, values = take(whole, keep), ts_column[keep], start[keep], values[keep]
             if not size(whole):
                 return Matches.empty()
         else:
             values = np.ones(size(whole))
-        order = self._emit_order(whole, ts_column, state)
+        order = self._each_copy(self._emit_order(whole, ts_column, state), whole, state)
         whole, ts_column, start, values = take(whole, order), ts_column[order], start[order], values[order]
         return Matches(ts_column.astype(_I64), values.astype(np.float64), start.astype(_I64),
                        ts_column.astype(_I64), self._bound_events(whole, state))
@@ -657,10 +672,9 @@ class Matcher:
                 key.append((int(whole[f"e{i}"][row]),))
         return tuple(key)
 
-    def _bound_events(self, whole: Table, state: PatternState) -> list:
-        """The bound events of each match, as columns per element (see `Matches`)."""
-        store = state.store
-        parts = []
+    def _bound_ids(self, whole: Table, state: PatternState):
+        """The ids of each match's bound events, per positive element: (element, offsets, lengths,
+        ids), the events of row r being ids[offsets[r]:offsets[r] + lengths[r]] (one or more)."""
         for i in self.positives:
             if i in self.kleene:
                 lengths = whole[f"n{i}"]
@@ -670,9 +684,47 @@ class Matcher:
                 ids = whole[f"e{i}"]
                 lengths = np.ones(len(ids), _I64)
                 offsets = np.arange(len(ids), dtype=_I64)
+            yield i, offsets, lengths, ids
+
+    def _bound_events(self, whole: Table, state: PatternState) -> list:
+        """The bound events of each match, as columns per element (see `Matches`)."""
+        store = state.store
+        parts = []
+        for i, offsets, lengths, ids in self._bound_ids(whole, state):
             rows = ids - store.base
             parts.append((i, offsets, lengths, store.ts[rows], store.value[rows], store.src[rows]))
         return parts
+
+    # ------------------------------------------------------------------ copies
+
+    def _copies(self, whole: Table, state: PatternState) -> np.ndarray | None:
+        """Per whole match, the assignments of identical events it stands for (`merges_copies`):
+        the product of its bound events' copies. None when each stands for one."""
+        store = state.store
+        if not self.merges_copies or not size(whole) or int(store.copies.max(initial=1)) == 1:
+            return None
+        product = np.ones(size(whole), _I64)
+        for _, offsets, _, ids in self._bound_ids(whole, state):
+            product *= np.multiply.reduceat(store.copies[ids - store.base].astype(_I64), offsets)
+        return product
+
+    def _assignments(self, whole: Table, state: PatternState) -> int:
+        """How many assignments these whole matches stand for, copies counted (`_copies`)."""
+        copies = self._copies(whole, state)
+        return size(whole) if copies is None else int(copies.sum())
+
+    def _each_copy(self, order: np.ndarray, whole: Table, state: PatternState) -> np.ndarray:
+        """The rows `order` emits, each as often as the matches it stands for: once per assignment
+        of copies (`_copies`); with `emit first`, once per copy of its start event (each copy starts
+        matches of its own, and the first of each is alike)."""
+        if not self.merges_copies or not len(order):
+            return order
+        if self.pattern.emit == "first":
+            copies = state.store.copies[whole[f"e{self.positives[0]}"][order] - state.store.base]
+        else:
+            every = self._copies(whole, state)
+            copies = None if every is None else every[order]
+        return order if copies is None or (copies == 1).all() else np.repeat(order, copies)
 
     # ------------------------------------------------------------------ forgetting
 
@@ -757,6 +809,17 @@ def _single_event(matcher: Matcher, key: str) -> bool:
     for step in sibling:
         node = node.left if step == "L" else node.right
     return isinstance(node, p.Leaf) and matcher.index[node.element] not in matcher.kleene
+
+
+def _identical_runs(ts: np.ndarray, value: np.ndarray, src: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Events in the total order as runs of identical ones (time, source, value to the bit,
+    stream): the place of each run's first event, and the run's length (its copies)."""
+    if len(ts) < 2:
+        return np.arange(len(ts)), np.ones(len(ts), np.int32)
+    bits = value.view(np.int64)
+    differs = (ts[1:] != ts[:-1]) | (src[1:] != src[:-1]) | (bits[1:] != bits[:-1]) | (k[1:] != k[:-1])
+    first = np.flatnonzero(np.r_[True, differs])
+    return first, np.diff(np.r_[first, len(ts)]).astype(np.int32)
 
 
 def _total_order(ts: np.ndarray, value: np.ndarray, src: np.ndarray, k: np.ndarray) -> np.ndarray:

@@ -7,6 +7,11 @@ the pattern's total order), so an event's id also orders it; the store keeps tho
 gave it (`start`, `end`), the sequence numbers of its first and last events in its key's input
 (`fseq`, `lseq`: strict contiguity), and per bound element i the event id `e{i}`; a Kleene
 element's events are a run in the closure store (`o{i}` offset, `n{i}` length).
+
+An event of the store may stand for several identical ones (`copies`: a union that names a stream
+twice passes each of its tuples twice): where copies are interchangeable in every match, the
+matcher keeps them as one event and emits each match once per assignment of copies it stands for
+(runtime/state/cep/matcher.py `Matcher.merges_copies`).
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ def segment_keys(groups: list[np.ndarray], values: list[np.ndarray]) -> list[np.
     return [np.searchsorted(ranks, g).astype(_I64) * span + (v.astype(_I64) - low) for g, v in zip(groups, values)]
 
 
-_COLUMNS = ("ts", "value", "src", "grp", "seq", "k")
+_COLUMNS = ("ts", "value", "src", "grp", "seq", "k", "copies")
 
 
 @dataclass
@@ -82,8 +87,8 @@ class EventStore:
     many slices copies each event about twice, not once per slice (issue #38). What a view shows
     is never written again, so tables may keep views of the columns.
 
-    Sensor codes and keys are int32 (codes stay below 2**31: plan/program.py's DERIVED_CODES) and
-    stream numbers int16: 34 bytes an event, not 48, as a window of minutes holds millions."""
+    Sensor codes, keys and copies are int32 (codes stay below 2**31: plan/program.py's DERIVED_CODES)
+    and stream numbers int16: 38 bytes an event, not 56, as a window of minutes holds millions."""
 
     base: int = 0
     ts: np.ndarray = field(default_factory=lambda: _EMPTY)
@@ -92,6 +97,7 @@ class EventStore:
     grp: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
     seq: np.ndarray = field(default_factory=lambda: _EMPTY)
     k: np.ndarray = field(default_factory=lambda: np.empty(0, np.int16))
+    copies: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))  # identical events it stands for
     # The buffers behind the columns and where the columns start in them (not pickled).
     room: dict | None = field(default=None, repr=False, compare=False)
     start: int = field(default=0, repr=False, compare=False)
@@ -100,6 +106,8 @@ class EventStore:
         return {"base": self.base, **{name: np.array(getattr(self, name)) for name in _COLUMNS}}
 
     def __setstate__(self, values: dict) -> None:
+        if "copies" not in values:  # a state of an older release: each event was one
+            values = {**values, "copies": np.ones(len(values["ts"]), np.int32)}
         self.__dict__.update(values, room=None, start=0)
 
     def __len__(self) -> int:
@@ -110,9 +118,9 @@ class EventStore:
         """The id the next event gets."""
         return self.base + len(self.ts)
 
-    def append(self, ts, value, src, grp, seq, k) -> np.ndarray:
+    def append(self, ts, value, src, grp, seq, k, copies) -> np.ndarray:
         ids = np.arange(self.end, self.end + len(ts), dtype=_I64)
-        added = dict(zip(_COLUMNS, (ts, value, src, grp, seq, k)))
+        added = dict(zip(_COLUMNS, (ts, value, src, grp, seq, k, copies)))
         count, more = len(self.ts), len(ts)
         stop = self.start + count
         if self.room is None or stop + more > len(self.room["ts"]):
