@@ -280,6 +280,37 @@ def test_the_cap_cuts_the_runs_of_strategy_next_and_counts_them():
     assert counters.get("cut", 0) == 0 and len([r for r in rows if r[0] == "w.P"]) == 30
 
 
+def test_the_cap_counts_only_the_partial_matches_alive_at_each_event():
+    """`limit` bounds the partial matches alive at an event time (docs/LANGUAGE.md): a burst of 8
+    readings makes 255 closures, and two bursts 1,000 ms apart never have more than 255 alive, so a
+    limit of 300 cuts nothing however the input is cut into batches. (The cap counted every closure
+    the batch made, those out of their window too: 399 rows in one batch, 346 in two.) With
+    strategy strict a closure is dead once the event after its last has passed: at most 23 of the
+    78 closures within 12 ms are alive."""
+    first = ["A,0,0"] + [f"B,{t},0" for t in range(1, 9)]
+    second = ["A,1000,0"] + [f"B,{t},0" for t in range(1001, 1009)]
+    strict = ["A,0,0"] + [f"B,{t},0" for t in range(1, 41)]
+    for script, lines, count in (("P = pattern(a: A -> b: B+) within 100 limit 300;", first + second, 510),
+                                 ("P = pattern(a: A -> b: B+) within 12 strategy strict limit 25;", strict, 11)):
+        for batches in ([lines], [lines[:len(first)], lines[len(first):]], [[line] for line in lines]):
+            rows, _, plan, counters = run_local({"w": script}, batches)
+            expected, _ = reference_rows({"w": script}, batches, plan=plan)
+            same_rows(rows, expected)
+            assert len(rows) == count and counters.get("cut", 0) == 0
+
+
+def test_where_the_limit_is_reached_closures_are_cut_as_batches_of_one_time_each_cut_them():
+    """Beyond `limit` live closures the newest are cut; a batch makes its closures time by time
+    then (matcher.py `_closures_in_time`), so one batch, two, and one reading per batch keep the same
+    closures, and cut as many."""
+    lines = ["A,0,0"] + [f"B,{t},0" for t in range(1, 15)] + ["A,50,0"] + [f"B,{t},0" for t in range(60, 200, 7)]
+    found = []
+    for batches in ([lines], [lines[:20], lines[20:]], [[line] for line in lines]):
+        rows, _, _, counters = run_local({"w": "P = pattern(a: A -> b: B+) within 100 limit 50;"}, batches)
+        found.append((sorted(rows), counters["cut"]))
+    assert found[0][1] > 0 and found[0] == found[1] == found[2]
+
+
 def test_a_union_that_repeats_a_stream_keeps_the_partial_matches_of_one_copy():
     """`union(B, B)` passes each reading of B twice (docs/LANGUAGE.md), so a closure over 8 times of
     it is one of 3^8 - 1 assignments; copies are one event with a count (matcher.py `merges_copies`),

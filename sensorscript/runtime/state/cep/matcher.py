@@ -17,8 +17,10 @@ events below the watermark and the tree computes the partial matches they comple
 Strategy `next` runs as runs (runtime/state/cep/runs.py): one per event that can start the pattern.
 
 State is bounded: the events and partial matches older than `within` behind the watermark are
-dropped, and each node keeps at most `limit` partial matches per key (what the cap cuts is
-counted and reported).
+dropped, and each node keeps at most `limit` partial matches per key alive at an event time (able
+to grow by an event of that time: within their window; strict, their next event not yet past).
+Those out of their window never count, however many a batch made, so the cap cuts only where
+batches of one event time each would (what it cuts is counted and reported).
 
 Identical events (a union that names a stream twice passes each of its tuples twice) are kept as
 one event with a count where their copies are interchangeable (`Matcher.merges_copies`), and each
@@ -39,8 +41,8 @@ from sensorscript.runtime.state.cep.operators import (FOLLOWED_BY, BinaryOperato
 from sensorscript.runtime.state.cep.runs import advance_runs
 from sensorscript.runtime.state.kernels.sorting import stable_order
 from sensorscript.runtime.state.cep.tables import (BUDGET, ClosureStore, EventStore, Table, blocks, concat,
-                                                   equal_join, pairs_of, range_candidates, range_join, ranges, size,
-                                                   take)
+                                                   equal_join, pairs_of, range_candidates, range_join, ranges,
+                                                   segment_keys, size, take)
 
 NEG_INF = np.iinfo(np.int64).min
 POS_INF = np.iinfo(np.int64).max
@@ -411,21 +413,82 @@ class Matcher:
     def closures(self, element: int, path: str, state: PatternState, events: Table) -> Table:
         """Kleene closures ending with a new event: the new events alone, and every closure kept
         (and every one made this batch) extended by a later new event (strict: by the event right
-        after it), with strictly increasing times, within the window."""
+        after it), with strictly increasing times, within the window.
+
+        The cap bounds the closures alive at each event time (`_alive_until`), as a batch of that
+        time alone would: the slice's closures are made at once, a length at a time, unless some
+        key would have more than `limit` alive at some time; then which the cap cuts depends on the
+        order in time, and they are made time by time (`_closures_in_time`)."""
         kept_key = path + "K"
         old = state.tables.get(kept_key, {})
         singles = dict(events)
         if size(events):
             singles[f"o{element}"] = state.closures.add([events[f"e{element}"]], np.ones(size(events), _I64))
-        made = [singles]
-        grown = concat([self._extend(element, old, events, state), self._extend(element, singles, events, state)])
-        while size(grown):
-            grown = self.cap(grown, concat([old] + made), state)
-            made.append(grown)
-            grown = self._extend(element, grown, events, state)
-        made = concat(made)
-        state.tables[kept_key] = concat([old, made])
+        alive_until = self._alive_until(element, state)
+        made = self._closures_at_once(element, old, singles, state, alive_until)
+        if made is None:
+            made, state.tables[kept_key] = self._closures_in_time(element, old, singles, state, alive_until)
+        else:
+            state.tables[kept_key] = concat([old, made])
         return made
+
+    def _closures_at_once(self, element: int, old: Table, singles: Table, state: PatternState,
+                          alive_until) -> Table | None:
+        """The slice's closures, by length: those of one more event each round. None as soon as some
+        key has more than `limit` alive at the time of one of them (nothing is cut here)."""
+        made = [singles]
+        grown = concat([self._extend(element, old, singles, state), self._extend(element, singles, singles, state)])
+        while not self._over_limit([old, *made, grown], [*made, grown], alive_until):
+            if not size(grown):
+                return concat(made)
+            made.append(grown)
+            grown = self._extend(element, grown, singles, state)
+        return None
+
+    def _closures_in_time(self, element: int, old: Table, singles: Table, state: PatternState,
+                          alive_until) -> tuple[Table, Table]:
+        """The slice's closures time by time, as batches of one time each make them: at each time of
+        a new event the closures still alive grow by its events, those kept at most `limit` per key
+        (`forget`'s cap between batches) and those made counted with them (`cap`). Returns the
+        closures made, and those still alive after the last time."""
+        made, kept, times = [], old, singles["min"]
+        starts = np.flatnonzero(np.r_[True, times[1:] != times[:-1]])
+        for begin, stop in zip(starts.tolist(), [*starts[1:].tolist(), len(times)]):
+            now = take(singles, slice(begin, stop))
+            kept = self.cap(take(kept, alive_until(kept) > times[begin]), {}, state) if size(kept) else {}
+            grown = self.cap(self._extend(element, kept, now, state), concat([kept, now]), state)
+            made += [now, grown]
+            kept = concat([kept, now, grown])
+        return concat(made), kept
+
+    def _alive_until(self, element: int, state: PatternState):
+        """A function giving, per closure of `element`, the time from which it is no longer alive (no
+        event from then on may extend it, so the cap does not count it): its window's end, and with
+        strategy strict the time just after its key's next event (it grows by that event or never)."""
+        if not self.strict:
+            return lambda table: table["min"] + self.within
+        store = state.store
+        order = stable_order(store.grp)  # each key's events in id order: its input
+        after = np.full(len(order), POS_INF - 1, _I64)  # per store row: the time of its key's next event
+        same = store.grp[order[1:]] == store.grp[order[:-1]]
+        after[order[:-1][same]] = store.ts[order[1:][same]]
+        return lambda table: np.minimum(table["min"] + self.within,
+                                        after[self._last_ids(element, table, state) - store.base] + 1)
+
+    def _over_limit(self, tables: list[Table], made: list[Table], alive_until) -> bool:
+        """Whether some key has more than `limit` rows of `tables` alive at the time of a row of
+        `made`: made by then (`max` at most that time) and not yet past `alive_until`. A row is past
+        it only after its time, so the count is the difference of two binary searches."""
+        tables, made = [t for t in tables if size(t)], [t for t in made if size(t)]
+        if not made or sum(size(t) for t in tables) <= self.pattern.limit:
+            return False
+        rows = [t["grp"] for t in tables]
+        born, over, *asked = segment_keys([np.concatenate(rows), np.concatenate(rows), *(t["grp"] for t in made)],
+                                         [np.concatenate([t["max"] for t in tables]),
+                                          np.concatenate([alive_until(t) for t in tables]), *(t["max"] for t in made)])
+        asked = np.concatenate(asked)
+        alive = np.searchsorted(np.sort(born), asked, "right") - np.searchsorted(np.sort(over), asked, "right")
+        return bool(alive.max() > self.pattern.limit)
 
     def _extend(self, element: int, closures: Table, events: Table, state: PatternState) -> Table:
         """Each closure extended by each event that may follow it."""
@@ -568,19 +631,23 @@ class Matcher:
 
     def _last_ts(self, element: int, table: Table, state: PatternState) -> np.ndarray:
         store = state.store
+        return store.ts[self._last_ids(element, table, state) - store.base]
+
+    def _last_ids(self, element: int, table: Table, state: PatternState) -> np.ndarray:
+        """Per row, the id of the last event bound to `element` (a closure's last)."""
         if element in self.kleene:
-            last = state.closures.ids[table[f"o{element}"] + table[f"n{element}"] - 1]
-        else:
-            last = table[f"e{element}"]
-        return store.ts[last - store.base]
+            return state.closures.ids[table[f"o{element}"] + table[f"n{element}"] - 1]
+        return table[f"e{element}"]
 
     def check_final(self, table: Table, state: PatternState) -> Table:
         return self.test(table, self.pattern.whole.conditions, self.pattern.whole.negations, state)
 
     def cap(self, made: Table, kept: Table, state: PatternState) -> Table:
-        """At most `limit` partial matches per key (with those `kept` already): the newest beyond it
-        are cut, and counted. Applied to what an operator keeps for later batches, and to Kleene
-        closures as they are made (their number can grow as 2^n within one batch)."""
+        """At most `limit` partial matches per key (with those `kept` already, which the caller
+        holds alive at the time of those `made`): the newest beyond it are cut, and counted. Applied
+        to what an operator keeps for later batches (`forget`: what is still alive), and to Kleene
+        closures as they are made, a time at a time (`_closures_in_time`: their number can grow
+        as 2^n)."""
         limit = self.pattern.limit
         if not size(made) or size(made) + size(kept) <= limit:
             return made

@@ -159,16 +159,32 @@ class EventStore:
 
 @dataclass
 class ClosureStore:
-    """The events of Kleene closures: each closure a run [offset, offset + length) of event ids."""
+    """The events of Kleene closures: each closure a run [offset, offset + length) of event ids.
+
+    `ids` is a view of a buffer with room to grow, as the event store's columns are: an add writes
+    after the last id (doubling the buffer when it is full), so a slice that adds closures time by
+    time (matcher.py `_closures_in_time`) copies each id about twice, not once per add."""
 
     ids: np.ndarray = field(default_factory=lambda: _EMPTY)
+    room: np.ndarray | None = field(default=None, repr=False, compare=False)  # the buffer (not pickled)
+
+    def __getstate__(self) -> dict:
+        return {"ids": np.array(self.ids)}
+
+    def __setstate__(self, values: dict) -> None:
+        self.__dict__.update(values, room=None)
 
     def add(self, runs: list[np.ndarray], lengths: np.ndarray) -> np.ndarray:
         """Append runs given flat (`runs` concatenated); returns their offsets."""
         flat = np.concatenate(runs) if runs else _EMPTY
-        offsets = len(self.ids) + np.cumsum(lengths) - lengths
-        self.ids = np.concatenate([self.ids, flat])
-        return offsets.astype(_I64)
+        count, stop = len(self.ids), len(self.ids) + len(flat)
+        if self.room is None or stop > len(self.room):
+            room = np.empty(max(2 * stop, 1024), _I64)
+            room[:count] = self.ids
+            self.room = room
+        self.room[count:stop] = flat
+        self.ids = self.room[:stop]
+        return (count + np.cumsum(lengths) - lengths).astype(_I64)
 
     def members(self, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """Every closure's event ids, concatenated in closure order."""
@@ -187,7 +203,7 @@ class ClosureStore:
                     pieces.append(self.members(np.where(stored, table[name], 0), lengths))
                     table[name] = np.where(stored, total + np.cumsum(lengths) - lengths, -1)
                     total += int(lengths.sum())
-        self.ids = np.concatenate(pieces) if pieces else _EMPTY
+        self.ids, self.room = (np.concatenate(pieces) if pieces else _EMPTY), None
 
 
 # ------------------------------------------------------------------------------ joins
