@@ -29,6 +29,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from sensorscript.hosts import free_port
 
 
+def _alarm_count(body: bytes) -> int:
+    """The alarms a request's body holds (0 for a body that is no alarms' document)."""
+    try:
+        alarms = json.loads(body).get("alarms")
+    except (ValueError, AttributeError):
+        return 0
+    return len(alarms) if isinstance(alarms, list) else 0
+
+
 class Receiver:
     def __init__(self, port: int | None = None, host: str = "127.0.0.1", on_alarm=None):
         self.host, self.port = host, port or free_port()
@@ -47,6 +56,7 @@ class Receiver:
         self.slow_s = 12.0
         self.hold_after: int | None = None  # once this many alarms are received, hold each request unanswered
         self.held = 0  # requests held so far; `release` answers them with 503
+        self.coming = 0  # alarms of the requests being answered, not yet in `received`
         self.release = threading.Event()
         self.server: ThreadingHTTPServer | None = None
 
@@ -74,9 +84,20 @@ class Receiver:
         return self
 
     def _answer(self, body: bytes) -> int:
+        # Whether to hold is decided with the alarms of the requests being answered counted, not only
+        # those received: two requests that come together must not both pass `hold_after`.
+        coming = _alarm_count(body)
         with self.lock:
-            hold = self.hold_after is not None and len(self.received) >= self.hold_after
+            hold = self.hold_after is not None and len(self.received) + self.coming >= self.hold_after
             self.held += hold
+            self.coming += 0 if hold else coming
+        try:
+            return self._answered(body, hold)
+        finally:
+            with self.lock:
+                self.coming -= 0 if hold else coming
+
+    def _answered(self, body: bytes, hold: bool) -> int:
         if hold:
             self.release.wait()
             with self.lock:
