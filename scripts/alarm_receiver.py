@@ -29,13 +29,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from sensorscript.hosts import free_port
 
 
-def _alarm_count(body: bytes) -> int:
-    """The alarms a request's body holds (0 for a body that is no alarms' document)."""
+def _alarms(body: bytes) -> tuple[dict | None, list | None]:
+    """A request's body read once: (its document, its alarms), None for what it is not."""
     try:
-        alarms = json.loads(body).get("alarms")
-    except (ValueError, AttributeError):
-        return 0
-    return len(alarms) if isinstance(alarms, list) else 0
+        document = json.loads(body)
+    except ValueError:
+        document = None
+    alarms = document.get("alarms") if isinstance(document, dict) else None
+    return document, alarms if isinstance(alarms, list) else None
 
 
 class Receiver:
@@ -86,18 +87,19 @@ class Receiver:
     def _answer(self, body: bytes) -> int:
         # Whether to hold is decided with the alarms of the requests being answered counted, not only
         # those received: two requests that come together must not both pass `hold_after`.
-        coming = _alarm_count(body)
+        document, alarms = _alarms(body)
         with self.lock:
             hold = self.hold_after is not None and len(self.received) + self.coming >= self.hold_after
             self.held += hold
-            self.coming += 0 if hold else coming
+            coming = 0 if hold else len(alarms or ())
+            self.coming += coming
         try:
-            return self._answered(body, hold)
+            return self._answered(body, document, alarms, hold)
         finally:
             with self.lock:
-                self.coming -= 0 if hold else coming
+                self.coming -= coming
 
-    def _answered(self, body: bytes, hold: bool) -> int:
+    def _answered(self, body: bytes, document: dict | None, alarms: list | None, hold: bool) -> int:
         if hold:
             self.release.wait()
             with self.lock:
@@ -117,13 +119,8 @@ class Receiver:
             with self.lock:
                 self.refused += 1
             return 503 if every else self.fail_status if fail else 200
-        try:
-            document = json.loads(body)
-        except ValueError:
-            document = None
-        alarms = document.get("alarms") if isinstance(document, dict) else None
         now = time.time()
-        if not isinstance(alarms, list) or not all(isinstance(a, dict) and "id" in a for a in alarms):
+        if alarms is None or not all(isinstance(a, dict) and "id" in a for a in alarms):
             if self.on_alarm is not None:
                 self.on_alarm(None, body)
             return 200
