@@ -91,6 +91,7 @@ NETWORK_FILES = {"test_hosts.py", "test_cluster_hosts.py", "test_dashboard.py", 
 # starts then took longer than the 10 s Spark waits for it ("Python worker failed to connect back").
 HEAVY_GROUP = {"test_cluster.py", "test_cluster_hosts.py", "test_hosts.py", "test_scripts.py"}
 
+
 def pytest_configure(config):
     costs.register(config)  # where the suite's time goes, printed at the end of every run (tests/costs.py)
 

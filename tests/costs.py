@@ -49,7 +49,6 @@ class Watch:
         self.lock = threading.Lock()
         self.jvms: dict[tuple[int, float], bool] = {}  # (pid, started) -> is a Spark application
         self.spent: dict[tuple[int, float], float] = {}  # CPU seconds of every descendant seen, alive or not
-        self.seen: set[tuple[int, float]] = set()
         self.servers: list[str] = []  # the name of every server process seen, in the order they started
         self.stopped = threading.Event()
         if self.me is not None:
@@ -61,7 +60,6 @@ class Watch:
 
     def look(self) -> None:
         """Note every descendant's CPU and every new JVM."""
-        live = {}
         try:
             children = self.me.children(recursive=True)
         except psutil.Error:
@@ -71,13 +69,13 @@ class Watch:
                 with child.oneshot():
                     key = (child.pid, child.create_time())
                     times = child.cpu_times()
-                    live[key] = times.user + times.system  # its own: its children are seen themselves
-                    if key not in self.seen:
+                    with self.lock:  # a process gone keeps the CPU it was last seen to have spent
+                        new = key not in self.spent
+                        self.spent[key] = times.user + times.system  # its own: its children are seen themselves
+                    if new:
                         self._new(key, child)
             except psutil.Error:
                 continue
-        with self.lock:  # a process gone keeps the CPU it was last seen to have spent
-            self.spent.update(live)
 
     def _new(self, key: tuple[int, float], child) -> None:
         name = child.name()
@@ -86,7 +84,6 @@ class Watch:
         except (psutil.Error, AttributeError):
             spawned = False
         with self.lock:
-            self.seen.add(key)
             if name in SERVERS and not spawned:
                 self.servers.append(name)
         if name == "java":
