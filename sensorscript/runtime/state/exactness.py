@@ -21,7 +21,7 @@ before was not seen whole. Then, by kind:
                there or later started at s or later, and every match that did is found
     combine    the first timestamp at which every input has had a tuple since its s_i (its first
                row, written or skipped for a division by zero): from then on the latest value of
-               each is the true one (SPEC §3's combine-latest); known once the inputs' watermark
+               each is the true one (combine-latest, docs/LANGUAGE.md); known once the inputs' watermark
                has passed it, whether the combine emits anything or not
 
 E is UNKNOWN (a combine whose inputs have not all had a tuple yet, a forwarded stream not
