@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set everything up, then run the whole test suite (real Spark, local[2]) on two workers: the tests of
-# the suite's one SparkSession on one, the others a file at a time beside them (tests/conftest.py).
+# the suite's one SparkSession on one, the others a file at a time beside them, the longest first
+# (tests/conftest.py).
 # `--quick` first: the quick tier alone, every test that needs no JVM and no server (docs/TESTING.md).
 # Other arguments go to pytest (`-n 0` runs everything in one process). At the end pytest prints the
 # costliest test files (tests/costs.py).
@@ -10,7 +11,7 @@ scripts/setup.sh
 if [ "${1:-}" = --quick ]; then
     shift
     export SSCRIPT_QUICK=1  # a fifth of each random test's examples (tests/conftest.py)
-    exec .venv/bin/python -m pytest -n 2 --dist loadgroup -m "not server" "$@"
+    exec .venv/bin/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder -m "not server" "$@"
 fi
 # The suite's JVMs live seconds: compiled by C1 alone and with the serial collector they cost about
 # 40 % less CPU (a Spark smoke run: 45 -> 27 CPU seconds), which on 2 cores is the suite's time; and
@@ -25,4 +26,4 @@ mkdir -p .venv/jvm
 # A job's JVMs touch their whole heap as they start (-XX:+AlwaysPreTouch, for a flat memory over
 # months): a test's JVM, which lives seconds, does not (0.4-0.9 s of system time a JVM, 1 GiB each).
 export SSCRIPT_JVM_OPTIONS=${SSCRIPT_JVM_OPTIONS--XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-AlwaysPreTouch -XX:SharedArchiveFile=$PWD/$archive}
-exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"
+exec .venv/bin/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder "$@"

@@ -85,11 +85,11 @@ def golden(request):
 # network (sensorscript/dashboard/browser.py), so they may run on both workers at once.
 NETWORK_FILES = {"test_hosts.py", "test_cluster_hosts.py", "test_dashboard.py", "test_dashboard_auth.py",
                  "test_scripts.py"}
-# Files whose tests each start several JVMs at once (a standalone cluster: a master, workers and their
-# executors; the scripts' smoke runs, two jobs at a time): one worker runs them one after another. On
-# two cores, two of them side by side ran five or six JVMs at once, and a Python worker that Spark
-# starts then took longer than the 10 s Spark waits for it ("Python worker failed to connect back").
-HEAVY_GROUP = {"test_cluster.py", "test_cluster_hosts.py", "test_hosts.py", "test_scripts.py"}
+# The groups that take longest, started first (scripts/test.sh passes --no-loadscope-reorder, so xdist
+# hands out groups in the order of the tests): the scripts' smoke runs, the suite's SparkSession, the
+# standalone clusters and the test hosts. Started last, one of them would keep one worker busy long
+# after the other ran out of tests.
+FIRST = ("test_scripts.py", "spark-session", "test_cluster_hosts.py", "test_cluster.py", "test_hosts.py")
 
 
 def pytest_configure(config):
@@ -129,19 +129,39 @@ def quick_examples(items) -> None:
             test._sscript_quick = True
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Marks `server` (see SERVER_FIXTURES). Under pytest-xdist (scripts/test.sh runs two workers,
     `--dist loadgroup`): every test of the suite's one SparkSession runs on one worker, so that a run
     has one session, and the other tests go a file at a time (a module's fixtures, a cluster or a
-    compiled fleet, are made once), but HEAVY_GROUP's files one after another."""
+    compiled fleet, are made once), the groups of FIRST first.
+
+    First among the hooks: xdist reads a test's group in a hook of its own on each worker, and a group
+    marked after that is ignored (`grouped` checks that it was not)."""
+    groups = {}
     for item in items:
         if needs_server(item):
             item.add_marker(pytest.mark.server)
-        group = ("spark-session" if "spark" in getattr(item, "fixturenames", ())
-                 else "several-jvms" if item.path.name in HEAVY_GROUP else item.path.name)
-        item.add_marker(pytest.mark.xdist_group(group))
+        groups[item] = "spark-session" if "spark" in getattr(item, "fixturenames", ()) else item.path.name
+        item.add_marker(pytest.mark.xdist_group(groups[item]))
+    items.sort(key=lambda item: FIRST.index(groups[item]) if groups[item] in FIRST else len(FIRST))
     if os.environ.get("SSCRIPT_QUICK") == "1":
         quick_examples(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """On the controller, under `--dist loadgroup`: stop the run unless xdist took each test's group (a
+    worker sends it as a suffix of the test's id, "@GROUP"). When it does not, every test is scheduled
+    alone: a module's cluster, broker or test hosts are made on both workers and the suite's one
+    SparkSession becomes two, silently (pytest 9.2 drops the suffix: pytest-dev/pytest-xdist#1386)."""
+    if node.config.getoption("dist") != "loadgroup":
+        return
+    lost = [nodeid for nodeid in ids if "@" not in nodeid.rpartition("]")[2].rpartition("::")[2]]
+    if lost:
+        pytest.exit(f"pytest-xdist did not take the group of {len(lost)} of {len(ids)} tests (the first: {lost[0]}): "
+                    f"with pytest {pytest.__version__}, --dist loadgroup would schedule every test alone; install "
+                    f"the versions pyproject.toml pins (scripts/setup.sh)", returncode=4)
 
 
 @pytest.fixture(scope="session")
