@@ -85,11 +85,12 @@ def golden(request):
 # network (sensorscript/dashboard/browser.py), so they may run on both workers at once.
 NETWORK_FILES = {"test_hosts.py", "test_cluster_hosts.py", "test_dashboard.py", "test_dashboard_auth.py",
                  "test_scripts.py"}
-# The groups that take longest, started first (scripts/test.sh passes --no-loadscope-reorder, so xdist
-# hands out groups in the order of the tests): the scripts' smoke runs, the suite's SparkSession, the
-# standalone clusters and the test hosts. Started last, one of them would keep one worker busy long
-# after the other ran out of tests.
-FIRST = ("test_scripts.py", "spark-session", "test_cluster_hosts.py", "test_cluster.py", "test_hosts.py")
+# The groups that take longest, started first, longest first (scripts/test.sh passes --no-loadscope-reorder,
+# so xdist hands out groups in the order of the tests): the scripts' smoke runs, the suite's SparkSession,
+# the test hosts, the brokers, the standalone clusters, the kills (the wall times of the costs table,
+# docs/TESTING.md). Started last, one of them would keep one worker busy long after the other ran out.
+FIRST = ("test_scripts.py", "spark-session", "test_cluster_hosts.py", "test_kafka.py", "test_cluster.py",
+         "test_postgres.py", "test_update_spark.py", "test_restart.py", "test_report.py", "test_hosts.py")
 
 
 def pytest_configure(config):
