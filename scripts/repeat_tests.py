@@ -26,12 +26,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def ungrouped(test: str) -> str:
+    """A test's id without the group pytest-xdist appends under --dist loadgroup ("...::test_y@GROUP")."""
+    head, bracket, tail = test.rpartition("]")
+    return head + bracket + tail.rpartition("@")[0] if "@" in tail.rpartition("::")[2] else test
+
+
 def outcomes(report: Path) -> dict[str, str]:
     """test id -> passed, failed or skipped, from pytest's JUnit XML."""
     found = {}
     for case in ElementTree.parse(report).getroot().iter("testcase"):
         module = case.get("classname", "").replace(".", "/")
-        name = f"{module}.py::{case.get('name')}" if module else case.get("name", "")
+        name = ungrouped(f"{module}.py::{case.get('name')}" if module else case.get("name", ""))
         if case.find("failure") is not None or case.find("error") is not None:
             found[name] = "failed"
         elif case.find("skipped") is not None:
