@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 from tests import costs
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from repeat_tests import ungrouped  # noqa: E402  (a test's id without the group xdist appends to it)
 EXAMPLES = sorted((ROOT / "workflows").glob("*.ss"))
 
 
@@ -138,16 +141,19 @@ def pytest_collection_modifyitems(config, items):
     compiled fleet, are made once), the groups of FIRST first.
 
     First among the hooks: xdist reads a test's group in a hook of its own on each worker, and a group
-    marked after that is ignored (`grouped` checks that it was not)."""
-    groups = {}
+    marked after that is ignored (`pytest_xdist_node_collection_finished` checks that it was not)."""
     for item in items:
         if needs_server(item):
             item.add_marker(pytest.mark.server)
-        groups[item] = "spark-session" if "spark" in getattr(item, "fixturenames", ()) else item.path.name
-        item.add_marker(pytest.mark.xdist_group(groups[item]))
-    items.sort(key=lambda item: FIRST.index(groups[item]) if groups[item] in FIRST else len(FIRST))
+        item.add_marker(pytest.mark.xdist_group(group(item)))
+    items.sort(key=lambda item: FIRST.index(group(item)) if group(item) in FIRST else len(FIRST))
     if os.environ.get("SSCRIPT_QUICK") == "1":
         quick_examples(items)
+
+
+def group(item) -> str:
+    """The xdist group of a test: the suite's SparkSession for a test that uses it, else its file."""
+    return "spark-session" if "spark" in getattr(item, "fixturenames", ()) else item.path.name
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -158,7 +164,7 @@ def pytest_xdist_node_collection_finished(node, ids):
     SparkSession becomes two, silently (pytest 9.2 drops the suffix: pytest-dev/pytest-xdist#1386)."""
     if node.config.getoption("dist") != "loadgroup":
         return
-    lost = [nodeid for nodeid in ids if "@" not in nodeid.rpartition("]")[2].rpartition("::")[2]]
+    lost = [nodeid for nodeid in ids if ungrouped(nodeid) == nodeid]
     if lost:
         pytest.exit(f"pytest-xdist did not take the group of {len(lost)} of {len(ids)} tests (the first: {lost[0]}): "
                     f"with pytest {pytest.__version__}, --dist loadgroup would schedule every test alone; install "
