@@ -57,14 +57,26 @@ def sscript_on(hosts, arguments: list[str], timeout: float = WAIT_S, **environme
 
 
 def status_says(hosts, out: Path, words: str, timeout: float = 120) -> str:
-    """`sscript status OUT` on `driver`, again until it says `words`; what it said."""
+    """`sscript status OUT` on `driver` once its text (`running.status_text`, read here every 0.5 s:
+    a command on `driver` is a Python start, 1-2 CPU seconds) says `words`, again until it says them
+    too; what it said."""
+    from sensorscript import running
+    from sensorscript.errors import SensorScriptError
+
     deadline = time.monotonic() + timeout
+    said = ""
     while True:
-        said = sscript_on(hosts, ["status", str(out)], timeout=60).stdout
-        if words in said:
-            return said
-        assert time.monotonic() < deadline, f"`sscript status` did not say {words!r} within {timeout} s:\n{said}"
-        time.sleep(1)
+        try:
+            here = running.status_text(out)
+        except SensorScriptError as exc:  # status.json not written yet
+            here = str(exc)
+        if words in here:
+            said = sscript_on(hosts, ["status", str(out)], timeout=60).stdout
+            if words in said:
+                return said
+        assert time.monotonic() < deadline, \
+            f"`sscript status` did not say {words!r} within {timeout} s:\n{said or here}"
+        time.sleep(0.5)
 
 
 def totals(out: Path) -> dict:

@@ -467,16 +467,11 @@ def status(out, tz) -> None:
     """Where the job in OUT stands: its policies, totals, and per partition the watermark, its lag,
     coverage, latency and state size (from OUT/status.json, kept after every batch)."""
     from sensorscript import running
-    from sensorscript.runtime.control import backfill as backfills
-    from sensorscript.runtime.output.status import describe
 
     try:
-        click.echo(describe(running.alarms_now(running.job_status(Path(out)), Path(out)), tz))
+        click.echo(running.status_text(Path(out), tz))
     except SensorScriptError as exc:
         _fail(exc)
-    found = backfills.newest(Path(out))
-    for line in found.describe(Path(out), tz) if found else ():
-        click.echo(f"  {line}")
 
 
 @main.command()

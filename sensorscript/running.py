@@ -512,6 +512,20 @@ def deliver_alarms(out: Path, timeout_s: float | None, echo=print, strict: bool 
         echo(f"warning: {said}")
 
 
+def status_text(out: Path, tz=None) -> str:
+    """What `sscript status OUT` prints: the job's status in sentences, its alarms counted from the
+    outbox now, and the newest backfill's progress (SensorScriptError when status.json is unreadable)."""
+    from sensorscript.runtime.control import backfill as backfills
+    from sensorscript.runtime.output.status import describe
+    from sensorscript.times import UTC
+
+    tz = UTC if tz is None else tz
+    lines = [describe(alarms_now(job_status(Path(out)), Path(out)), tz)]
+    found = backfills.newest(Path(out))
+    lines += [f"  {line}" for line in (found.describe(Path(out), tz) if found else ())]
+    return "\n".join(lines)
+
+
 def alarms_now(status: dict, out: Path) -> dict:
     """The status with its alarms' counts read from the outbox now (a silence made, or what a
     command delivered, since the run last wrote status.json)."""
