@@ -24,7 +24,8 @@ WAIT_S = 300.0  # for the cluster to give the job executors that run the tasks
 
 def _probe(out: str, folder: str, token: str, driver: str, inputs: tuple[tuple[str, str | None], ...]):
     """One task's look, as a function the executors run: (its address, whether it sees the driver's
-    marker, what is wrong as the end of a sentence about it, or "")."""
+    marker, what is wrong, each as the end of a sentence about it: every problem found at once, so
+    that a user mends them in one go)."""
 
     def look(_):
         import socket
@@ -44,28 +45,25 @@ def _probe(out: str, folder: str, token: str, driver: str, inputs: tuple[tuple[s
 
             del pandas, pyarrow, sensorscript  # imported to show they can be
         except ImportError as exc:
-            yield address, False, f"cannot run the job: its Python cannot import {exc.name} ({exc})"
+            yield address, False, (f"cannot run the job: its Python cannot import {exc.name} ({exc})",)
             return
         try:
             with open(os.path.join(folder, f"{token}.driver")) as file:
                 seen = file.read() == token
         except FileNotFoundError:  # no such folder here, or another one at its path
             seen = False
-        if not seen:
-            yield address, False, ""
-            return
+        problems = []
         for given, a_file in inputs:  # the input folder (one of its files): they are read in the tasks
             if not os.path.isdir(given) or (a_file is not None and not os.path.exists(os.path.join(given, a_file))):
-                yield address, True, (f"does not see the input folder {given}: the input must be a folder every "
-                                      f"worker mounts at the same path (README, 'On a cluster')")
-                return
-        try:
-            with open(os.path.join(folder, f"{token}.{address}.{os.getpid()}"), "w") as file:
-                file.write(token)
-        except OSError as exc:
-            yield address, True, f"cannot write in {out}: {exc.strerror or exc}"
-            return
-        yield address, True, ""
+                problems.append(f"does not see the input folder {given}: the input must be a folder every "
+                                f"worker mounts at the same path (README, 'On a cluster')")
+        if seen and not problems:
+            try:
+                with open(os.path.join(folder, f"{token}.{address}.{os.getpid()}"), "w") as file:
+                    file.write(token)
+            except OSError as exc:
+                problems.append(f"cannot write in {out}: {exc.strerror or exc}")
+        yield address, seen, tuple(problems)
 
     return look
 
@@ -111,17 +109,20 @@ def check(spark, out: Path, echo=print, inputs: tuple[str, ...] = (), wait_s: fl
 
 
 def _judge(rows, folder: Path, token: str, out: Path) -> None:
-    for address, seen, error in rows:
-        if error:
-            raise ValueError(f"the executor at {address} {error}")
-        if not seen:
-            raise ValueError(f"the executor at {address} does not see the driver's {out}: OUT must be one folder "
-                             f"every worker mounts at the same path (README, 'On a cluster')")
-    written = {path.name for path in folder.iterdir()}
-    for address, _, _ in rows:
-        if not any(name.startswith(f"{token}.{address}.") for name in written):
-            raise ValueError(f"the driver does not see what the executor at {address} wrote in {out}: OUT must be "
-                             f"one folder every worker mounts at the same path (README, 'On a cluster')")
+    """ValueError naming every problem the executors found, one sentence each (joined by "; ")."""
+    said: list[str] = []
+    for address, seen, problems in rows:
+        if not seen and not any("cannot run the job" in problem for problem in problems):
+            said.append(f"the executor at {address} does not see the driver's {out}: OUT must be one folder "
+                        f"every worker mounts at the same path (README, 'On a cluster')")
+        said += [f"the executor at {address} {problem}" for problem in problems]
+    if not said:
+        written = {path.name for path in folder.iterdir()}
+        said = [f"the driver does not see what the executor at {address} wrote in {out}: OUT must be one folder "
+                f"every worker mounts at the same path (README, 'On a cluster')"
+                for address, _, _ in rows if not any(name.startswith(f"{token}.{address}.") for name in written)]
+    if said:
+        raise ValueError("; ".join(dict.fromkeys(said)))
 
 
 def _failed(error: BaseException) -> str:
