@@ -3,8 +3,9 @@
 The fixtures start a master and workers on 127.0.0.1 (free ports, logs in a tmp dir, each in its
 own process group) and kill every process group afterwards, even when a test fails: `cluster`
 one worker for the module, `two_workers` two for a test that kills one. The tests compile the
-example workflows, submit the job with the CLI in a subprocess, and compare its SQLite results
-with the reference evaluator row for row; one kills a worker during the run.
+example workflows, submit the job with the CLI in a subprocess, and compare its results with the
+reference evaluator row for row; one kills a worker during the run. The examples over files on a
+cluster, its output and Spark's log: tests/test_cluster_hosts.py (workers on hosts of their own).
 """
 
 from __future__ import annotations
@@ -156,41 +157,6 @@ def _kill_worker(worker: Worker) -> dict[int, str]:
             pass
     worker.process.wait(timeout=30)
     return victims
-
-
-def test_examples_on_a_standalone_cluster_agree_with_the_reference(cluster, tmp_path):
-    out, data = tmp_path / "out", tmp_path / "data"
-    compile_workflows([str(f) for f in WORKFLOWS], out, str(SENSORS), 2)
-    write_readings(read_csv(SENSORS), data, seconds=600, files=1, bad_lines=3)
-    lines = [line for path in sorted(data.iterdir()) for line in path.read_text().splitlines()]
-
-    code, output = _run_cli(["run", str(out), "--cluster", cluster.url, "--input", str(data), "--once"],
-                            tmp_path, SUBMIT_TIMEOUT)
-    assert code == 0, f"sscript run --cluster exited with {code};\n{output}"
-    # The run said its own lines; spark-submit's log went to OUT/spark.log.
-    said = (tmp_path / "submit.out").read_text(errors="replace") + (tmp_path / "submit.err").read_text(errors="replace")
-    assert "batch 0:" in said and not any(w in said for w in ("log4j", "WARN", "Traceback")), said
-    assert "log4j" in (out / "spark.log").read_text(errors="replace")
-
-    # The application ran on the cluster: the worker launched its executors in an app-* directory.
-    (worker,) = cluster.workers
-    apps = sorted(p.name for p in worker.work_dir.glob("app-*"))
-    assert apps, f"no app-* directory in the worker's work dir {worker.work_dir};\n" \
-                 f"master log:\n{tail(cluster.logs / 'master.log')}"
-    assert "Registering app" in (cluster.logs / "master.log").read_text(errors="replace")
-    assert "Running task" in _executor_log(worker), "the cluster's executors ran no tasks"
-
-    evaluation = evaluate(load([str(f) for f in WORKFLOWS]).workflows, [lines])
-    assert len(evaluation.rows) > 100
-    db = sqlite3.connect(out / "results.db")
-    try:
-        actual = sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM results"))
-        assert_same(actual, expected_rows(evaluation))
-        quarantine = sorted(db.execute("SELECT raw, reason FROM quarantine"))
-    finally:
-        db.close()
-    assert len(quarantine) == len(evaluation.quarantine) == 3
-    assert quarantine == sorted(evaluation.quarantine)
 
 
 def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_workers, tmp_path):
