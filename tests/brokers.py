@@ -77,12 +77,13 @@ def sasl_options() -> tuple[tuple[str, ...], dict[str, str]]:
     return tuple(a for o in options for a in ("--kafka-option", o)), {"SSCRIPT_TEST_JAAS": jaas}
 
 
-@pytest.fixture
-def kafka(tmp_path):
-    """A running Apache Kafka broker (KRaft) on a free port of 127.0.0.1, killed after the test; a
-    second listener takes SASL PLAIN logins of SASL_USER (`sasl_bootstrap`)."""
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory):
+    """A running Apache Kafka broker (KRaft) on a free port of 127.0.0.1 for the tests of a module
+    (each with topics of its own; a test that stops it starts it again), killed after them; a second
+    listener takes SASL PLAIN logins of SASL_USER (`sasl_bootstrap`)."""
     need_kafka()
-    started = KafkaBroker(tmp_path / "kafka", users={SASL_USER: SASL_PASSWORD}).start()
+    started = KafkaBroker(tmp_path_factory.mktemp("kafka"), users={SASL_USER: SASL_PASSWORD}).start()
     yield started
     started.stop(kill=True)
 
