@@ -103,20 +103,29 @@ def test_measured_shuffle_records(spark, tmp_path):
 
 
 @pytest.mark.spark
-def test_measured_sweep_point_matches_the_model(tmp_path):
-    """A point of the n_s sweep, run for real in the report's child process (20 s of 16 sensors at
-    20 Hz, 8 workflows sharing 8 sensors, 4 partitions): our plan, hash by workflow and hash by sensor
-    id give the same results, and the tuples that crossed, per minute, are what the model says."""
-    measured, sweeps = reporting.measure_quietly([], None, None, 2, tmp_path, False, lambda *_: None,
-                                                 sweep_seconds=20, sweep_shared_points=(8,), sweep_counts=())
-    assert measured is None and list(sweeps) == ["shared", "sensors"] and sweeps["sensors"] == []
-    (point,), (model,) = sweeps["shared"], reporting.sweep("shared", (8,))
+def test_measured_job_and_sweep_point_in_one_quiet_child_process(tmp_path):
+    """What `sscript report --measure DATA --no-naive-run` builds (reporting.build, which the command
+    calls), with a point of the n_s sweep too (20 s of 16 sensors at 20 Hz, 8 workflows sharing 8
+    sensors, 4 partitions), run in the report's one child process whose chatter is filtered out: our
+    plan, hash by workflow and hash by sensor id give the same results, the tuples that crossed per
+    minute are what the model says, and report.md holds the measured job's row."""
+    write_readings(read_csv(SENSORS), tmp_path / "data", seconds=60, files=1)
+    said: list[str] = []
+    built = reporting.build([EXAMPLES[0]], SENSORS, 2, str(tmp_path / "data"), tmp_path / "work", False,
+                            echo=said.append, sizes=(1,), sweep_counts=(), sweep_seconds=20, sweep_shared_points=(8,))
+    shown = "\n".join(said)
+    assert "TransformWithStateInPandas" not in shown and "log4j" not in shown, shown
+    assert "measured the job" in shown, shown
+    assert built.measured is not None and built.by_sensors == []
+    (point,), (model,) = [p.measured for p in built.by_shared], reporting.sweep("shared", (8,))
     assert point.same
     assert point.lower_bound == model.cost.lower_bound == 16 * 20 * 60
     assert point.ours == pytest.approx(model.cost.ours, rel=0.01)
     assert point.by_workflow == pytest.approx(model.cost.naive_workflow_hash, rel=0.01)
     assert point.by_sensor == pytest.approx(model.cost.naive_sensor_hash, rel=0.02)
     assert point.ours < point.by_workflow < point.by_sensor
+    md, _ = reporting.write(built, tmp_path / "r")
+    assert "| the compiled job: raw readings (one shuffle, in packets) |" in md.read_text()
 
 
 def test_a_file_of_patterns_has_no_naive_job_and_a_file_of_comments_no_lines(tmp_path):
@@ -136,17 +145,3 @@ def test_cli_report(tmp_path):
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "script lines" in result.output and (tmp_path / "r" / "report.html").exists()
-
-
-@pytest.mark.spark
-def test_cli_report_measures_in_a_quiet_child_process(tmp_path):
-    """`sscript report --measure` runs Spark in a child process whose chatter is filtered out."""
-    write_readings(read_csv(SENSORS), tmp_path / "data", seconds=60, files=1)
-    result = CliRunner().invoke(main, ["report", EXAMPLES[0], "--sensors", SENSORS, "-o", str(tmp_path / "r"),
-                                       "--generated", "1", "--measure", str(tmp_path / "data"), "--no-naive-run"],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    assert "TransformWithStateInPandas" not in result.output and "log4j" not in result.output
-    assert "measured the job" in result.output
-    text = (tmp_path / "r" / "report.md").read_text()
-    assert "| the compiled job: raw readings (one shuffle, in packets) |" in text
