@@ -1,11 +1,11 @@
 """`sscript run --cluster` against a real Spark standalone master and workers (from the pyspark package).
 
 The fixtures start a master and workers on 127.0.0.1 (free ports, logs in a tmp dir, each in its
-own process group) and kill every process group afterwards, even when a test fails: `cluster`
-one worker for the module, `two_workers` two for a test that kills one. The tests compile the
-example workflows, submit the job with the CLI in a subprocess, and compare its results with the
-reference evaluator row for row; one kills a worker during the run. The examples over files on a
-cluster, its output and Spark's log: tests/test_cluster_hosts.py (workers on hosts of their own).
+own process group) and kill every process group afterwards, even when a test fails:
+`two_workers` for a test that kills one of them. It compiles the example workflows, submits the
+job with the CLI in a subprocess, kills a worker during the run and compares the results with the
+reference evaluator row for row. The examples on a cluster whose workers are hosts of their own,
+through Kafka on both sides, its output and Spark's log: tests/test_cluster_hosts.py.
 """
 
 from __future__ import annotations
@@ -23,12 +23,9 @@ from pathlib import Path
 import pytest
 
 from sensorscript.compiler import compile_workflows
-from sensorscript.parser import load
-from oracles.streams import evaluate
 from sensorscript.registry import read_csv
 from sensorscript.workload import write_readings
 from tests.conftest import ROOT
-from tests.differential import assert_same, expected_rows
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from standalone import ClusterFailed, Worker, spark_environment, standalone, stop_group, tail  # noqa: E402
@@ -52,13 +49,6 @@ def _standalone(base: Path, workers: list[tuple[int, str]]):
         pytest.fail(str(exc))
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A standalone Spark master and one worker (2 cores, 2 GB) on 127.0.0.1; yields a Cluster."""
-    with _standalone(tmp_path_factory.mktemp("cluster"), [(2, "2g")]) as started:
-        yield started
-
-
 @pytest.fixture
 def two_workers(tmp_path_factory):
     """A master and two workers (1 core, 2 GB each): a test may kill one of them."""
@@ -75,23 +65,6 @@ def _start_cli(arguments: list[str], logs: Path, environment: dict[str, str] | N
                                    stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT, start_new_session=True,
                                    env=environment or spark_environment())
     return process, stdout, stderr
-
-
-def _run_cli(arguments: list[str], logs: Path, timeout: float, more: dict[str, str] | None = None) -> tuple[int, str]:
-    """`python -m sensorscript.cli ARGUMENTS` in its own process group, as a user runs it (Spark's log
-    not asked for; `more` in its environment too); the group is killed afterwards."""
-    environment = {k: v for k, v in spark_environment().items() if k != "SSCRIPT_SPARK_LOG"} | (more or {})
-    process, stdout, stderr = _start_cli(arguments, logs, environment)
-    try:
-        code = process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        code = None
-    finally:
-        stop_group(process, grace=5)  # spark-submit's driver JVM must not outlive the test
-    output = f"stdout:\n{tail(stdout)}\nstderr:\n{tail(stderr, 60)}"
-    if code is None:
-        pytest.fail(f"sscript run did not finish within {timeout} s;\n{output}")
-    return code, output
 
 
 def _executor_log(worker: Worker) -> str:
@@ -291,43 +264,3 @@ def test_an_executor_killed_while_archiving_leaves_nothing_the_archive_reader_tr
     code, ts, value = archive.read(folder, {1: "a", 2: "b"}, hour, 2 * hour)
     assert (list(code), list(ts), list(value)) == ([2, 2], [hour + 1, hour + 2], [1.0, 2.0])
     assert archive.earliest(folder) == hour
-
-
-def test_a_kafka_topic_read_and_results_written_to_one_on_a_standalone_cluster(cluster, kafka, tmp_path):
-    """`--cluster` with Kafka on both sides: the job hands Spark's Kafka connector to the cluster by
-    itself (nothing about jars on the command line); the executors read the topic's three partitions
-    (a gateway's blocks of lines) and write the results to another topic, both through the broker's
-    SASL listener with `--kafka-option` settings whose secret comes from the environment (a client
-    without them is not let in there). What a consumer keeps per key and version equals the
-    reference; the secret is in no file of OUT and not in the run's output."""
-    from kafka_broker import Gateway
-
-    from tests.brokers import SASL_PASSWORD, sasl_options
-    from tests.test_kafka import topic_messages, upserted
-
-    out, data = tmp_path / "out", tmp_path / "data"
-    compile_workflows([str(f) for f in WORKFLOWS], out, str(SENSORS), 2, watermark="fixed:60000")
-    write_readings(read_csv(SENSORS), data, seconds=300, files=1)
-    lines = sorted((line for path in sorted(data.iterdir()) for line in path.read_text().splitlines()[1:]),
-                   key=lambda line: int(line.split(",")[1]))
-    for name in ("cluster-readings", "cluster-results"):
-        kafka.topic(name, 3)
-    gateway = Gateway(kafka.bootstrap, "cluster-readings", per_message=50)
-    gateway.send(lines)
-    gateway.flush(60)
-
-    options, secret = sasl_options()
-    code, output = _run_cli(["run", str(out), "--cluster", cluster.url, "--once",
-                             "--input", f"kafka://{kafka.sasl_bootstrap}/cluster-readings",
-                             "--sink", f"kafka://{kafka.sasl_bootstrap}/cluster-results", *options],
-                            tmp_path, SUBMIT_TIMEOUT, secret)
-    assert code == 0, f"sscript run --cluster exited with {code};\n{output}"
-    assert SASL_PASSWORD not in output
-    assert not [p for p in out.rglob("*") if p.is_file() and SASL_PASSWORD.encode() in p.read_bytes()]
-    (worker,) = cluster.workers
-    assert "Running task" in _executor_log(worker), "the cluster's executors ran no tasks"
-    assert SASL_PASSWORD not in _executor_log(worker)
-    evaluation = evaluate(load([str(f) for f in WORKFLOWS]).workflows, [lines])
-    assert len(evaluation.rows) > 50
-    assert_same(sorted(row[:5] for row in upserted(topic_messages(kafka.bootstrap, "cluster-results"))),
-                expected_rows(evaluation))

@@ -32,6 +32,7 @@ from tests.test_restart import result_rows
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import kafka_broker  # noqa: E402
+from kafka_broker import KafkaBroker  # noqa: E402
 from netns import Hosts, why_not  # noqa: E402
 from cluster_faults import feed_through_faults, fleet_readings, sscript_on  # noqa: E402
 from mosquitto import why_no_broker  # noqa: E402
@@ -73,40 +74,66 @@ def sscript(hosts, arguments: list[str], timeout: float = RUN_TIMEOUT, **environ
                     f"{(exc.stdout or b'')[-3000:]!r}\n{(exc.stderr or b'')[-3000:]!r}")
 
 
-def test_the_examples_on_two_worker_hosts_agree_with_the_reference(hosts, cluster):
-    """OUT and the input on the shared folder; the job submitted from `driver`, registered with the
-    master; both workers' executors run its tasks with the libraries it brought (neither host has the
-    project's .venv); the results and the quarantine are the reference's."""
+def test_the_examples_through_kafka_on_infra_on_two_worker_hosts_agree_with_the_reference(hosts, cluster):
+    """A Kafka broker on `infra`; the job submitted from `driver`, registered with the master, reads a
+    topic of three partitions (a gateway's blocks of lines, bad lines among them) and writes its
+    results to another topic, both through the broker's SASL listener with `--kafka-option` settings
+    whose secret comes from the environment. Both workers' executors run its tasks with the libraries
+    and Spark's Kafka connector it brought (neither host has the project's .venv or the jars). What a
+    consumer keeps per key and version, and the quarantine, are the reference's; the secret is in no
+    file of OUT, in no executor's log and not in the run's output."""
+    from kafka_broker import Gateway
+
+    from tests.brokers import SASL_PASSWORD, SASL_USER, need_kafka, sasl_options
+    from tests.test_kafka import topic_messages, upserted
+
+    need_kafka()
     work = hosts.shared / f"job-{uuid.uuid4().hex[:8]}"
     out, data = work / "out", work / "data"
+    # A watermark a minute behind: the topic's partitions are read at different paces, and no reading may be late.
     compiled = sscript(hosts, ["compile", *map(str, WORKFLOWS), "--sensors", str(SENSORS), "-o", str(out),
-                               "--partitions", "2"], timeout=120)
+                               "--partitions", "2", "--watermark", "fixed:60000"], timeout=120)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
-    write_readings(read_csv(SENSORS), data, seconds=600, files=1, bad_lines=3)
-    lines = [line for path in sorted(data.iterdir()) for line in path.read_text().splitlines()]
-
-    done = sscript(hosts, ["run", str(out), "--cluster", cluster.url, "--input", str(data), "--once"])
-    said = done.stdout + done.stderr
-    assert done.returncode == 0, f"{said[-4000:]}\nspark.log:\n{tail(out / 'spark.log', 60)}"
-    assert "checking that the cluster's executors" in said and "batch 0:" in said, said
-    # The run said its own lines; spark-submit's log went to OUT/spark.log.
-    assert not any(w in said for w in ("log4j", "WARN", "Traceback")), said
-    assert "log4j" in (out / "spark.log").read_text(errors="replace")
-    assert "Registering app" in (cluster.logs / "master.log").read_text(errors="replace")
-
-    logs = {w.log.name: "".join(p.read_text(errors="replace") for p in w.work_dir.glob("app-*/*/stderr"))
-            for w in cluster.workers}
-    for name, log in logs.items():  # each worker host ran tasks, with the libraries the job shipped
-        assert "Running task" in log and "Unpacking an archive" in log, f"{name}:\n{log[-3000:]}"
-    assert not (out / ".executors").exists()  # the check's markers are gone
-
-    evaluation = evaluate(load([str(f) for f in WORKFLOWS]).workflows, [lines])
-    assert len(evaluation.rows) > 100
-    db = sqlite3.connect(out / "results.db")
+    write_readings(read_csv(SENSORS), data, seconds=300, files=1, bad_lines=3)
+    lines = [line for path in sorted(data.iterdir()) for line in path.read_text().splitlines()[1:]]
+    broker = KafkaBroker(work / "kafka", place=hosts["infra"].place(), users={SASL_USER: SASL_PASSWORD}).start()
     try:
-        assert_same(sorted(db.execute("SELECT stream, ts, window_start, window_end, value FROM results")),
+        for name in ("readings", "results"):
+            broker.topic(name, 3)
+        gateway = Gateway(broker.bootstrap, "readings", per_message=50)
+        gateway.send(lines)  # in time order, the bad lines among them
+        gateway.flush(60)
+
+        options, secret = sasl_options()
+        done = sscript(hosts, ["run", str(out), "--cluster", cluster.url, "--once",
+                               "--input", f"kafka://{broker.sasl_bootstrap}/readings",
+                               "--sink", f"kafka://{broker.sasl_bootstrap}/results", *options], **secret)
+        said = done.stdout + done.stderr
+        assert done.returncode == 0, f"{said[-4000:]}\nspark.log:\n{tail(out / 'spark.log', 60)}"
+        assert "checking that the cluster's executors" in said and "batch 0:" in said, said
+        # The run said its own lines; spark-submit's log went to OUT/spark.log.
+        assert not any(w in said for w in ("log4j", "WARN", "Traceback", SASL_PASSWORD)), said
+        assert "log4j" in (out / "spark.log").read_text(errors="replace")
+        assert "Registering app" in (cluster.logs / "master.log").read_text(errors="replace")
+        assert not [p for p in out.rglob("*") if p.is_file() and SASL_PASSWORD.encode() in p.read_bytes()]
+
+        logs = {w.log.name: "".join(p.read_text(errors="replace") for p in w.work_dir.glob("app-*/*/stderr"))
+                for w in cluster.workers}
+        for name, log in logs.items():  # each worker host ran tasks, with the libraries the job shipped
+            assert "Running task" in log and "Unpacking an archive" in log, f"{name}:\n{log[-3000:]}"
+            assert SASL_PASSWORD not in log
+        assert not (out / ".executors").exists()  # the check's markers are gone
+
+        evaluation = evaluate(load([str(f) for f in WORKFLOWS]).workflows, [lines])
+        assert len(evaluation.rows) > 50
+        assert_same(sorted(row[:5] for row in upserted(topic_messages(broker.bootstrap, "results"))),
                     expected_rows(evaluation))
+    finally:
+        broker.stop(kill=True)
+    db = sqlite3.connect(out / "results.db")  # a Kafka sink keeps the quarantine in OUT's SQLite
+    try:
         assert sorted(db.execute("SELECT raw, reason FROM quarantine")) == sorted(evaluation.quarantine)
+        assert len(evaluation.quarantine) == 3
     finally:
         db.close()
 
