@@ -166,12 +166,14 @@ def _node_code(node: rt.Node) -> str:
 
 
 def _pattern_code(node: rt.Pattern) -> str:
-    """A pattern's declaration, every field given (`order` where it reads derived streams): its tree,
+    """A pattern's declaration, every field given (`order` where it reads derived streams,
+    `sensor_order` where an update numbered its sensors out of the order of their ids): its tree,
     feeds and conditions naming the elements by variable and the conditions by text, as the plan reads."""
     fields = {field.name: _declaration(getattr(node, field.name)) for field in dataclasses.fields(node)}
     fields["names"] = dict(sorted(node.names.items()))
-    if not node.order:
-        del fields["order"]
+    for empty in ("order", "sensor_order"):
+        if not getattr(node, empty):
+            del fields[empty]
     return _wrapped(_call("p.Pattern", **fields), 8)
 
 

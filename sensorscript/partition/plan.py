@@ -183,7 +183,8 @@ def plan_patterns(graph: Graph, workflows: list[ast.Workflow], rates: dict[str, 
                                options, limit)
         names = {name: _variables(statements[tuple(name.rsplit(".", 1))]) for name in outputs.get(node.id, [])}
         planned.pattern = dataclasses.replace(planned.pattern, names=names,
-                                              order=_derived_order(graph, node, origin.workflow))
+                                              order=_derived_order(graph, node, origin.workflow),
+                                              sensor_order=_sensor_order(graph, node, codes))
         plans[node.id] = planned
     return plans
 
@@ -200,6 +201,18 @@ def _derived_order(graph: Graph, node: Node, workflow: str) -> tuple[tuple[int, 
             origins = [o for o in derived.origins if o.workflow == workflow] or list(derived.origins)
             named[derived_code(source)] = min(origins, key=lambda o: o.line).stream
     return tuple((code, place) for place, (_, code) in enumerate(sorted((name, code) for code, name in named.items())))
+
+
+def _sensor_order(graph: Graph, node: Node, codes: dict[str, int]) -> tuple[tuple[int, int], ...]:
+    """The raw sensors a pattern reads events of, as (code, place) in the order of their ids, where
+    their codes do not follow their ids (an update numbers the sensors it adds after the highest);
+    else none: the codes order them."""
+    ids = sorted({graph.node(source).key[1] for input_id in node.inputs for source in graph.sources(input_id)
+                  if graph.node(source).kind == SENSOR})
+    pairs = [(codes[sensor_id], place) for place, sensor_id in enumerate(ids)]
+    if all(a < b for (a, _), (b, _) in zip(pairs, pairs[1:])):
+        return ()
+    return tuple(sorted(pairs))
 
 
 def _variables(statement: ast.Statement) -> tuple[str, ...]:

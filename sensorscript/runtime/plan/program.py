@@ -176,8 +176,10 @@ class Pattern:
     tests, in the order tested; `whole` what waits for the whole match. `names` gives each output
     stream the variable names its workflow wrote. `order` places the derived streams whose events
     it reads by their names in its workflow, (code, place) pairs: events at one time are in the
-    order of their sensors, a derived event's sensor being its stream's name (raw sensors' codes
-    follow their ids already).
+    order of their sensors, a derived event's sensor being its stream's name. Raw sensors' codes
+    follow their ids, but for sensors an update added (numbered after the highest, as the running
+    job's state holds the others'): `sensor_order` then places every raw sensor the pattern reads
+    by its id, (code, place) pairs.
     """
 
     id: str
@@ -194,6 +196,7 @@ class Pattern:
     limit: int = 10_000
     names: dict[str, tuple[str, ...]] = field(default_factory=dict)
     order: tuple[tuple[int, int], ...] = ()
+    sensor_order: tuple[tuple[int, int], ...] = ()
 
     @property
     def inputs(self) -> tuple[str, ...]:

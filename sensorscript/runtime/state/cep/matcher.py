@@ -170,6 +170,10 @@ class Matcher:
         by_code = sorted(pattern.order)
         self.derived_codes = np.array([code for code, _ in by_code], _I64)
         self.derived_places = np.array([place for _, place in by_code], _I64)
+        # Raw sensors' places by id, where an update numbered some out of that order (Pattern.sensor_order).
+        by_code = sorted(pattern.sensor_order)
+        self.sensor_codes = np.array([code for code, _ in by_code], _I64)
+        self.sensor_places = np.array([place for _, place in by_code], _I64)
         self.trailing = [i for i in range(self.positives[-1] + 1, len(pattern.elements))]
         # Negated element -> (positive element before it, positive element after it or None).
         self.gaps = {}
@@ -302,12 +306,18 @@ class Matcher:
 
     def _by_name(self, src: np.ndarray) -> np.ndarray:
         """Sensor codes to order events by: a derived stream's code becomes its place by name (above
-        every raw sensor's code, as the codes of derived streams are)."""
-        if not len(self.derived_codes) or not len(src):
+        every raw sensor's code, as the codes of derived streams are); a raw sensor's, where its
+        codes do not follow the ids, its place by id."""
+        if not len(src):
             return src
-        at = np.minimum(np.searchsorted(self.derived_codes, src), len(self.derived_codes) - 1)
-        known = self.derived_codes[at] == src
-        return np.where(known, p.DERIVED_CODES + self.derived_places[at], src)
+        ordered = src
+        if len(self.sensor_codes):
+            at = np.minimum(np.searchsorted(self.sensor_codes, src), len(self.sensor_codes) - 1)
+            ordered = np.where(self.sensor_codes[at] == src, self.sensor_places[at], ordered)
+        if len(self.derived_codes):
+            at = np.minimum(np.searchsorted(self.derived_codes, src), len(self.derived_codes) - 1)
+            ordered = np.where(self.derived_codes[at] == src, p.DERIVED_CODES + self.derived_places[at], ordered)
+        return ordered
 
     def _sequence(self, state: PatternState, grp: np.ndarray) -> np.ndarray:
         """Each event's place in its key's input: the keys' counts carry on from batch to batch."""
