@@ -736,7 +736,7 @@ def test_a_handed_over_stream_is_whole_from_its_handover_not_from_its_old_comput
                                     batches_of(random_readings(0), 4), 1, 1, "dual", None))
 
 
-# Found by the fourth run of 2,000 examples (its 1,483rd): a sensor an update adds is numbered after
+# Found by the fourth run of 2,000 examples (its 156th): a sensor an update adds is numbered after
 # the highest code (the running job's state holds the others'), and the pattern's matcher ordered
 # events of one time by code, not by sensor id as the language says: S0's reading at S1's time came
 # after S1's, between it and the next S0, so `strategy strict` found no match where the reference
