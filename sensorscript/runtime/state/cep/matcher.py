@@ -166,14 +166,12 @@ class Matcher:
         # the user's), not strict (copies are consecutive in the input: the one bound matters), and
         # not run by runs (strategy next: each copy starts a run, and runs take the earliest event).
         self.merges_copies = self.monotone and not self.strict and not isinstance(pattern.tree, p.Chain)
-        # Derived streams' codes, sorted, and the place of each by name (Pattern.order).
-        by_code = sorted(pattern.order)
-        self.derived_codes = np.array([code for code, _ in by_code], _I64)
-        self.derived_places = np.array([place for _, place in by_code], _I64)
-        # Raw sensors' places by id, where an update numbered some out of that order (Pattern.sensor_order).
-        by_code = sorted(pattern.sensor_order)
-        self.sensor_codes = np.array([code for code, _ in by_code], _I64)
-        self.sensor_places = np.array([place for _, place in by_code], _I64)
+        # The codes whose events are not ordered by the code itself, sorted, and what orders them: a
+        # derived stream's place by name above every raw sensor (Pattern.order), and a raw sensor's
+        # place by id where an update numbered some out of that order (Pattern.sensor_order).
+        by_code = sorted([*((code, p.DERIVED_CODES + place) for code, place in pattern.order), *pattern.sensor_order])
+        self.ordered_codes = np.array([code for code, _ in by_code], _I64)
+        self.ordered_as = np.array([key for _, key in by_code], _I64)
         self.trailing = [i for i in range(self.positives[-1] + 1, len(pattern.elements))]
         # Negated element -> (positive element before it, positive element after it or None).
         self.gaps = {}
@@ -308,16 +306,10 @@ class Matcher:
         """Sensor codes to order events by: a derived stream's code becomes its place by name (above
         every raw sensor's code, as the codes of derived streams are); a raw sensor's, where its
         codes do not follow the ids, its place by id."""
-        if not len(src):
+        if not len(self.ordered_codes) or not len(src):
             return src
-        ordered = src
-        if len(self.sensor_codes):
-            at = np.minimum(np.searchsorted(self.sensor_codes, src), len(self.sensor_codes) - 1)
-            ordered = np.where(self.sensor_codes[at] == src, self.sensor_places[at], ordered)
-        if len(self.derived_codes):
-            at = np.minimum(np.searchsorted(self.derived_codes, src), len(self.derived_codes) - 1)
-            ordered = np.where(self.derived_codes[at] == src, p.DERIVED_CODES + self.derived_places[at], ordered)
-        return ordered
+        at = np.minimum(np.searchsorted(self.ordered_codes, src), len(self.ordered_codes) - 1)
+        return np.where(self.ordered_codes[at] == src, self.ordered_as[at], src)
 
     def _sequence(self, state: PatternState, grp: np.ndarray) -> np.ndarray:
         """Each event's place in its key's input: the keys' counts carry on from batch to batch."""
