@@ -24,8 +24,8 @@ WAIT_S = 300.0  # for the cluster to give the job executors that run the tasks
 
 def _probe(out: str, folder: str, token: str, driver: str, inputs: tuple[tuple[str, str | None], ...]):
     """One task's look, as a function the executors run: (its address, whether it sees the driver's
-    marker, what is wrong, each as the end of a sentence about it: every problem found at once, so
-    that a user mends them in one go)."""
+    marker (None: it could not look), what is wrong, each as the end of a sentence about it: every
+    problem found at once, so that a user mends them in one go)."""
 
     def look(_):
         import socket
@@ -45,7 +45,7 @@ def _probe(out: str, folder: str, token: str, driver: str, inputs: tuple[tuple[s
 
             del pandas, pyarrow, sensorscript  # imported to show they can be
         except ImportError as exc:
-            yield address, False, (f"cannot run the job: its Python cannot import {exc.name} ({exc})",)
+            yield address, None, (f"cannot run the job: its Python cannot import {exc.name} ({exc})",)
             return
         try:
             with open(os.path.join(folder, f"{token}.driver")) as file:
@@ -112,7 +112,7 @@ def _judge(rows, folder: Path, token: str, out: Path) -> None:
     """ValueError naming every problem the executors found, one sentence each (joined by "; ")."""
     said: list[str] = []
     for address, seen, problems in rows:
-        if not seen and not any("cannot run the job" in problem for problem in problems):
+        if seen is False:
             said.append(f"the executor at {address} does not see the driver's {out}: OUT must be one folder "
                         f"every worker mounts at the same path (README, 'On a cluster')")
         said += [f"the executor at {address} {problem}" for problem in problems]
