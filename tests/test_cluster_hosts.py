@@ -32,7 +32,6 @@ from tests.test_restart import result_rows
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import kafka_broker  # noqa: E402
-from kafka_broker import KafkaBroker  # noqa: E402
 from netns import Hosts, why_not  # noqa: E402
 from cluster_faults import feed_through_faults, fleet_readings, sscript_on  # noqa: E402
 from mosquitto import why_no_broker  # noqa: E402
@@ -82,8 +81,6 @@ def test_the_examples_through_kafka_on_infra_on_two_worker_hosts_agree_with_the_
     and Spark's Kafka connector it brought (neither host has the project's .venv or the jars). What a
     consumer keeps per key and version, and the quarantine, are the reference's; the secret is in no
     file of OUT, in no executor's log and not in the run's output."""
-    from kafka_broker import Gateway
-
     from tests.brokers import SASL_PASSWORD, SASL_USER, need_kafka, sasl_options
     from tests.test_kafka import topic_messages, upserted
 
@@ -96,11 +93,12 @@ def test_the_examples_through_kafka_on_infra_on_two_worker_hosts_agree_with_the_
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
     write_readings(read_csv(SENSORS), data, seconds=300, files=1, bad_lines=3)
     lines = [line for path in sorted(data.iterdir()) for line in path.read_text().splitlines()[1:]]
-    broker = KafkaBroker(work / "kafka", place=hosts["infra"].place(), users={SASL_USER: SASL_PASSWORD}).start()
+    broker = kafka_broker.KafkaBroker(work / "kafka", place=hosts["infra"].place(),
+                                      users={SASL_USER: SASL_PASSWORD}).start()
     try:
         for name in ("readings", "results"):
             broker.topic(name, 3)
-        gateway = Gateway(broker.bootstrap, "readings", per_message=50)
+        gateway = kafka_broker.Gateway(broker.bootstrap, "readings", per_message=50)
         gateway.send(lines)  # in time order, the bad lines among them
         gateway.flush(60)
 
