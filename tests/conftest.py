@@ -171,6 +171,19 @@ def pytest_xdist_node_collection_finished(node, ids):
                     f"the versions pyproject.toml pins (scripts/setup.sh)", returncode=4)
 
 
+@pytest.fixture(autouse=True)
+def operators_registered_by_the_test_only():
+    """Pattern operators a test registers (its operators file, loaded by the compiler) are gone after it:
+    the registry is the process's, and a test that expects a name unknown must not see one an earlier
+    test of the same worker registered."""
+    from sensorscript.runtime.state.cep import operators
+
+    before = dict(operators._registered)
+    yield
+    operators._registered.clear()
+    operators._registered.update(before)
+
+
 @pytest.fixture(scope="session")
 def spark():
     """One local[2] Spark session for the whole test run, fitted like the jobs' own sessions."""
