@@ -160,8 +160,8 @@ def test_a_correction_reads_past_its_end_while_a_trailing_closure_is_open(tmp_pa
     archive.begin(job.archive)
     archive.write(job.archive, 0, 0, code, ts, value)  # every reading, the late one (S3 at 500) too
     run = LocalRun(job.first_stage, job.second_stage, job.watermark, version=job.version)
-    live = pd.concat([output.results(result, program, 0, job)
-                      for program, result in run.batch(code[1:], ts[1:], value[1:], end_of_input=True)])
+    live = output.stacked([output.results(result, program, 0, job)
+                           for program, result in run.batch(code[1:], ts[1:], value[1:], end_of_input=True)])
     spec = f"sqlite:{tmp_path / 'results.db'}"
     open_sink(spec, matches=True).write(0, BatchRows(live, pd.DataFrame()))
     correction.Pending(out).add(1, code[:1], ts[:1], value[:1])

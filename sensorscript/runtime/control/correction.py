@@ -351,7 +351,7 @@ class Recompute:
         """The end of the input: every row, and each node's trust time over readings from `start` on
         (`floors`: node id -> a time its trust time is not before, such as a sensor's archive start)."""
         self._take(self.run.batch(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), end_of_input=True))
-        rows = pd.concat(self.frames, ignore_index=True) if self.frames else output.empty()
+        rows = output.stacked(self.frames)
         graph = self.graph
         exact: dict[str, int] = dict(floors or {})
         for _, state in self.tasks:

@@ -28,6 +28,25 @@ def empty() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in OUTPUT_COLUMNS})
 
 
+def stacked(frames, when_none: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The frames' rows one after the other; `when_none` (or `empty()`) if no frame has a row.
+
+    A column's dtype comes from the frames that hold a value in it: empty frames, and a frame's
+    column of nothing but None (a pattern's window_start) where another frame has values, are left
+    out of the decision, so times stay numbers (pandas will stop doing this by itself)."""
+    full = [frame for frame in frames if len(frame)]
+    if not full:
+        return empty() if when_none is None else when_none
+    if len(full) == 1:
+        return full[0].reset_index(drop=True)
+    blank = [{c for c in frame.columns if frame[c].isna().all()} for frame in full]
+    held = set().union(*(set(frame.columns) - none for frame, none in zip(full, blank)))
+    parts = [frame.drop(columns=list(none & held)) if none & held else frame for frame, none in zip(full, blank)]
+    rows = pd.concat(parts, ignore_index=True)
+    columns = list(dict.fromkeys(c for frame in full for c in frame.columns))
+    return rows if list(rows.columns) == columns else rows.reindex(columns=columns)
+
+
 _INTEGER_COLUMNS = ("ts", "window_start", "window_end", "version", "dest", "fcode", "stage", "start_ts", "end_ts")
 _OBJECT_COLUMNS = ("kind", "stream", "raw", "reason", "times", "values", "sources", "events")  # text and bytes
 
@@ -58,8 +77,7 @@ def frames(parts: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
 
 def results(result: BatchResult, program: Program, dest: int, job: Job) -> pd.DataFrame:
     """The result rows of a batch as one frame (`result_frames` together)."""
-    parts = result_frames(result, program, dest, job)
-    return pd.concat(parts, ignore_index=True) if parts else empty()
+    return stacked(result_frames(result, program, dest, job))
 
 
 def result_frames(result: BatchResult, program: Program, dest: int, job: Job) -> list[pd.DataFrame]:

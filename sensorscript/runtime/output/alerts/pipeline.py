@@ -20,6 +20,7 @@ from sensorscript.runtime.output.alerts.detection import batch_alarms, correctio
 from sensorscript.runtime.output.alerts.outbox import Outbox
 from sensorscript.runtime.output.alerts.settings import NONE, AlertSettings, Target
 from sensorscript.runtime.output.alerts.templates import load_template, routing_key
+from sensorscript.runtime.output.rows import stacked
 from sensorscript.runtime.output.sinks import newest, open_sink, read_results
 from sensorscript.runtime.plan.program import Job
 
@@ -101,11 +102,11 @@ class Writes:
         if self.outbox.taken(unit) or not kinds:
             return
         touched = sorted(set(changed["stream"]) & {s for s, k in kinds.items() if k == FLAG})
-        stored = pd.DataFrame(columns=changed.columns)
+        histories = []
         for stream in touched:
             ts = changed.loc[changed["stream"] == stream, "ts"]
-            stored = pd.concat([stored, flag_history(sink_spec, stream, int(ts.min()), int(ts.max()))],
-                               ignore_index=True)
+            histories.append(flag_history(sink_spec, stream, int(ts.min()), int(ts.max())))
+        stored = stacked(histories, when_none=pd.DataFrame(columns=changed.columns))
         found, last = correction_alarms(changed, kinds, stored, self.outbox.flags(touched))
         self.outbox.stage(unit, found, last)
 
