@@ -62,7 +62,7 @@ def test_logged_late_readings_and_results_add_up(spark, compiled, tmp_path, wate
     those of the other readings."""
     folder, job = compiled
     policy = watermark or "adaptive:3s"
-    batches = feed(tmp_path / "data", files=10, seed=1)
+    batches = feed(tmp_path / "data", files=6, seed=1)
     summary = run_local(job.out, str(tmp_path / "data"), True, None, spark=spark, echo=lambda *_: None,
                         max_files_per_trigger=1, watermark=watermark)
     db = sqlite3.connect(job.out / "results.db")
@@ -85,7 +85,7 @@ def test_logged_late_readings_and_results_add_up(spark, compiled, tmp_path, wate
     # Metrics per batch and partition; the status the CLI shows.
     watermarks = list(db.execute("SELECT batch_id, partition, value FROM metrics WHERE name = 'watermark' "
                                  "ORDER BY partition, batch_id"))
-    assert {p for _, p, _ in watermarks} == {0, 1} and len(watermarks) >= 10
+    assert {p for _, p, _ in watermarks} == {0, 1} and len(watermarks) >= 2 * len(batches)
     for partition in (0, 1):
         marks = [w for _, p, w in watermarks if p == partition]
         assert marks == sorted(marks)  # never decreasing
@@ -101,7 +101,7 @@ def test_a_run_overrides_the_policies_and_drop_keeps_no_store(spark, compiled, t
     """fixed:500 for this run instead of the compiled adaptive policy: exactly the reference's late
     readings (the reference judges a fixed delay per partition and batch), and none stored."""
     folder, job = compiled
-    batches = feed(tmp_path / "data", files=8, seed=2)
+    batches = feed(tmp_path / "data", files=5, seed=2)
     summary = run_local(job.out, str(tmp_path / "data"), True, None, spark=spark, echo=lambda *_: None,
                         max_files_per_trigger=1, watermark="fixed:500", late="drop")
     partition_of = job.plan.partitions.sensor_partition
@@ -115,7 +115,7 @@ def test_a_run_overrides_the_policies_and_drop_keeps_no_store(spark, compiled, t
 
 def test_file_sinks_keep_the_late_store_and_metrics_beside_the_results(spark, compiled, tmp_path):
     folder, job = compiled
-    feed(tmp_path / "data", files=6, seed=3)
+    feed(tmp_path / "data", files=4, seed=3)
     sink = tmp_path / "sink" / "results.csv"
     summary = run_local(job.out, str(tmp_path / "data"), True, f"csv:{sink}", spark=spark, echo=lambda *_: None,
                         max_files_per_trigger=1)
@@ -135,7 +135,7 @@ def test_corrected_results_equal_the_reference_over_all_the_data(spark, compiled
     over every reading, late ones included; corrections run during the feed (a span of 1 s) or only
     once the input has ended (1 h); every version is kept."""
     folder, job = compiled
-    batches = feed(tmp_path / "data", files=10, seed=4)
+    batches = feed(tmp_path / "data", files=6, seed=4)
     lines = [line for batch in batches for line in batch]
     messages = []
     summary = run_local(job.out, str(tmp_path / "data"), True, None, spark=spark, echo=messages.append,
