@@ -172,16 +172,14 @@ def pytest_xdist_node_collection_finished(node, ids):
 
 
 @pytest.fixture(autouse=True)
-def operators_registered_by_the_test_only():
+def operators_registered_by_the_test_only(monkeypatch):
     """Pattern operators a test registers (its operators file, loaded by the compiler) are gone after it:
     the registry is the process's, and a test that expects a name unknown must not see one an earlier
-    test of the same worker registered."""
+    test of the same worker registered. A copy for the test, put back by monkeypatch (as
+    tests/test_reference.py empties it for one test)."""
     from sensorscript.runtime.state.cep import operators
 
-    before = dict(operators._registered)
-    yield
-    operators._registered.clear()
-    operators._registered.update(before)
+    monkeypatch.setattr(operators, "_registered", dict(operators._registered))
 
 
 @pytest.fixture(scope="session")
