@@ -9,11 +9,12 @@ line to skip.
   and `value`, each a string, a number (as written) or a boolean; other keys are ignored, and a key
   given twice counts by its last value. Any other line is CSV: exactly three comma-separated fields.
 - `sensor_id` is not empty; `ts` is an integer of at most 18 digits (epoch milliseconds, a sign
-  allowed); `value` is a decimal number, read as the nearest double, or `true`/`false` (1.0/0.0, in
+  allowed) and a time from 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z; `value` is a decimal number, read as the nearest double, or `true`/`false` (1.0/0.0, in
   any case, SPEC §1); NaN, infinities and numbers beyond the double range are not values.
 
-A line that breaks a rule is quarantined, kept as read, with the reason of the first rule it
-breaks, in the order above (the reasons are docs/LANGUAGE.md's, word for word).
+A line that breaks a rule is quarantined, kept as read (a NUL character in it as U+FFFD), with the
+reason of the first rule it breaks, in the order above (the reasons are docs/LANGUAGE.md's, word
+for word).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ FIELDS = "expected 3 comma-separated fields: sensor_id,ts,value"
 JSON = "not a JSON object with sensor_id, ts and value"
 SENSOR = "empty sensor_id"
 TS = "ts is not an integer (epoch milliseconds)"
+TS_RANGE = "ts is outside the years 1 to 9999 (epoch milliseconds)"
+# 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: 719,162 days before the epoch, 2,932,897 after it.
+EARLIEST, LATEST = -719_162 * 86_400_000, 2_932_897 * 86_400_000 - 1
 VALUE = "value is not a number"
 
 INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
@@ -54,24 +58,27 @@ def read_line(line: str) -> Reading | Rejected | None:
     """The reading a line holds, its rejection, or None for a line to skip (blank, the header)."""
     raw = line.rstrip("\r\n")
     text = raw.strip(BLANKS)
+    kept = raw.replace("\0", "\ufffd")  # what quarantine keeps of the line
     if text.startswith("{"):
         fields = json_fields(text)
         if fields is None:
-            return Rejected(raw, JSON)
+            return Rejected(kept, JSON)
     else:
         fields = tuple(field.strip(BLANKS) for field in text.split(","))
         if fields == ("",) or fields == HEADER:
             return None
         if len(fields) != 3:
-            return Rejected(raw, FIELDS)
+            return Rejected(kept, FIELDS)
     sensor_id, ts, value = fields
     if not sensor_id:
-        return Rejected(raw, SENSOR)
+        return Rejected(kept, SENSOR)
     if not INTEGER.fullmatch(ts):
-        return Rejected(raw, TS)
+        return Rejected(kept, TS)
+    if not EARLIEST <= int(ts) <= LATEST:
+        return Rejected(kept, TS_RANGE)
     number = BOOLEANS[value.lower()] if value.lower() in BOOLEANS else decimal(value)
     if number is None:
-        return Rejected(raw, VALUE)
+        return Rejected(kept, VALUE)
     return Reading(sensor_id, int(ts), number)
 
 

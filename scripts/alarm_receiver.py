@@ -30,13 +30,18 @@ from sensorscript.hosts import free_port
 
 
 def _alarms(body: bytes) -> tuple[dict | None, list | None]:
-    """A request's body read once: (its document, its alarms), None for what it is not."""
+    """A request's body read once: (its document, its alarms), None for what it is not. Strict JSON,
+    as a receiver in Go or JavaScript reads it: NaN and Infinity are not JSON."""
     try:
-        document = json.loads(body)
+        document = json.loads(body, parse_constant=_not_json)
     except ValueError:
         document = None
     alarms = document.get("alarms") if isinstance(document, dict) else None
     return document, alarms if isinstance(alarms, list) else None
+
+
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not JSON")
 
 
 class Receiver:

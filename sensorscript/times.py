@@ -77,3 +77,46 @@ def duration_text(ms: float) -> str:
         if ms >= size and ms % size == 0:
             return f"{ms // size:,.0f} {unit}"
     return f"{ms / 1000:,.3g} s" if ms >= 1000 else f"{ms:,.0f} ms"
+
+
+# Times as stored data: epoch milliseconds of any 64-bit value a window bound can reach. Python's
+# datetime stops at the years 1 and 9999; a window's end after a reading of 9999-12-31 does not, so
+# the dates a sink or an alarm writes come from the calendar's arithmetic (the proleptic Gregorian
+# calendar, as ISO 8601's), not from datetime.
+DAY_MS = 86_400_000
+FIRST_MS = -62_135_596_800_000  # 0001-01-01T00:00:00.000Z
+LAST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+
+
+def civil_date(day: int) -> tuple[int, int, int]:
+    """The (year, month, day) of a day counted from 1970-01-01 (negative before it), for any day;
+    year 0 is 1 BC, as in ISO 8601."""
+    z = day + 719_468  # days from 0000-03-01: leap days come at the end of a year so counted
+    era = z // 146_097  # 400-year cycles
+    of_era = z - era * 146_097
+    year_of_era = (of_era - of_era // 1_460 + of_era // 36_524 - of_era // 146_096) // 365
+    of_year = of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    shifted = (5 * of_year + 2) // 153  # months from March
+    month = shifted + 3 if shifted < 10 else shifted - 9
+    return year_of_era + era * 400 + (month <= 2), month, of_year - (153 * shifted + 2) // 5 + 1
+
+
+def civil_day(year: int, month: int, day: int) -> int:
+    """The day counted from 1970-01-01 of a (year, month, day): `civil_date`'s inverse."""
+    year -= month <= 2
+    era = year // 400
+    year_of_era = year - era * 400
+    of_year = (153 * (month - 3 if month > 2 else month + 9) + 2) // 5 + day - 1
+    return era * 146_097 + year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + of_year - 719_468
+
+
+def iso_utc(ms: int) -> str:
+    """Epoch milliseconds as ISO 8601 in UTC: 2026-01-01T00:12:00.000Z; a year outside 0-9999 in
+    the standard's expanded form, a sign and six digits or more (+010000-01-01T00:00:00.000Z), as
+    JavaScript's toISOString writes it."""
+    ms = int(ms)
+    day, of_day = divmod(ms, DAY_MS)
+    year, month, date = civil_date(day)
+    clock = f"{of_day // 3_600_000:02d}:{of_day // 60_000 % 60:02d}:{of_day // 1000 % 60:02d}.{of_day % 1000:03d}"
+    shown = f"{year:04d}" if 0 <= year <= 9999 else f"{'+' if year > 0 else '-'}{abs(year):06d}"
+    return f"{shown}-{month:02d}-{date:02d}T{clock}Z"

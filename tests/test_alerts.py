@@ -117,6 +117,31 @@ def test_an_incident_fires_updates_resolves_and_fires_again(tmp_path):
     outbox.close()
 
 
+def test_a_value_past_the_double_range_and_a_time_past_the_year_9999_reach_a_receiver_as_json(tmp_path):
+    """A match whose value is a window's sum that overflowed, at a window's end after the year 9999:
+    the receiver (strict JSON, as one in Go or JavaScript) gets it, its value "+Inf" and its events'
+    "-Inf" as Prometheus writes them, its time in ISO 8601's expanded form; before, the body held
+    Python's `Infinity` and was refused at every attempt."""
+    after_9999 = 253_402_300_800_000 + 15 - T  # match() adds T
+    receiver = Receiver().start()
+    outbox = Outbox(tmp_path)
+    row = {**match(after_9999, float("inf")),
+           "events": json.dumps([{"var": "a", "ts": T + after_9999, "value": float("-inf"), "sensor": "S1"}])}
+    take(outbox, 0, [row], targets=[receiver.url])
+    sending = deliverer(tmp_path, [receiver.url]).start()
+    try:
+        assert receiver.wait_for(1, timeout=30), f"{receiver.refused} refused"
+    finally:
+        sending.stop()
+        receiver.stop()
+    (_, alarm), = receiver.received
+    assert alarm["value"] == "+Inf" and alarm["events"][0]["value"] == "-Inf"
+    assert alarm["ts"] == "+010000-01-01T00:00:00.015Z" and alarm["ts_ms"] == 253_402_300_800_015
+    assert "value inf" in alarm["summary"]
+    assert json.loads(payload.to_json({"v": [float("nan"), 1.5]}), parse_constant=float) == {"v": ["NaN", 1.5]}
+    outbox.close()
+
+
 def test_a_storm_goes_in_groups_and_a_failed_request_is_retried_alone(tmp_path, monkeypatch):
     """3,000 alarms of three workflows to a receiver that answers 503 to every 4th request: they go
     in requests of one workflow each, at most webhook.MOST alarms a request; the failed requests'

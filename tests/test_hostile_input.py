@@ -34,7 +34,8 @@ from tests.conftest import ROOT
 from tests.differential import assert_read_as_records, assert_same, expected_rows, result_rows, spark_lines
 
 BASE = 1_767_225_600_000  # 2026-01-01 00:00:00 UTC
-YEAR_9999 = 253_402_300_799_999  # 9999-12-31 23:59:59.999 UTC: 15 digits, a valid ts
+YEAR_9999 = 253_402_300_799_999  # 9999-12-31 23:59:59.999 UTC: 15 digits, the last valid ts
+YEAR_1 = -62_135_596_800_000  # 0001-01-01 00:00:00.000 UTC: the first
 
 # Each case: a line and what the rules make of it (a Reading, a Rejected reason, or None: skipped).
 CASES = {
@@ -63,10 +64,17 @@ CASES = {
     "fractional ts": ("8MD1-AZ,1000.5,1", records.REASON_TS),
     "ts before the epoch": ("8MD1-AZ,-1000,1", Reading("8MD1-AZ", -1000, 1.0)),
     "ts in year 9999": (f"8MD1-AZ,{YEAR_9999},1", Reading("8MD1-AZ", YEAR_9999, 1.0)),
-    "ts of 18 digits": ("8MD1-AZ,999999999999999999,1", Reading("8MD1-AZ", 999999999999999999, 1.0)),
+    "ts after year 9999": (f"8MD1-AZ,{YEAR_9999 + 1},1", records.REASON_TS_RANGE),
+    "ts at the start of year 1": (f"8MD1-AZ,{YEAR_1},1", Reading("8MD1-AZ", YEAR_1, 1.0)),
+    "ts before year 1": (f"8MD1-AZ,{YEAR_1 - 1},1", records.REASON_TS_RANGE),
+    "ts of 18 digits": ("8MD1-AZ,999999999999999999,1", records.REASON_TS_RANGE),
+    "ts of 18 digits before the epoch": ("8MD1-AZ,-999999999999999999,1", records.REASON_TS_RANGE),
+    "JSON ts after year 9999": ('{"sensor_id": "8MD1-AZ", "ts": %d, "value": 1}' % (YEAR_9999 + 1),
+                                records.REASON_TS_RANGE),
     "ts of 19 digits": ("8MD1-AZ,1767225600000000000,1", records.REASON_TS),
     "NUL bytes": ("\x00\x00\x00", records.REASON_FIELDS),
     "NUL in a sensor id": ("8MD1-AZ\x00,1000,1", Reading("8MD1-AZ\x00", 1000, 1.0)),
+    "NUL in a bad line": ("8MD1-AZ\x00,10\x0000,1", records.REASON_TS),
     "invalid UTF-8, as read": ("\ufffd\ufffd\ufffd(,1000,1", Reading("\ufffd\ufffd\ufffd(", 1000, 1.0)),
     "form feed after a value": ("8MD1-AZ,1000,1\x0c", records.REASON_VALUE),
     "very long line": ("x" * 2_000_000, records.REASON_FIELDS),
@@ -110,7 +118,7 @@ def test_the_record_rules_on_each_odd_line(name):
             assert got is None, got
         elif isinstance(want, str):
             assert isinstance(got, (Rejected, oracle.Rejected)) and got.reason == want, got
-            assert got.raw == line.rstrip("\r")
+            assert got.raw == line.rstrip("\r").replace("\x00", "\ufffd")  # kept as read, NULs as U+FFFD
         else:
             assert (type(got).__name__, got.sensor_id, got.ts, got.value) == \
                 ("Reading", want.sensor_id, want.ts, want.value)
@@ -199,6 +207,7 @@ def hostile_files() -> list[tuple[str, bytes]]:
         "8MD2-A,%d,-Infinity" % (t + 40), "8ST1-N,%d,1e309" % (t + 50),
         "8ST1-N,%d,1e308" % (t + 60), "8ST1-N,%d,1e308" % (t + 60),  # an exact duplicate: both count
         "8MD1-AZ,%d,5e-324" % (t + 70), "8MD1-AZ,%d,4.0" % YEAR_9999, "8MD1-AZ,1767225600000000000,1",
+        "8MD1-AZ,%d,4.0" % (YEAR_9999 + 1), "8MD2-A,999999999999999999,1",  # after the year 9999
         json_line("8MD3-A", t + 1_130, 1.5, unit="mm", gw=7), json_line("8MD3-A", t + 1_140, "1.5", seq=1),
         '{"sensor_id": "8MD3-A", "ts": %d}' % (t + 1_150), json_line("8MD3-A", t + 1_160, "NaN"),
         '{"sensor_id": "8MD3-A", "ts": %d, "value": NaN}' % (t + 1_170),
@@ -254,13 +263,14 @@ def test_the_job_accounts_for_every_line_of_hostile_input(spark, tmp_path, capsy
     unread = [p for p in parsed if isinstance(p, oracle.Reading) and p.sensor_id not in read]
     quarantined = [(p.raw, p.reason) for p in parsed if isinstance(p, oracle.Rejected)]
     skipped = parsed.count(None)
-    assert len(readings) + len(unread) + len(quarantined) + skipped == len(lines) == 289
+    assert len(readings) + len(unread) + len(quarantined) + skipped == len(lines) == 291
     # Each case gets what docs/LANGUAGE.md says.
     assert Counter(reason for _, reason in quarantined) == {
         records.REASON_VALUE: 9,  # NaN, nan, inf, -Infinity, 1e309, JSON "NaN", 1.2.3, \xff1, a form feed
         records.REASON_JSON: 4,  # missing value, NaN, trailing text, single quotes
         records.REASON_FIELDS: 5,  # 2 and 4 fields, NUL bytes, binary garbage, the 2 MB line
         records.REASON_SENSOR: 1, records.REASON_TS: 2,  # 19 digits, 1000.5
+        records.REASON_TS_RANGE: 2,  # after the year 9999: no sink, no alarm's time can hold it
     }
     assert len(unread) == 7 and skipped == 7 and len(readings) == 254
 

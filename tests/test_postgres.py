@@ -7,6 +7,7 @@ import os
 import re
 import time
 
+import pandas as pd
 import pytest
 
 from sensorscript.compiler import compile_workflows
@@ -191,6 +192,46 @@ def test_retention_drops_the_days_behind_the_horizon_and_nothing_newer(postgres,
     assert sorted(read_results(url)["ts"]) == stamps[2:]
     assert expiry.expired_before(tmp_path) == 11 * DAY + 3_600_000
     assert sorted(read_results(url, ["w.A"], 11 * DAY + 1, 12 * DAY)["ts"]) == [11 * DAY + 7]
+
+
+def test_times_past_the_year_9999_a_line_with_nul_and_an_infinite_alarm_are_stored(postgres):
+    """What failed a batch for good before (issue #62): a window's end after 9999-12-31 and a time
+    before the year 1 (their day partitions were named by datetime, which stops there), a quarantined
+    line that held a NUL (PostgreSQL's text refuses one: the parser keeps it as U+FFFD), an alarm of
+    an infinite value into the jsonb alarms table (Python's json wrote `Infinity`)."""
+    from sensorscript.runtime.ingest.records import parse_line
+    from sensorscript.runtime.output.alarms import MATCH
+    from sensorscript.runtime.output.alerts.notifier import Request
+    from sensorscript.runtime.output.alerts.payload import alarm_object, numbered
+    from sensorscript.runtime.output.alerts.postgres_table import AlarmsTable
+    from sensorscript.runtime.output.alerts.settings import Target
+    from sensorscript.runtime.output.sinks import BatchRows, open_sink, read_results
+
+    server, url = postgres
+    schema = _schema(url)
+    after_9999, before_1 = 253_402_300_800_000 + 5, -62_135_596_800_000 - DAY + 5
+    rejected = parse_line("8MD1-AZ\x00,10\x0000,1")
+    batch = _batch("w.A", [after_9999, before_1, 5])
+    open_sink(url).write(0, BatchRows(batch.results, pd.DataFrame({"raw": [rejected.raw], "reason": [rejected.reason]})))
+    assert sorted(read_results(url)["ts"]) == [before_1, 5, after_9999]
+    with server.connect() as db:
+        parts = sorted(r[0] for r in db.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'", (schema,)))
+        kept = db.execute(f'SELECT raw, reason FROM "{schema}".quarantine').fetchall()
+    assert parts == ["results_d19700101", "results_dm0000001231", "results_dp0100000101"]
+    assert kept == [("8MD1-AZ\ufffd,10\ufffd00,1", "ts is not an integer (epoch milliseconds)")]
+
+    alarm = numbered(alarm_object({"stream": "w.M", "ts": after_9999, "value": float("inf"), "version": 1,
+                                   "start_ts": 0, "end_ts": after_9999, "events": None}, MATCH), 1, "firing")
+    table = AlarmsTable(Target.parse(url))
+    try:
+        table.send(Request([1], [alarm]))
+    finally:
+        table.close()
+    with server.connect() as db:
+        stored = db.execute(f'SELECT value, alarm ->> \'value\', alarm ->> \'ts\' FROM "{schema}".alarms').fetchall()
+    assert stored == [(float("inf"), "+Inf", "+010000-01-01T00:00:00.005Z")]
 
 
 @pytest.mark.server  # starts its own server (the quick tier leaves it out)

@@ -27,8 +27,10 @@ def output_streams(plan: dict) -> dict[str, dict[str, str]]:
 
 
 def wall_clock(ms: pd.Series, tz: tzinfo) -> pd.Series:
-    """Epoch milliseconds as the wall-clock times of `tz` (naive: Plotly draws them as they are)."""
-    return pd.to_datetime(ms.astype("int64"), unit="ms", utc=True).dt.tz_convert(tz).dt.tz_localize(None)
+    """Epoch milliseconds as the wall-clock times of `tz` (naive: Plotly draws them as they are), in
+    milliseconds: pandas' nanoseconds end in 2262, and a reading may be of any year up to 9999."""
+    moments = pd.Series(ms.to_numpy("int64").astype("datetime64[ms]"), index=ms.index)
+    return moments.dt.tz_localize("UTC").dt.tz_convert(tz).dt.tz_localize(None)
 
 
 def stream_figure(stream: str, kind: str, rows: pd.DataFrame, tz: tzinfo, color: str, flag: bool = False) -> go.Figure:

@@ -13,13 +13,16 @@ tests hold both to the oracle's rules (oracles/records.py) line for line.
 - a line starting with `{` is JSON: one object with sensor_id, ts and value (other keys are
   ignored; a key given twice counts by its last value) and nothing after it;
 - otherwise CSV: exactly three comma-separated fields;
-- sensor_id must be non-empty; ts an integer (epoch milliseconds, optional sign);
+- sensor_id must be non-empty; ts an integer (epoch milliseconds, optional sign) of a time in the
+  years 1 to 9999 (what every sink, ISO 8601 and an alarm's time can hold);
 - value a decimal number (`12`, `-0.5`, `1e-3`) or a boolean (`true` = 1.0, `false` = 0.0,
   any case); nan, inf and numbers too large for a double are not values.
 
 The first failing rule, in the order above, gives the quarantine reason. A line is text: bytes
 that are not UTF-8 read as U+FFFD, as Python's `bytes.decode("utf-8", "replace")` (in Spark,
-`make_valid_utf8`).
+`make_valid_utf8`). A rejected line is kept as read, but for its NUL characters, which are kept as
+U+FFFD too: no text column of a database (PostgreSQL's) can hold one, and a line kept must be
+storable wherever the quarantine goes.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from sensorscript.times import FIRST_MS, LAST_MS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,6 +45,7 @@ REASON_FIELDS = "expected 3 comma-separated fields: sensor_id,ts,value"
 REASON_JSON = "not a JSON object with sensor_id, ts and value"
 REASON_SENSOR = "empty sensor_id"
 REASON_TS = "ts is not an integer (epoch milliseconds)"
+REASON_TS_RANGE = "ts is outside the years 1 to 9999 (epoch milliseconds)"
 REASON_VALUE = "value is not a number"
 
 # Python's re here; RE2 (Arrow's regular expressions) in read_block: the same language for these.
@@ -66,6 +72,11 @@ class Rejected:
     reason: str
 
 
+def _rejected(raw: str, reason: str) -> Rejected:
+    """A line's rejection, its NULs kept as U+FFFD (storable in every sink)."""
+    return Rejected(raw.replace("\x00", "\ufffd"), reason)
+
+
 def parse_line(line: str) -> Reading | Rejected | None:
     """A reading, a rejection with its reason, or None for a line to skip."""
     raw = line.rstrip("\n").rstrip("\r")
@@ -75,19 +86,21 @@ def parse_line(line: str) -> Reading | Rejected | None:
     if text.startswith("{"):
         fields = _json_fields(text)
         if fields is None:
-            return Rejected(raw, REASON_JSON)
+            return _rejected(raw, REASON_JSON)
     else:
         fields = [f.strip(BLANKS) for f in text.split(",")]
         if len(fields) != 3:
-            return Rejected(raw, REASON_FIELDS)
+            return _rejected(raw, REASON_FIELDS)
     sensor_id, ts, value = fields
     if not sensor_id:
-        return Rejected(raw, REASON_SENSOR)
+        return _rejected(raw, REASON_SENSOR)
     if not _TS.fullmatch(ts):
-        return Rejected(raw, REASON_TS)
+        return _rejected(raw, REASON_TS)
+    if not FIRST_MS <= int(ts) <= LAST_MS:
+        return _rejected(raw, REASON_TS_RANGE)
     number = _number(value)
     if number is None:
-        return Rejected(raw, REASON_VALUE)
+        return _rejected(raw, REASON_VALUE)
     return Reading(sensor_id, int(ts), number)
 
 
@@ -178,7 +191,8 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
     Lines end at \\n, \\r\\n or \\r (as Spark's and Hadoop's text sources read them); a byte-order
     mark at the start of a file is not part of its first line (`file_start`: `data` begins a file).
     Arrow's CSV reader splits the lines into three text fields (no quoting: a `"` is a character
-    like any other); a line is taken as it stands only if its ts is 1 to 18 digits, its value a
+    like any other); a line is taken as it stands only if its ts is 1 to 18 digits of a time in the
+    years 1 to 9999, its value a
     number Arrow reads as a finite double (the language of VALUE_PATTERN, booleans aside) and its
     sensor id one of `known`, or without blanks around it. Every other line (JSON, other field
     counts, blanks, signs, booleans, the header, garbage) goes through `parse_line`.
@@ -233,6 +247,9 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
         good &= ~unknown | _plain_ids(sensor)
     ts = pc.cast(ts_text if good.all() else pc.if_else(pa.array(good), ts_text, "0"), pa.int64())
     ts = ts.to_numpy(zero_copy_only=False)
+    outside = good & ((ts < FIRST_MS) | (ts > LAST_MS))  # for parse_line to quarantine with its reason
+    if outside.any():
+        good &= ~outside
     value = value.to_numpy(zero_copy_only=False)
     if good.all() and not others:  # the common case: every line plain
         return Block(sensor, ts, value, index, [], skipped)
@@ -266,7 +283,7 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
 def _json_block(data: bytes, known: "pa.Array | None") -> "Block | None":
     """A block of JSON lines read by Arrow's JSON reader, when every one of its lines is certainly a
     reading by the rules: one object per line, sensor_id a string (not blank at its ends), ts an
-    integer of at most 18 digits, value a finite number. None for a block with any other line
+    integer of a time in the years 1 to 9999, value a finite number. None for a block with any other line
     (booleans, numbers as text, a key twice, two objects on a line, a bad line...): `read_block`
     reads it line by line."""
     import io
@@ -295,7 +312,7 @@ def _json_block(data: bytes, known: "pa.Array | None") -> "Block | None":
     if sensor.null_count or ts.null_count or value.null_count:
         return None
     ts, value = ts.to_numpy(zero_copy_only=False), value.to_numpy(zero_copy_only=False)
-    if not (np.isfinite(value).all() and (np.abs(ts) < 10**18).all()):
+    if not (np.isfinite(value).all() and ((ts >= FIRST_MS) & (ts <= LAST_MS)).all()):
         return None
     index = _positions(sensor, known)
     unknown = index < 0

@@ -41,7 +41,6 @@ import io
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from urllib.parse import parse_qsl, urlsplit, urlencode, urlunsplit
 
 import numpy as np
@@ -49,7 +48,7 @@ import pandas as pd
 
 from sensorscript.runtime.output.columns import KEY_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN, RESULT_COLUMNS
 from sensorscript.runtime.output.executor_writes import ExecutorWrite, last_stage, write_on_executors
-from sensorscript.times import duration_ms
+from sensorscript.times import civil_date, civil_day, duration_ms
 
 PREFIXES = ("postgresql://", "postgres://")
 DAY_MS = 86_400_000
@@ -295,7 +294,7 @@ class Tables:
             "WHERE n.nspname = %s AND p.relname = %s", (self.schema, table)).fetchall()
         dropped = 0
         for (name,) in rows:
-            match = re.fullmatch(rf"{table}_d(\d{{8}})", name)
+            match = re.fullmatch(rf"{table}_d({DAY_NAME})", name)
             if match and (_day_of_name(match.group(1)) + 1) * DAY_MS <= before_ms:
                 dropped += db.execute(f'SELECT count(*) FROM "{self.schema}".{name}').fetchone()[0]
                 db.execute(f'DROP TABLE "{self.schema}".{name}')
@@ -303,12 +302,21 @@ class Tables:
         return dropped
 
 
+# A day partition's name: its date, 20261203; a year outside 1-9999 (a window's end after a reading of
+# 9999-12-31) as p or m and six digits or more, its sign (p010000..., m000001...).
+DAY_NAME = r"\d{8}|[pm]\d{10,}"
+
+
 def _day_name(day: int) -> str:
-    return datetime.fromtimestamp(day * 86_400, timezone.utc).strftime("%Y%m%d")
+    year, month, date = civil_date(day)
+    shown = f"{year:04d}" if 1 <= year <= 9999 else f"{'p' if year > 0 else 'm'}{abs(year):06d}"
+    return f"{shown}{month:02d}{date:02d}"
 
 
 def _day_of_name(text: str) -> int:
-    return int(datetime.strptime(text, "%Y%m%d").replace(tzinfo=timezone.utc).timestamp()) // 86_400
+    sign = {"p": 1, "m": -1}.get(text[0], 1)
+    digits = text.lstrip("pm")
+    return civil_day(sign * int(digits[:-4]), int(digits[-4:-2]), int(digits[-2:]))
 
 
 def days_of(ts) -> set[int]:

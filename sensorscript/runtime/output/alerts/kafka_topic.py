@@ -10,10 +10,9 @@ The run's `--kafka-option` settings reach the producer as `kafka.producer_option
 
 from __future__ import annotations
 
-import json
-
 from sensorscript.runtime.ingest import kafka
 from sensorscript.runtime.output.alerts.notifier import SEND_TIMEOUT_S, Failure, Request
+from sensorscript.runtime.output.alerts.payload import to_json
 from sensorscript.runtime.output.alerts.settings import Target
 
 MOST = 1_000  # alarms of one request
@@ -43,7 +42,7 @@ class KafkaTopic:
 
         topic = self.address.topics[0]
         for seq, alarm in zip(request.seqs, request.alarms):
-            self.producer.produce(topic, key=str(alarm["id"]).encode(), value=json.dumps(alarm).encode(),
+            self.producer.produce(topic, key=str(alarm["id"]).encode(), value=to_json(alarm).encode(),
                                   on_delivery=delivered(seq))
         self.producer.flush(SEND_TIMEOUT_S + 5)
         if len(done) < len(request.seqs):

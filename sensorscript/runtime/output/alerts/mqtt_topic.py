@@ -6,12 +6,12 @@ each PUBACK acknowledges its own alarm.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
 from sensorscript.runtime.ingest import mqtt
 from sensorscript.runtime.output.alerts.notifier import SEND_TIMEOUT_S, Failure, Request
+from sensorscript.runtime.output.alerts.payload import to_json
 from sensorscript.runtime.output.alerts.settings import Target
 
 MOST = 1_000  # messages of one request
@@ -49,7 +49,7 @@ class Topic:
             raise Failure(self.refusal or f"not connected to the broker {self.address.host}:{self.address.port}")
         sent = []
         for seq, alarm in zip(request.seqs, request.alarms):
-            info = self.client.publish(self.address.topic, json.dumps(alarm).encode(), qos=1)
+            info = self.client.publish(self.address.topic, to_json(alarm).encode(), qos=1)
             sent.append((seq, info))
         deadline = time.monotonic() + SEND_TIMEOUT_S + len(sent) * 0.01
         for _, info in sent:

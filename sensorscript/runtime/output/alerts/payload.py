@@ -17,11 +17,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import datetime, timezone
 
 import pandas as pd
 
 from sensorscript.runtime.output.alarms import MATCH
+from sensorscript.times import iso_utc
 
 FIRING, UPDATED, RESOLVED = "firing", "updated", "resolved"
 # Marks detection.py puts on an alarm for the outbox, not delivered: REOPENED on a firing alarm of a
@@ -33,10 +33,30 @@ PRIVATE = (REOPENED, SUPERSEDES)
 
 
 def iso(ms) -> str | None:
-    """Epoch milliseconds as ISO 8601 in UTC (2026-01-01T00:12:00.000Z)."""
+    """Epoch milliseconds as ISO 8601 in UTC (2026-01-01T00:12:00.000Z; any time a window's bound
+    can reach, past the year 9999 too: times.iso_utc)."""
     if ms is None or (isinstance(ms, float) and math.isnan(ms)) or ms is pd.NA:
         return None
-    return datetime.fromtimestamp(int(ms) / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_utc(int(ms))
+
+
+def to_json(alarms) -> str:
+    """Alarms (or a body holding them) as JSON text for a receiver, a topic or a jsonb column: an
+    infinite or NaN number (a window's sum past the double range) as Prometheus' API writes one,
+    the text "+Inf", "-Inf" or "NaN". JSON has no such numbers: Python would write `Infinity`,
+    which a receiver's parser and PostgreSQL's jsonb refuse, and the alarm would be sent again and
+    again."""
+    return json.dumps(_finite(alarms), allow_nan=False)
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _int(value) -> int | None:

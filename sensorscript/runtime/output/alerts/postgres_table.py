@@ -12,9 +12,8 @@ time) is kept once.
 
 from __future__ import annotations
 
-import json
-
 from sensorscript.runtime.output.alerts.notifier import SEND_TIMEOUT_S, Failure, Request
+from sensorscript.runtime.output.alerts.payload import to_json
 from sensorscript.runtime.output.alerts.settings import Target
 from sensorscript.runtime.output.postgres_sink import ALARM_COLUMNS, Address, Tables
 
@@ -25,7 +24,7 @@ def alarm_row(alarm: dict) -> tuple:
     """The table's columns (postgres_sink.ALARM_COLUMNS) of one alarm as delivered."""
     return (alarm["id"], alarm["incident"], alarm["revision"], alarm["state"], alarm["kind"], alarm["stream"],
             alarm["workflow"], alarm["ts_ms"], alarm["started_ms"], alarm.get("value"), alarm["version"],
-            bool(alarm["retracted"]), alarm["summary"], json.dumps(alarm))
+            bool(alarm["retracted"]), alarm["summary"], to_json(alarm))
 
 
 class AlarmsTable:

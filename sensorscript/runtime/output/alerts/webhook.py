@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 
 from sensorscript.runtime.output.alerts.notifier import SEND_TIMEOUT_S, Failure, Request
+from sensorscript.runtime.output.alerts.payload import to_json
 from sensorscript.runtime.output.alerts.settings import Target
 from sensorscript.runtime.output.alerts.templates import MAX_GROUP, render
 
@@ -23,8 +24,8 @@ FORMAT = "sensorscript/2"  # the default body's `version`
 def body(request: Request) -> str:
     """The default body: {"version", "group_key", "group", "status", "alarms": [...]}."""
     firing = any(alarm["state"] != "resolved" for alarm in request.alarms)
-    return json.dumps({"version": FORMAT, "group_key": request.group_key, "group": request.group,
-                       "status": "firing" if firing else "resolved", "alarms": request.alarms})
+    return to_json({"version": FORMAT, "group_key": request.group_key, "group": request.group,
+                    "status": "firing" if firing else "resolved", "alarms": request.alarms})
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
