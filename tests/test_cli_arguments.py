@@ -187,6 +187,10 @@ CASES = [
     (RUN + " --sink postgresql://ops:s3cret@127.0.0.1:{closed}/sensors",
      "the address of a PostgreSQL sink holds no password (it would be kept in OUT/status.json and shown); give it "
      "in PGPASSWORD or ~/.pgpass, as for psql"),
+    (RUN + " --sink postgresql://ops@127.0.0.1:{closed}/sensors?password=s3cret",
+     "the address of a PostgreSQL sink holds no password"),
+    (RUN + " --sink postgresql://ops@127.0.0.1:{closed}/sensors?sslmode=verify-full&sslpassword=s3cret",
+     "the address of a PostgreSQL sink holds no password"),
     (RUN + " --sink postgresql://127.0.0.1:{closed}/sensors?schema=Bad-Name",
      "schema 'Bad-Name' is not a plain lower-case name (letters, digits, _)"),
     (RUN + " --sink postgresql://127.0.0.1:{closed}/sensors?sslmode=sometimes", "sslmode"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from urllib.parse import parse_qsl, urlsplit
 
 import pandas as pd
 import pytest
@@ -192,6 +193,26 @@ def test_retention_drops_the_days_behind_the_horizon_and_nothing_newer(postgres,
     assert sorted(read_results(url)["ts"]) == stamps[2:]
     assert expiry.expired_before(tmp_path) == 11 * DAY + 3_600_000
     assert sorted(read_results(url, ["w.A"], 11 * DAY + 1, 12 * DAY)["ts"]) == [11 * DAY + 7]
+
+
+def test_a_password_goes_to_another_host_only_over_verified_tls_unless_the_address_says_so():
+    """libpq's default sslmode, prefer, takes a server it does not verify, and a man in the middle may
+    ask for the password in clear: to another host the sink asks for verify-full unless the address
+    names a mode; to this machine (loopback, a socket folder) libpq's default stays."""
+    from sensorscript.runtime.output.postgres_sink import Address
+
+    def mode(url: str):
+        address = Address.parse(url)
+        return dict(parse_qsl(urlsplit(address.conninfo).query)).get("sslmode"), address.verified_by_default
+
+    assert mode("postgresql://ops@db.example:5432/plant?schema=bridge") == ("verify-full", True)
+    assert mode("postgresql://ops@10.20.0.7/plant?sslrootcert=/etc/ca.pem") == ("verify-full", True)
+    assert mode("postgresql://ops@db.example/plant?sslmode=prefer") == ("prefer", False)  # the user's say
+    assert mode("postgresql://ops@db.example/plant?sslmode=disable") == ("disable", False)
+    for here in ("127.0.0.1", "localhost", "[::1]"):
+        assert mode(f"postgresql://ops@{here}:5433/plant") == (None, False)
+    assert mode("postgresql://ops@127.0.0.1/plant?host=db.example") == ("verify-full", True)
+    assert mode("postgresql://ops@localhost/plant?host=/run/postgresql") == (None, False)
 
 
 def test_times_past_the_year_9999_a_line_with_nul_and_an_infinite_alarm_are_stored(postgres):

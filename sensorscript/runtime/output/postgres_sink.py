@@ -48,6 +48,7 @@ import pandas as pd
 
 from sensorscript.runtime.output.columns import KEY_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN, RESULT_COLUMNS
 from sensorscript.runtime.output.executor_writes import ExecutorWrite, last_stage, write_on_executors
+from sensorscript.hosts import loopback
 from sensorscript.times import civil_date, civil_day, duration_ms
 
 PREFIXES = ("postgresql://", "postgres://")
@@ -77,6 +78,7 @@ class Address:
     conninfo: str
     schema: str = "public"
     patience_s: float = 300.0
+    verified_by_default: bool = False  # sslmode=verify-full because the address named none, to another host
 
     @staticmethod
     def parse(url: str) -> "Address":
@@ -84,7 +86,8 @@ class Address:
         parts = urlsplit(url)
         if parts.scheme not in ("postgresql", "postgres"):
             raise ValueError(f"--sink {url}: a PostgreSQL sink is postgresql://[USER@]HOST[:PORT]/DB")
-        if parts.password is not None:
+        settings = dict(parse_qsl(parts.query, keep_blank_values=True))
+        if parts.password is not None or {"password", "sslpassword"} & settings.keys():
             raise ValueError("--sink: the address of a PostgreSQL sink holds no password (it would be kept in "
                              "OUT/status.json and shown); give it in PGPASSWORD or ~/.pgpass, as for psql")
         if not parts.hostname or not parts.path.strip("/"):
@@ -93,13 +96,19 @@ class Address:
             parts.port  # noqa: B018 (raises for a port that is not a number)
         except ValueError:
             raise ValueError(f"--sink {url}: the port is not a number") from None
-        settings = dict(parse_qsl(parts.query, keep_blank_values=True))
         schema = settings.pop("schema", "public")
         if not _NAME.fullmatch(schema):
             raise ValueError(f"--sink {url}: schema '{schema}' is not a plain lower-case name (letters, digits, _)")
         patience = duration_ms(settings.pop("retry_for", _PATIENCE), "retry_for") / 1000.0
         if settings.get("sslmode", "prefer") not in _SSLMODES:
             raise ValueError(f"--sink {url}: sslmode '{settings['sslmode']}' is not one of {', '.join(_SSLMODES)}")
+        # The password goes to another host only over TLS that checks the server (libpq's default,
+        # prefer, takes an unverified server, and a man in the middle may ask for the password in
+        # clear): verify-full unless the address says otherwise, as MQTT's password is kept.
+        servers = [parts.hostname, *filter(None, settings.get("host", "").split(","))]
+        verified = "sslmode" not in settings and not all(h.startswith("/") or loopback(h) for h in servers)
+        if verified:
+            settings["sslmode"] = "verify-full"
         conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(settings), ""))
         from psycopg.conninfo import conninfo_to_dict
 
@@ -107,7 +116,7 @@ class Address:
             conninfo_to_dict(conninfo)
         except Exception as exc:  # noqa: BLE001 (psycopg's ProgrammingError: libpq's own words)
             raise ValueError(f"--sink {url}: {str(exc).strip()}") from None
-        return Address(url, conninfo, schema, patience)
+        return Address(url, conninfo, schema, patience, verified)
 
     def describe(self) -> str:
         return f"{self.url} (tables results, late, quarantine, metrics in schema {self.schema}; " \
@@ -137,7 +146,10 @@ class Address:
                 return self.connect(password)
             except psycopg.OperationalError as exc:
                 if time.monotonic() + delay > deadline or _refused_for_good(exc):
-                    raise ConnectionError(f"PostgreSQL at {self.url} could not be reached: {_first_line(exc)}") \
+                    hint = ("; to another host the password goes only over TLS that verifies the server: add "
+                            "sslrootcert=CA.pem (sslrootcert=system for the system's CAs), or say sslmode=prefer "
+                            "or disable in the address to allow less" if self.verified_by_default else "")
+                    raise ConnectionError(f"PostgreSQL at {self.url} could not be reached: {_first_line(exc)}{hint}") \
                         from None
                 time.sleep(delay)
                 delay = min(delay * 2, 10.0)
