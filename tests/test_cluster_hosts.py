@@ -105,7 +105,8 @@ def test_the_examples_through_kafka_on_infra_on_two_worker_hosts_agree_with_the_
         options, secret = sasl_options()
         done = sscript(hosts, ["run", str(out), "--cluster", cluster.url, "--once",
                                "--input", f"kafka://{broker.sasl_bootstrap}/readings",
-                               "--sink", f"kafka://{broker.sasl_bootstrap}/results", *options], **secret)
+                               "--sink", f"kafka://{broker.sasl_bootstrap}/results", *options,
+                               "--kafka-plain-password"], **secret)  # SASL PLAIN without TLS to infra: said so
         said = done.stdout + done.stderr
         assert done.returncode == 0, f"{said[-4000:]}\nspark.log:\n{tail(out / 'spark.log', 60)}"
         assert "checking that the cluster's executors" in said and "batch 0:" in said, said

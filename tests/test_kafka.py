@@ -227,7 +227,13 @@ def test_kafka_options_are_checked_before_spark_starts(tmp_path):
                             (("--input", str(tmp_path), "--kafka-start", "latest"), "are for a kafka:// input"),
                             (("--input", "kafka://127.0.0.1:9092/t", "--kafka-option", "ssl.keystore.password=x"),
                              "a secret is not given on the command line"),
-                            (("--input", "kafka://127.0.0.1:9092/t", "--max-readings-per-batch", "0"), "0")]:
+                            (("--input", "kafka://127.0.0.1:9092/t", "--max-readings-per-batch", "0"), "0"),
+                            (("--input", str(tmp_path), "--sink", "kafka://10.255.255.1:9092/results",
+                              "--kafka-option", "security.protocol=SASL_PLAINTEXT", "--kafka-option",
+                              "sasl.mechanism=PLAIN"),
+                             "sends the password unencrypted to the broker 10.255.255.1:9092, where anyone on the way "
+                             "reads it: use security.protocol=SASL_SSL (or a SCRAM mechanism), or "
+                             "--kafka-plain-password to allow it")]:
         done = sscript("run", str(tmp_path / "out"), *arguments)
         assert done.returncode != 0 and "Traceback" not in done.stderr + done.stdout, done.stderr
         assert says in done.stderr + done.stdout, done.stderr + done.stdout

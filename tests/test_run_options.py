@@ -76,10 +76,10 @@ def kafka_run(place: Path) -> tuple[list[str], dict]:
     secret as env:NAME, passed on unread)."""
     given = [str(place / "out"), "--input", "kafka://k1:9092,k2:9093/bridge,pier", "--kafka-start",
              "2026-11-28T06:00:00Z", "--max-readings-per-batch", "50000", "--kafka-option", "security.protocol=SASL_SSL",
-             "--kafka-option", "sasl.jaas.config=env:HOME", "--sensor-from-key"]
+             "--kafka-option", "sasl.jaas.config=env:HOME", "--sensor-from-key", "--kafka-plain-password"]
     expected = dict(input="kafka://k1:9092,k2:9093/bridge,pier", kafka_start="2026-11-28T06:00:00Z",
                     max_readings_per_batch=50_000, kafka_option=("security.protocol=SASL_SSL", "sasl.jaas.config=env:HOME"),
-                    sensor_from_key=True)
+                    sensor_from_key=True, kafka_plain_password=True)
     return given, expected
 
 
@@ -138,7 +138,7 @@ def test_the_command_line_and_the_job_say_the_same_of_each_option(tmp_path):
     helps = {action.option_strings[0]: action.help for action in job_parser("a job", tmp_path)._actions
              if action.option_strings and action.option_strings[0] != "-h"}
     shared = [param for param in run_command.params if isinstance(param, click.Option) and param.opts[0] in helps]
-    assert len(shared) == 25  # all but --cluster (spark-submit's --master) and OUT (the job's --out)
+    assert len(shared) == 26  # all but --cluster (spark-submit's --master) and OUT (the job's --out)
     for param in shared:
         assert param.help == helps[param.opts[0]], param.opts[0]
 

@@ -164,6 +164,9 @@ class RunSettings:
                                                "security.protocol=SASL_SSL; a secret only as KEY=env:NAME (read "
                                                "from that environment variable).", metavar="KEY=VALUE",
                                            check=check_kafka_option)
+    kafka_plain_password: bool = option(False, "Send a SASL PLAIN password over security.protocol=SASL_PLAINTEXT "
+                                               "to a Kafka broker on another host, where anyone on the way reads it "
+                                               "(refused otherwise: use SASL_SSL).")
     sensor_from_key: bool = option(False, "A Kafka source whose messages carry only time and value (CSV ts,value "
                                           "or JSON, a line or several): the message's key is the sensor id.")
     mqtt_ca: str | None = option(None, "The CA certificate that signed the MQTT broker's (TLS; with mqtts:// the "
@@ -266,6 +269,10 @@ class RunSettings:
         if not self.input.startswith(PREFIX) and to_kafka:  # --kafka-option for the sink or the alarms
             feed_settings = (*feed_settings[:2], (), *feed_settings[3:])
         check_feed(self.input, self.sensor_from_topic, self.mqtt_login, feed_settings)
+        from sensorscript.runtime.ingest.kafka import check_plain_password
+
+        check_plain_password([u for u in (self.input, self.sink or "", *self.alerts) if u.startswith(PREFIX)],
+                             self.kafka_option, self.kafka_plain_password)
         alert_options = (self.alerts_for, self.alerts_timeout, self.alerts_template, self.alerts_group_by,
                          self.alerts_group_wait)
         if not self.alerts or self.alerts == ("none",):

@@ -116,6 +116,31 @@ def _option(text: str) -> tuple[str, str]:
     return key, value
 
 
+PLAIN_OPTION = "--kafka-plain-password"  # the run's option that lets a SASL PLAIN password cross in clear
+
+
+def check_plain_password(urls: list[str], given: tuple[str, ...], allowed: bool) -> None:
+    """ValueError in one sentence when the run's --kafka-option settings would send a SASL PLAIN
+    password unencrypted (security.protocol=SASL_PLAINTEXT) to a broker on another host of one of
+    these kafka:// addresses (the source, the sink, the alarms' topic), unless `allowed`
+    (PLAIN_OPTION): anyone on the way reads it. SCRAM proves the password without sending it."""
+    from sensorscript.hosts import loopback
+
+    settings = dict(_option(text) for text in given)
+    protocol = settings.get("security.protocol", "PLAINTEXT").upper()
+    mechanism = settings.get("sasl.mechanism", "GSSAPI").upper()
+    if allowed or protocol != "SASL_PLAINTEXT" or mechanism != "PLAIN":
+        return
+    for url in urls:
+        for server in Address.parse(url).servers:
+            host = server.rsplit(":", 1)[0]
+            if not loopback(host):
+                raise ValueError(f"--kafka-option security.protocol=SASL_PLAINTEXT with sasl.mechanism=PLAIN sends "
+                                 f"the password unencrypted to the broker {server}, where anyone on the way reads "
+                                 f"it: use security.protocol=SASL_SSL (or a SCRAM mechanism), or {PLAIN_OPTION} to "
+                                 f"allow it")
+
+
 def client_options(given: tuple[str, ...], environ=os.environ) -> dict[str, str]:
     """The client settings for Spark's source (`kafka.KEY`), env:NAME read from the environment."""
     options = {}
