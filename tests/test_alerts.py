@@ -526,6 +526,15 @@ def test_an_alert_template_runs_in_the_sandbox(tmp_path, text):
         templates.render(templates.load_template(str(tmp_path / "t.j2")), payload.example())
 
 
+@pytest.mark.parametrize("text", ['{% include "other.j2" %}', '{% import "macros.j2" as m %}{{ m.x() }}',
+                                  '{% extends "base.j2" %}', '{% from "m.j2" import x %}'])
+def test_a_template_that_reads_other_files_is_refused_when_it_is_loaded(tmp_path, text):
+    """The job loads one file; an include was an internal error (no loader) at the first alarm."""
+    (tmp_path / "t.j2").write_text(text)
+    with pytest.raises(ValueError, match=r"--alerts-template .*t\.j2: a template is one file; \{% include %\}"):
+        templates.load_template(str(tmp_path / "t.j2"))
+
+
 SECRET_URLS = ["http://u53r:p4ss@host/hook", "https://host/hook?token=T0P", "https://host/x?a=1&api_key=K3Y",
                "http://u53r@host/hook"]
 

@@ -172,6 +172,14 @@ def test_kafka_addresses_and_options_are_checked_in_the_users_words(monkeypatch)
         kafka.start_options("yesterday")
     with pytest.raises(ValueError, match="a secret is not given on the command line"):
         kafka.check_option("sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required;")
+    for inline in ("ssl.keystore.key=-----BEGIN PRIVATE KEY-----", "ssl.truststore.certificates=-----BEGIN",
+                   "ssl.keystore.certificate.chain=-----BEGIN"):  # a key or certificates given inline (PEM)
+        with pytest.raises(ValueError, match="a secret is not given on the command line"):
+            kafka.check_option(inline)
+    assert kafka.check_option("ssl.keystore.location=/etc/k.p12") and kafka.check_option("ssl.keystore.type=PKCS12")
+    for blank in ("ssl.endpoint.identification.algorithm= ", "ssl.endpoint.identification.algorithm=\t"):
+        with pytest.raises(ValueError, match="expected KEY=VALUE"):  # would turn the host name check off
+            kafka.check_option(blank)
     with pytest.raises(ValueError, match="Spark's Kafka source sets it itself"):
         kafka.check_option("group.id=mine")
     monkeypatch.setenv("JAAS", "secret-config")

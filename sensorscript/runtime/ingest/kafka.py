@@ -31,7 +31,11 @@ FIRST_GUESS, FIRST_MESSAGES = 200, 1_000
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")  # Kafka's legal topic names
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)$")
 # Client settings that hold a secret: given only as env:NAME, never in plain on a command line.
-_SECRET = re.compile(r"(password|sasl\.jaas\.config|secret|token)", re.I)
+# A setting whose value is a secret: a password, a login, a token, or a key or certificates given
+# inline (ssl.keystore.key is a private key in PEM; ssl.truststore.certificates and
+# ssl.keystore.certificate.chain PEM text that is no one's business in `ps`).
+_SECRET = re.compile(r"(password|sasl\.jaas\.config|secret|token|ssl\.keystore\.key$|\.certificates$|"
+                     r"certificate\.chain$)", re.I)
 # What Spark's source decides itself (the topics, the offsets): not a client setting to pass on.
 _SPARKS = ("bootstrap.servers", "group.id", "key.deserializer", "value.deserializer", "enable.auto.commit",
            "auto.offset.reset", "interceptor.classes")
@@ -105,7 +109,9 @@ def _option(text: str) -> tuple[str, str]:
     """`check_option`'s KEY and VALUE (KEY without a `kafka.` prefix), or ValueError."""
     key, equals, value = text.partition("=")
     key = key.strip().removeprefix("kafka.")
-    if not equals or not key or not value:
+    # A blank value is none: the client would read `ssl.endpoint.identification.algorithm= ` as
+    # empty, which turns the broker's host name check off without a word.
+    if not equals or not key or not value.strip():
         raise ValueError(f"--kafka-option {text}: expected KEY=VALUE, e.g. security.protocol=SASL_SSL")
     if key in _SPARKS:
         raise ValueError(f"--kafka-option {key}: Spark's Kafka source sets it itself (the brokers and topics come "

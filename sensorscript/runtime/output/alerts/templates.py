@@ -67,10 +67,14 @@ def load_template(name: str) -> Template:
     environment = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
                                        finalize=_json_safe)
     try:
-        names = meta.find_undeclared_variables(environment.parse(text))
+        tree = environment.parse(text)
+        names = meta.find_undeclared_variables(tree)
         jinja = environment.from_string(text)
     except jinja2.TemplateSyntaxError as exc:
         raise ValueError(f"--alerts-template {name}, line {exc.lineno}: {exc.message}") from None
+    if list(meta.find_referenced_templates(tree)):
+        raise ValueError(f"--alerts-template {name}: a template is one file; {{% include %}}, {{% import %}} and "
+                         f"{{% extends %}} would read others, which the job does not load")
     return Template(name, jinja, "alarms" in names, "routing_key" in names)
 
 
