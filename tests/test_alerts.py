@@ -535,6 +535,34 @@ def test_a_template_that_reads_other_files_is_refused_when_it_is_loaded(tmp_path
         templates.load_template(str(tmp_path / "t.j2"))
 
 
+def test_an_alarms_file_or_template_others_may_change_is_refused(tmp_path):
+    """--alerts file:PATH says where the alarms go and --alerts-template FILE what they say: a file
+    others may write to, or that another user owns, is refused in one sentence, as OUT's code is."""
+    from sensorscript.runtime.output.alerts.settings import _held
+
+    hook, body = tmp_path / "hook.url", tmp_path / "body.j2"
+    hook.write_text("http://127.0.0.1:9/hook\n")
+    body.write_text('{"text": {{ alarm.summary|tojson }}}')
+    for path in (hook, body):
+        path.chmod(0o600)
+    assert _held(f"file:{hook}", {}) == "http://127.0.0.1:9/hook" and templates.load_template(str(body))
+    for path in (hook, body):
+        path.chmod(0o620)
+    with pytest.raises(ValueError, match=r"--alerts file:.*hook\.url: others may write to it \(mode -rw--w----\): "
+                                         r"chmod go-w .*; whoever can change it decides where the alarms go"):
+        _held(f"file:{hook}", {})
+    with pytest.raises(ValueError, match=r"--alerts-template .*body\.j2: others may write to it"):
+        templates.load_template(str(body))
+    if os.geteuid() == 0:  # another user's file (root may give one away)
+        for path in (hook, body):
+            path.chmod(0o600)
+            os.chown(path, 65534, 65534)
+        with pytest.raises(ValueError, match=r"hook\.url: it belongs to the user .*, not to you"):
+            _held(f"file:{hook}", {})
+        with pytest.raises(ValueError, match=r"body\.j2: it belongs to the user .*, not to you"):
+            templates.load_template(str(body))
+
+
 SECRET_URLS = ["http://u53r:p4ss@host/hook", "https://host/hook?token=T0P", "https://host/x?a=1&api_key=K3Y",
                "http://u53r@host/hook"]
 

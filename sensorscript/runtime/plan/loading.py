@@ -47,11 +47,23 @@ def check_private(out: Path, job: Path) -> None:
             raise SensorScriptError([Diagnostic("error", f"{path}: belongs to {_user(found.st_uid)}, not to you, who "
                                                          f"would run its code; compile the job into a folder of your "
                                                          f"own")])
-        mode = found.st_mode
-        if mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise SensorScriptError([Diagnostic("error", f"{path}: others may write to it (mode {stat.filemode(mode)}), "
-                                                         f"so they could change the code the job runs; make it yours "
-                                                         f"alone (chmod go-w {path}) and run again")])
+        if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise SensorScriptError([Diagnostic("error", f"{path}: others may write to it (mode "
+                                                         f"{stat.filemode(found.st_mode)}), so they could change the "
+                                                         f"code the job runs; make it yours alone (chmod go-w {path}) "
+                                                         f"and run again")])
+
+
+def not_yours(path: Path) -> str | None:
+    """Why a file the job reads as its own say (where its alarms go, their template) could be
+    another's: it belongs to another user (not root), or others may write to it; None when it is
+    yours alone."""
+    found = Path(path).stat()
+    if found.st_uid not in (os.geteuid(), 0):
+        return f"it belongs to {_user(found.st_uid)}, not to you"
+    if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"others may write to it (mode {stat.filemode(found.st_mode)}): chmod go-w {path}"
+    return None
 
 
 def _user(uid: int) -> str:

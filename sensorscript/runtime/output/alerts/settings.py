@@ -26,6 +26,7 @@ from sensorscript.runtime.ingest import kafka, mqtt
 from sensorscript.runtime.output.alerts.payload import example
 from sensorscript.runtime.output.alerts.templates import load_template, render, routing_key
 from sensorscript.runtime.output.postgres_sink import PREFIXES as POSTGRES, Address as PostgresAddress
+from sensorscript.runtime.plan.loading import not_yours
 from sensorscript.runtime.plan.program import Job
 
 LIMIT = 100_000  # alarms waiting at most; beyond, new ones are counted, not kept
@@ -85,6 +86,9 @@ def _held(given: str, environ) -> str:
         return url
     path = given[len(FILE):]
     try:
+        doubt = not_yours(Path(path))
+        if doubt:
+            raise ValueError(f"--alerts {given}: {doubt}; whoever can change it decides where the alarms go")
         url = Path(path).read_text().strip()
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"--alerts {given}: cannot read the file ({getattr(exc, 'strerror', None) or exc})") from None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sensorscript.resources import templates_folder
+from sensorscript.runtime.plan.loading import not_yours
 
 BUILT_IN = ("alertmanager", "pagerduty", "slack", "teams", "ntfy")  # templates/alerts/NAME.j2
 ROUTING_KEY_VARIABLE = "SSCRIPT_ALERTS_ROUTING_KEY"
@@ -60,7 +61,11 @@ def load_template(name: str) -> Template:
     from jinja2.sandbox import SandboxedEnvironment
 
     try:
-        text = template_path(name).read_text()
+        path = template_path(name)
+        doubt = None if name in BUILT_IN else not_yours(path)
+        if doubt:
+            raise ValueError(f"--alerts-template {name}: {doubt}; whoever can change it writes the alarms' bodies")
+        text = path.read_text()
     except OSError as exc:
         raise ValueError(f"--alerts-template {name}: {exc.strerror or exc} (a file, or one of the built-in "
                          f"templates: {', '.join(BUILT_IN)})") from None
