@@ -119,7 +119,7 @@ def main() -> None:
 
     from postgres_server import PostgresServer
 
-    from sensorscript.runtime.output.postgres_sink import DAY_MS
+    from sensorscript.times import DAY_MS
     from sensorscript.runtime.output.sinks import open_sink
 
     # A window row per stream and step, a pattern's every 10th: rows a step ~ streams * (1 - 0.9 / 40).

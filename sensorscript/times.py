@@ -83,7 +83,7 @@ def duration_text(ms: float) -> str:
 # datetime stops at the years 1 and 9999; a window's end after a reading of 9999-12-31 does not, so
 # the dates a sink or an alarm writes come from the calendar's arithmetic (the proleptic Gregorian
 # calendar, as ISO 8601's), not from datetime.
-DAY_MS = 86_400_000
+DAY_MS = DURATION_UNITS["d"]
 FIRST_MS = -62_135_596_800_000  # 0001-01-01T00:00:00.000Z
 LAST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 

@@ -46,13 +46,12 @@ from urllib.parse import parse_qsl, urlsplit, urlencode, urlunsplit
 import numpy as np
 import pandas as pd
 
+from sensorscript.hosts import loopback
 from sensorscript.runtime.output.columns import KEY_COLUMNS, MATCH_COLUMNS, PLAN_COLUMN, RESULT_COLUMNS
 from sensorscript.runtime.output.executor_writes import ExecutorWrite, last_stage, write_on_executors
-from sensorscript.hosts import loopback
-from sensorscript.times import civil_date, civil_day, duration_ms
+from sensorscript.times import DAY_MS, civil_date, civil_day, duration_ms
 
 PREFIXES = ("postgresql://", "postgres://")
-DAY_MS = 86_400_000
 # The columns of a results row in the table's order, then the batch that wrote it.
 RESULTS = RESULT_COLUMNS + MATCH_COLUMNS + (PLAN_COLUMN, "batch_id")
 KEY = KEY_COLUMNS

@@ -43,27 +43,35 @@ def check_private(out: Path, job: Path) -> None:
     operators = Path(out) / "operators"
     for path in (Path(out), job, *([operators, *operators.iterdir()] if operators.is_dir() else [])):
         found = path.stat()
-        if found.st_uid not in (os.geteuid(), 0):
+        if _anothers(found):
             raise SensorScriptError([Diagnostic("error", f"{path}: belongs to {_user(found.st_uid)}, not to you, who "
                                                          f"would run its code; compile the job into a folder of your "
                                                          f"own")])
-        if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise SensorScriptError([Diagnostic("error", f"{path}: others may write to it (mode "
-                                                         f"{stat.filemode(found.st_mode)}), so they could change the "
-                                                         f"code the job runs; make it yours alone (chmod go-w {path}) "
-                                                         f"and run again")])
+        mode = found.st_mode
+        if _shared(found):
+            raise SensorScriptError([Diagnostic("error", f"{path}: others may write to it (mode {stat.filemode(mode)}), "
+                                                         f"so they could change the code the job runs; make it yours "
+                                                         f"alone (chmod go-w {path}) and run again")])
 
 
 def not_yours(path: Path) -> str | None:
     """Why a file the job reads as its own say (where its alarms go, their template) could be
-    another's: it belongs to another user (not root), or others may write to it; None when it is
-    yours alone."""
+    another's, by check_private's rules: it belongs to another user (not root), or others may write
+    to it; None when it is yours alone."""
     found = Path(path).stat()
-    if found.st_uid not in (os.geteuid(), 0):
+    if _anothers(found):
         return f"it belongs to {_user(found.st_uid)}, not to you"
-    if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if _shared(found):
         return f"others may write to it (mode {stat.filemode(found.st_mode)}): chmod go-w {path}"
     return None
+
+
+def _anothers(found: os.stat_result) -> bool:
+    return found.st_uid not in (os.geteuid(), 0)
+
+
+def _shared(found: os.stat_result) -> bool:
+    return bool(found.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
 
 
 def _user(uid: int) -> str:

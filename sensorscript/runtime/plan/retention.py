@@ -26,9 +26,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from sensorscript.times import duration_ms, duration_text
+from sensorscript.times import DAY_MS, duration_ms, duration_text
 
-DAY_MS = 86_400_000
 FOREVER = "forever"
 # Store -> (default horizon, whose clock ages it, what it is, in a phrase for the user).
 STORES: dict[str, tuple[str, str, str]] = {
