@@ -9,8 +9,9 @@ line to skip.
   and `value`, each a string, a number (as written) or a boolean; other keys are ignored, and a key
   given twice counts by its last value. Any other line is CSV: exactly three comma-separated fields.
 - `sensor_id` is not empty; `ts` is an integer of at most 18 digits (epoch milliseconds, a sign
-  allowed) and a time from 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z; `value` is a decimal number, read as the nearest double, or `true`/`false` (1.0/0.0, in
-  any case, SPEC §1); NaN, infinities and numbers beyond the double range are not values.
+  allowed) and a time from 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z; `value` is a
+  decimal number, read as the nearest double, or `true`/`false` (1.0/0.0, in any case, SPEC §1);
+  NaN, infinities and numbers beyond the double range are not values.
 
 A line that breaks a rule is quarantined, kept as read (a NUL character in it as U+FFFD), with the
 reason of the first rule it breaks, in the order above (the reasons are docs/LANGUAGE.md's, word
