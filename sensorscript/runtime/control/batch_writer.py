@@ -69,12 +69,14 @@ class Gate:
         self.writing: int | None = None  # the batch being written
         self.written: int | None = None  # the last batch this query wrote
         self.failure: str | None = None  # why a batch could not be written, in one sentence
+        self.passing = False  # the failure says nothing of the job (failures.PASSING)
         self.first: int | None = None  # the first batch this query began
 
     def open(self) -> None:
         """A query starts: its first batch may be one a stop cut short, done again."""
         with self.lock:
             self.closed, self.writing, self.written, self.failure, self.first = False, None, None, None, None
+            self.passing = False
 
     def batches(self) -> int:
         """How many batches this query has written."""
@@ -98,6 +100,7 @@ class Gate:
 
     def failed(self, batch_id: int, exc: BaseException) -> None:
         self.failure = f"micro-batch {batch_id} could not be written: {failures.describe(exc)}"
+        self.passing = failures.passing(exc)
 
     def close(self) -> None:
         with self.lock:

@@ -34,6 +34,13 @@ CRASHES = {
     "java.lang.OutOfMemoryError": "a JVM of Spark's ran out of memory",
 }
 
+# Failures that say nothing of the job: Spark gives a Python process it starts beside the driver (a
+# Python source's runner, the planner of a stateful stage) a fixed 10 seconds to connect back, which a
+# loaded machine can miss. The query started again from its checkpoint goes on (run_loop.py).
+PASSING = ("Python worker failed to connect back",
+           "Timed out while waiting for the Python worker to connect back",
+           "[STREAMING_PYTHON_RUNNER_INITIALIZATION_TIMEOUT_FAILURE]")
+
 _CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*_[A-Z0-9_]+)\]")
 _ERROR = re.compile(r"^(?:Caused by: )?(?:[A-Za-z_][\w$]*\.)*([A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)): ?(.*)$")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
@@ -63,6 +70,12 @@ def describe(error: BaseException | str) -> str:
         message = account.rsplit(f"[{names[-1]}]", 1)[1].strip().splitlines()[0]
         return f"Spark stopped the query: {_SQLSTATE.sub('', message).strip()} ({names[-1]})"[:LONGEST]
     return next((line.strip() for line in account.splitlines() if line.strip()), "an unknown error")[:LONGEST]
+
+
+def passing(error: BaseException | str) -> bool:
+    """Whether Spark's account of a failure is one of PASSING's: nothing of the job is wrong."""
+    account = str(error).split("=== Streaming Query ===", 1)[0]
+    return any(fragment in account for fragment in PASSING)
 
 
 def _from_spark(error: BaseException, text: str) -> bool:

@@ -17,7 +17,12 @@ from sensorscript.runtime.plan import versions
 
 
 class JobFailed(RuntimeError):
-    """The Spark query stopped with an error; the message is the first line a user needs."""
+    """The Spark query stopped with an error; the message is the first line a user needs. `passing`:
+    the error says nothing of the job (failures.PASSING), and the query may start again."""
+
+    def __init__(self, message: str, passing: bool = False):
+        super().__init__(message)
+        self.passing = passing
 
 
 class Query:
@@ -139,7 +144,8 @@ def _await(query, timeout: float, gate: Gate) -> bool:
     try:
         ended = bool(query.awaitTermination(timeout))
     except StreamingQueryException as exc:
-        raise JobFailed(f"the job stopped with an error: {gate.failure or failures.describe(exc)}") from exc
+        passing = gate.passing if gate.failure else failures.passing(exc)
+        raise JobFailed(f"the job stopped with an error: {gate.failure or failures.describe(exc)}", passing) from exc
     if ended and gate.failure is not None:  # should the query end without reporting the writer's error
-        raise JobFailed(f"the job stopped with an error: {gate.failure}")
+        raise JobFailed(f"the job stopped with an error: {gate.failure}", gate.passing)
     return ended

@@ -13,7 +13,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from sensorscript.runtime.control import executors, late_corrections, switching
+from sensorscript.runtime.control import executors, failures, late_corrections, switching
 from sensorscript.runtime.control.batch_writer import BatchWriter
 from sensorscript.runtime.control.checkpoint import CHECKPOINT, ENDED, resume
 from sensorscript.runtime.control.cluster_watch import ClusterWatch
@@ -139,8 +139,7 @@ def _until_stopped(query: Query, writer: BatchWriter, settings: RunSettings, ech
     if single_batch:
         query.end_input()
     while True:
-        outcome = query.supervise(query.start(), out, writer.job.version.number,
-                                  None if once else settings.refresh_after)
+        outcome = _supervised(query, echo, out, writer.job.version.number, None if once else settings.refresh_after)
         if outcome == "refresh":
             echo(f"after {settings.refresh_after:,} batches the query starts anew (each state store reopens from "
                  f"its last snapshot, which keeps the snapshots small)")
@@ -159,8 +158,42 @@ def _until_stopped(query: Query, writer: BatchWriter, settings: RunSettings, ech
                                                 writer.summary.last_batch, echo))
     if once and outcome == "finished" and not single_batch:
         query.end_input()
-        outcome = query.supervise(query.start(), out, retune=False)
+        outcome = _supervised(query, echo, out, retune=False)
     return "ended" if once and outcome == "finished" else outcome
+
+
+# How often a query whose failure said nothing of the job (failures.PASSING) starts again before a
+# batch is written, and how long it waits first (doubled each time), as Flink's fixed-delay restarts.
+RESTARTS = 3
+RESTART_WAIT = 2.0
+
+
+def _supervised(query: Query, echo, *args, **kwargs) -> str:
+    """`query.supervise` of the query started, started again from its checkpoint where Spark's
+    failure said nothing of the job: the batch it cut short is done again, as after a kill (every
+    sink and store takes a batch once), only in the same process. Up to RESTARTS times in a row."""
+    from pyspark.errors import PySparkException
+
+    restarts = 0
+    while True:
+        try:
+            try:
+                started = query.start()
+            except PySparkException as exc:  # Spark refused the query as it started
+                if not failures.passing(exc):
+                    raise
+                raise JobFailed(f"the job could not start its query: {failures.describe(exc)}", True) from exc
+            return query.supervise(started, *args, **kwargs)
+        except JobFailed as failed:
+            if query.writer.gate.batches():  # it wrote since the last restart: the count starts anew
+                restarts = 0
+            if not failed.passing or restarts >= RESTARTS:
+                raise
+            wait = RESTART_WAIT * 2 ** restarts
+            restarts += 1
+            echo(f"{failed}; nothing of the job is wrong (a busy machine), so the query starts again from its "
+                 f"checkpoint in {wait:.0f} s ({restarts} of {RESTARTS})")
+            time.sleep(wait)
 
 
 def _finish(reading: RunInput, writer: BatchWriter, outcome: str, out: Path) -> None:
