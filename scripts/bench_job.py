@@ -87,6 +87,7 @@ from sensorscript.compiler import compile_workflows
 from sensorscript.runtime.plan.loading import load_job
 from sensorscript.runtime.ingest import source as sources
 from sensorscript.runtime.ingest.packets import assign_partitions
+from sensorscript.runtime.control import cluster_security
 from sensorscript.runtime.control.run_loop import run
 from sensorscript.runtime.control.run_options import RunSettings
 from sensorscript.runtime.control.session import spark_session
@@ -135,6 +136,9 @@ def main() -> None:
     parser.add_argument("--master", help="run on this Spark master, started elsewhere (its workers need nothing of "
                                          "the project: the job's Python libraries are shipped as sscript run --cluster "
                                          "ships them); --keep must then be a folder every worker sees")
+    parser.add_argument("--cluster-secret", metavar="FILE|env:NAME",
+                        help="with --master: the secret its master and workers were started with (as sscript run "
+                             "--cluster-secret takes it); without it, a cluster that authenticates no one")
     parser.add_argument("--hosts", action="store_true",
                         help="(root) the job on local[2] here, on two one-core workers on 127.0.0.1, and on two "
                              "one-core workers on test hosts of their own (scripts/netns.py: the master and this "
@@ -152,7 +156,9 @@ def main() -> None:
             folder = Path(tempfile.mkdtemp(prefix="sscript-bench-cluster-"))
             cluster = stack.enter_context(standalone(folder, [(1, "2g")] * args.cluster))
             stack.callback(shutil.rmtree, folder, True)
-            master = cluster.url
+            master, args.cluster_secret = cluster.url, str(cluster.secret)
+        if args.cluster_secret:  # the job's session takes it from there, as under sscript run --cluster
+            os.environ[cluster_security.SECRET_VARIABLE] = cluster_security.read_secret(args.cluster_secret, False)
         bench(args, master)
 
 
@@ -188,7 +194,8 @@ def on_hosts(args) -> None:
         with standalone(base, [(1, "2g"), (1, "2g")], 120, hosts["driver"].place(),
                         [hosts["w1"].place(), hosts["w2"].place()]) as cluster:
             measured("hosts cluster", hosts["driver"].run(
-                [sys.executable, __file__, *given, "--master", cluster.url, "--keep", str(hosts.shared / "work")],
+                [sys.executable, __file__, *given, "--master", cluster.url, "--cluster-secret", str(cluster.secret),
+                 "--keep", str(hosts.shared / "work")],
                 timeout=7200, env=driver_environment(hosts)))
     local = rates["local[2]"]
     print(f"readings/s: local[2] {local:,}, two workers on 127.0.0.1 {rates['127.0.0.1 cluster']:,}, two workers "

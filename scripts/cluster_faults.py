@@ -151,7 +151,7 @@ def feed_through_faults(hosts, cluster, work: Path, readings: list[str], cut_s: 
             time.sleep(0.2)
         outcome.resumed_s[fault] = time.monotonic() - since
 
-    arguments = ["run", str(out), "--cluster", cluster.url, "--input", f"{broker.url}/bridge/#",
+    arguments = ["run", str(out), *cluster.run_options(), "--input", f"{broker.url}/bridge/#",
                  "--sensor-from-topic", "-1"]
     run = HostRun(hosts, arguments, work / "run.log")
     w1, w2 = hosts["w1"].address, hosts["w2"].address

@@ -7,6 +7,9 @@ prints the master's URL (`sscript run OUT --cluster URL ...`) and runs until Ctr
 every process it started. As a library: `with standalone(folder, [(cores, memory), ...]) as cluster:`.
 Each process runs in a process group of its own, logging into the folder (master.log,
 worker-N.log; executors' logs under work-N/app-*/N/stderr), and every group is killed on the way out.
+The cluster admits only its own: its master and workers share a secret made for it (FOLDER/secret, the
+owner's alone), and a job is submitted with it (`sscript run OUT --cluster URL --cluster-secret FOLDER/secret`);
+RPC and spill files are encrypted (sensorscript/runtime/control/cluster_security.py).
 A `Place` puts the master or a worker elsewhere than this machine's 127.0.0.1: the test hosts of
 scripts/netns.py (their address, Spark's home there, and how a command runs there); the folder must
 then be one every host sees at the same path.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sensorscript.hosts import Place, free_ports
+from sensorscript.runtime.control import cluster_security
 from sensorscript.runtime.control.session import extra_jvm_options
 
 REGISTER_TIMEOUT = 90  # seconds for every worker to register with the master
@@ -47,6 +52,17 @@ class Cluster:
     url: str
     logs: Path
     workers: list[Worker]
+    secret: Path | None = None  # None: a cluster that authenticates no one
+
+    def run_options(self) -> list[str]:
+        """`sscript run`'s options that submit to this cluster."""
+        return ["--cluster", self.url, *(["--cluster-secret", str(self.secret)] if self.secret
+                                         else ["--cluster-unauthenticated"])]
+
+    def session_options(self) -> dict[str, str]:
+        """Spark settings for a session of this process's own on the cluster (its master and secret)."""
+        return {"spark.master": self.url, **(cluster_security.settings(self.secret.read_text().strip())
+                                             if self.secret else {})}
 
 
 def spark_home() -> Path:
@@ -96,11 +112,23 @@ def stop_group(process: subprocess.Popen, grace: float = 20) -> None:
 
 @contextmanager
 def standalone(base: Path, workers: list[tuple[int, str]], register_timeout: float = REGISTER_TIMEOUT,
-               master_at: Place = Place(), workers_at: list[Place] | None = None):
+               master_at: Place = Place(), workers_at: list[Place] | None = None, authenticate: bool = True):
     """A standalone master and WORKERS (cores, memory) on 127.0.0.1 (or at `master_at` and
     `workers_at`, a Place per worker), each in its own process group with its own work dir and log
-    under BASE; every group is killed on the way out. Raises ClusterFailed when they do not come up."""
+    under BASE; every group is killed on the way out. Raises ClusterFailed when they do not come up.
+    `authenticate`: the master and workers admit only who holds the secret made in BASE/secret."""
     workers_at = workers_at or [Place()] * len(workers)
+    secret = conf = None
+    if authenticate:
+        secret, conf = base / "secret", base / "spark-daemons.conf"
+        made = secrets.token_hex(32)
+        for path, text in ((secret, made + "\n"),
+                           (conf, "".join(f"{k} {v}\n" for k, v in cluster_security.settings(made).items()))):
+            path.unlink(missing_ok=True)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as file:
+                file.write(text)
+    properties = ["--properties-file", str(conf)] if conf else []
     here = spark_home() / "bin" / "spark-class"
     if any(place.spark_home is None for place in (master_at, *workers_at)) and not here.exists():
         raise ClusterFailed(f"{here} missing from the pyspark package")
@@ -121,7 +149,7 @@ def standalone(base: Path, workers: list[tuple[int, str]], register_timeout: flo
 
     try:
         master = start(master_at, ["org.apache.spark.deploy.master.Master", "--host", master_at.address,
-                                   "--port", str(port), "--webui-port", str(master_ui)], master_log)
+                                   "--port", str(port), "--webui-port", str(master_ui), *properties], master_log)
         started: list[Worker] = []
         for number, ((cores, memory), ui, place) in enumerate(zip(workers, worker_uis, workers_at)):
             suffix = "" if len(workers) == 1 else f"-{number}"
@@ -129,7 +157,7 @@ def standalone(base: Path, workers: list[tuple[int, str]], register_timeout: flo
             work_dir.mkdir()
             process = start(place, ["org.apache.spark.deploy.worker.Worker", url, "--host", place.address,
                                     "--cores", str(cores), "--memory", memory, "--webui-port", str(ui),
-                                    "--work-dir", str(work_dir)], log)
+                                    "--work-dir", str(work_dir), *properties], log)
             started.append(Worker(process, work_dir, log))
         deadline = time.monotonic() + register_timeout
         # Each worker says so itself (the master may log a worker's registration twice when it retries).
@@ -144,7 +172,7 @@ def standalone(base: Path, workers: list[tuple[int, str]], register_timeout: flo
                                     f"{register_timeout} s;\n{master_log}:\n{tail(master_log)}\n"
                                     + "\n".join(f"{w.log}:\n{tail(w.log)}" for w in started))
             time.sleep(0.5)
-        yield Cluster(url, base, started)
+        yield Cluster(url, base, started, secret)
     finally:
         for process in reversed(processes):  # the workers (and their executors) first, then the master
             stop_group(process)
@@ -162,7 +190,8 @@ def main() -> None:
     base.mkdir(parents=True, exist_ok=True)
     with standalone(base, [(args.cores, args.memory)] * args.workers) as cluster:
         print(f"master: {cluster.url} ({args.workers} worker(s) of {args.cores} core(s), {args.memory}); logs in {base}")
-        print(f"run a job on it: sscript run OUT --cluster {cluster.url} --input DATA; Ctrl-C stops the cluster")
+        print(f"run a job on it: sscript run OUT {' '.join(cluster.run_options())} --input DATA; Ctrl-C stops the "
+              f"cluster")
         until = time.monotonic() + args.seconds if args.seconds is not None else float("inf")
         try:
             while all(w.process.poll() is None for w in cluster.workers) and time.monotonic() < until:

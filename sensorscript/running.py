@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sensorscript import shipping
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
+from sensorscript.runtime.control import cluster_security
 from sensorscript.runtime.control.run_options import RunSettings
 from sensorscript.runtime.control.session import SPARK_LOG
 from sensorscript.runtime.plan.loading import compiled_job, load_job
@@ -183,6 +184,12 @@ def submit(settings: RunSettings, echo=print, extra: list[str] | None = None) ->
 
     settings = dataclasses.replace(settings, out=settings.out.resolve())
     _check_job(settings)
+    secret = None
+    if cluster_security.needs_secret(settings.cluster):
+        try:
+            secret = cluster_security.read_secret(settings.cluster_secret, settings.cluster_unauthenticated)
+        except ValueError as exc:
+            raise SensorScriptError([Diagnostic("error", str(exc))]) from None
     _check_master(settings.cluster)
     spark_home = Path(pyspark.__file__).resolve().parent
     # The executors' Python libraries travel with the job (shipping.py): a worker needs Java,
@@ -192,7 +199,13 @@ def submit(settings: RunSettings, echo=print, extra: list[str] | None = None) ->
                "--conf", "spark.ui.enabled=false", *_jars(), *(extra or []),
                str(settings.out / "job.py"), *settings.job_arguments()]
     environment = {**os.environ, "SPARK_HOME": str(spark_home), "PATH": shipping.driver_path()}
-    echo(f"submitting {settings.out / 'job.py'} to {settings.cluster}")
+    environment.pop(cluster_security.SECRET_VARIABLE, None)
+    if secret is not None:  # the job's session takes it (runtime/control/session.py)
+        environment[cluster_security.SECRET_VARIABLE] = secret
+    echo(f"submitting {settings.out / 'job.py'} to {settings.cluster}"
+         + (" (authenticated by its secret, encrypted)" if secret else
+            " (a cluster that authenticates no one: --cluster-unauthenticated)" if settings.cluster_unauthenticated
+            else ""))
     return run_quietly(command, echo, environment, job_out=settings.out, spark_log=settings.out / SPARK_LOG)
 
 

@@ -195,11 +195,21 @@ CASES = [
      "schema 'Bad-Name' is not a plain lower-case name (letters, digits, _)"),
     (RUN + " --sink postgresql://127.0.0.1:{closed}/sensors?sslmode=sometimes", "sslmode"),
     (RUN + " --sink csv:", "the sink 'csv:' needs a path"),
-    (RUN + " --cluster spark://127.0.0.1:{closed}", "cannot reach the Spark master at 127.0.0.1:{closed} "
-                                                    "(connection refused)"),
-    (RUN + " --cluster spark://master.invalid:7077", "cannot reach the Spark master at master.invalid:7077 "
-                                                     "(unknown host)"),
-    (RUN + " --cluster spark://10.0.0.5", "'spark://10.0.0.5' is not a Spark master URL; write spark://HOST:PORT"),
+    (RUN + " --cluster spark://127.0.0.1:{closed} --cluster-unauthenticated",
+     "cannot reach the Spark master at 127.0.0.1:{closed} (connection refused)"),
+    (RUN + " --cluster spark://master.invalid:7077 --cluster-unauthenticated",
+     "cannot reach the Spark master at master.invalid:7077 (unknown host)"),
+    (RUN + " --cluster spark://10.0.0.5 --cluster-unauthenticated",
+     "'spark://10.0.0.5' is not a Spark master URL; write spark://HOST:PORT"),
+    (RUN + " --cluster spark://127.0.0.1:{closed}", "a Spark standalone cluster runs whatever anyone who reaches its "
+                                                    "master submits: give the secret"),
+    (RUN + " --cluster spark://127.0.0.1:{closed} --cluster-secret env:SSCRIPT_NO_SUCH_VARIABLE",
+     "--cluster-secret env:SSCRIPT_NO_SUCH_VARIABLE: the environment variable SSCRIPT_NO_SUCH_VARIABLE is not set"),
+    (RUN + " --cluster spark://127.0.0.1:{closed} --cluster-secret {t}/no-secret", "--cluster-secret {t}/no-secret: "
+                                                                                   "cannot read it"),
+    (RUN + " --cluster spark://127.0.0.1:{closed} --cluster-secret env:X --cluster-unauthenticated",
+     "--cluster-secret and --cluster-unauthenticated contradict each other"),
+    (RUN + " --cluster-unauthenticated", "--cluster-secret and --cluster-unauthenticated go with --cluster"),
 ]
 
 

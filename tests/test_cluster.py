@@ -67,6 +67,13 @@ def _start_cli(arguments: list[str], logs: Path, environment: dict[str, str] | N
     return process, stdout, stderr
 
 
+def _command_line(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:  # gone meanwhile
+        return ""
+
+
 def _executor_log(worker: Worker) -> str:
     """The logs of every executor the worker started."""
     return "".join(p.read_text(errors="replace") for p in sorted(worker.work_dir.glob("app-*/*/stderr")))
@@ -132,12 +139,43 @@ def _kill_worker(worker: Worker) -> dict[int, str]:
     return victims
 
 
+# A driver of anyone's on the cluster's master without its secret, as an intruder on the master's port
+# submits; the master refuses it at once (and would take the application only after its handshake).
+INTRUDER = """
+import sys
+from pyspark.sql import SparkSession
+SparkSession.builder.master(sys.argv[1]).config("spark.ui.enabled", "false").getOrCreate()
+print("admitted", flush=True)
+"""
+
+
+def _refused_without_the_secret(cluster, tmp_path: Path) -> None:
+    """A driver without the cluster's secret is refused by its master, and no application of it registers."""
+    log = tmp_path / "intruder.log"
+    with open(log, "wb") as out:
+        intruder = subprocess.Popen([sys.executable, "-c", INTRUDER, cluster.url], stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True, env=spark_environment())
+    try:
+        deadline = time.monotonic() + REGISTER_TIMEOUT
+        while "Expected SaslMessage" not in log.read_text(errors="replace"):
+            assert intruder.poll() is None and time.monotonic() < deadline, tail(log)
+            time.sleep(0.2)
+    finally:
+        stop_group(intruder, grace=1)
+    assert "admitted" not in log.read_text(errors="replace")
+    assert "Registered app" not in (cluster.logs / "master.log").read_text(errors="replace")
+
+
 def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_workers, tmp_path):
     """Every example workflow (both stateful operators: a cut edge gives a second stage) over a replay
     of several micro-batches on two workers. Once batches are written and both executors run tasks,
     one worker is killed with everything it started while its executor runs a task. The run goes on
     with the product's own settings on the other worker: exit 0, and the results are the reference
-    evaluator's, row for row (a lost or repeated batch would show as missing or duplicate rows)."""
+    evaluator's, row for row (a lost or repeated batch would show as missing or duplicate rows).
+
+    The cluster admits only its own: a driver without its secret is refused first; the job, given
+    the secret's file, runs authenticated and encrypted, and the secret is in no process's command
+    line while it runs, nor in what the run, its executors and Spark write."""
     from sensorscript.codegen.program import programs
     from sensorscript.runtime.control.run_input import order_by_name
     from tests.cep_harness import reference_rows, same_rows
@@ -158,7 +196,9 @@ def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_
     environment["SSCRIPT_SPARK_LOG"] = "WARN"
     survivor, victim = two_workers.workers
     master_log = two_workers.logs / "master.log"
-    process, stdout, stderr = _start_cli(["run", str(out), "--cluster", two_workers.url, "--input", str(data),
+    _refused_without_the_secret(two_workers, tmp_path)
+    secret = two_workers.secret.read_text().strip()
+    process, stdout, stderr = _start_cli(["run", str(out), *two_workers.run_options(), "--input", str(data),
                                           "--once", "--max-files-per-trigger", "1"], tmp_path, environment)
 
     def output() -> str:
@@ -185,6 +225,8 @@ def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_
                 pytest.fail(f"no point to kill a worker within {SUBMIT_TIMEOUT} s;\n{output()}")
             time.sleep(0.1)
         before = len(written())
+        shown = [pid for pid in os.listdir("/proc") if pid.isdigit() and secret in _command_line(pid)]
+        assert not shown, f"the cluster's secret is on the command line of {shown}"
         survivor_tasks = len(_tasks(survivor)[0])
         in_flight = sorted(_tasks(victim)[1].values())
         killed_at = time.monotonic()
@@ -215,6 +257,11 @@ def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_
         stop_group(process, grace=5)  # spark-submit's driver JVM must not outlive the test
 
     text = stdout.read_text(errors="replace")
+    assert "(authenticated by its secret, encrypted)" in text, output()
+    written_by_the_run = [stdout, stderr, master_log, *(w.log for w in two_workers.workers),
+                          *(path for w in two_workers.workers for path in w.work_dir.rglob("std*")),
+                          *(path for path in out.rglob("*") if path.is_file() and path.suffix in (".json", ".log", ""))]
+    assert not [path for path in written_by_the_run if secret in path.read_text(errors="replace")]
     # Spark noticed (the master lost the worker, the driver its executor) and the run went on
     # without it: the surviving executor ran the rest, and every batch was written.
     assert "Telling app of lost worker" in master_log.read_text(errors="replace"), output()

@@ -103,7 +103,7 @@ def test_the_examples_through_kafka_on_infra_on_two_worker_hosts_agree_with_the_
         gateway.flush(60)
 
         options, secret = sasl_options()
-        done = sscript(hosts, ["run", str(out), "--cluster", cluster.url, "--once",
+        done = sscript(hosts, ["run", str(out), *cluster.run_options(), "--once",
                                "--input", f"kafka://{broker.sasl_bootstrap}/readings",
                                "--sink", f"kafka://{broker.sasl_bootstrap}/results", *options,
                                "--kafka-plain-password"], **secret)  # SASL PLAIN without TLS to infra: said so
@@ -147,7 +147,7 @@ def test_out_and_input_that_the_workers_do_not_see_are_refused_together_before_a
     write_readings(read_csv(SENSORS), shared, seconds=60, files=1)
     hosts["driver"].run(["cp", "-r", str(shared), str(data)]).check_returncode()
 
-    done = sscript(hosts, ["run", str(out), "--cluster", cluster.url, "--input", str(data), "--once"])
+    done = sscript(hosts, ["run", str(out), *cluster.run_options(), "--input", str(data), "--once"])
     said = done.stdout + done.stderr
     assert done.returncode != 0, said
     assert f"does not see the driver's {out}: OUT must be one folder every worker mounts at the same path" in said, said
@@ -163,7 +163,7 @@ def test_workers_without_the_python_the_job_runs_are_refused_in_one_sentence(hos
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
     write_readings(read_csv(SENSORS), work / "data", seconds=60, files=1)
 
-    done = sscript(hosts, ["run", str(work / "out"), "--cluster", cluster.url, "--input", str(work / "data"), "--once"],
+    done = sscript(hosts, ["run", str(work / "out"), *cluster.run_options(), "--input", str(work / "data"), "--once"],
                    PYSPARK_PYTHON="/usr/bin/python3.11-nowhere")
     said = done.stdout + done.stderr
     assert done.returncode != 0, said

@@ -121,7 +121,7 @@ def test_the_cases_above_give_every_option_of_sscript_run():
     place = Path("p")
     given = {part for case in (folder_run, broker_run, kafka_run) for part in case(place)[0] if part.startswith("--")}
     options = {param.opts[0] for param in run_command.params if isinstance(param, click.Option)}
-    assert options == given | {"--cluster"}
+    assert options == given | {"--cluster", "--cluster-secret", "--cluster-unauthenticated"}
 
 
 def test_the_job_takes_its_own_options(tmp_path):

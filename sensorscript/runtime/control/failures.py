@@ -30,6 +30,9 @@ MEANINGS = {
 }
 # Crashes Spark reports as text rather than as an error class of their own.
 CRASHES = {
+    "All masters are unresponsive": "the Spark master did not admit the job: it is down, or it was started with "
+                                    "another secret than --cluster-secret gives, or with none "
+                                    "(--cluster-unauthenticated)",
     "Python worker exited unexpectedly": "a Python worker of the job died (killed, or out of memory)",
     "java.lang.OutOfMemoryError": "a JVM of Spark's ran out of memory",
 }

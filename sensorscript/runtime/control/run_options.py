@@ -124,6 +124,14 @@ class RunSettings:
                                     "and metrics stay in OUT/results.db).")
     cluster: str | None = option(None, "Submit to a Spark cluster, e.g. spark://HOST:7077.", to_job=SPARK_SUBMIT,
                                  metavar="MASTER_URL")
+    cluster_secret: str | None = option(None, "The secret a standalone cluster's master and workers were started "
+                                              "with: a file only you may read, or env:NAME (never the secret "
+                                              "itself). The driver and the cluster authenticate each other, and "
+                                              "their traffic and spill files are encrypted.", to_job=SPARK_SUBMIT,
+                                        metavar="FILE|env:NAME")
+    cluster_unauthenticated: bool = option(False, "Submit to a standalone cluster that authenticates no one (whoever "
+                                                  "reaches its master runs code as its workers' user; refused "
+                                                  "otherwise).", to_job=SPARK_SUBMIT)
     master: str | None = option(None, "The Spark master (default: local[2], or the one spark-submit gives).",
                                 to_job=JOB_ONLY, metavar="MASTER_URL")
     trigger_seconds: float = option(1.0, "The micro-batch interval when streaming, in seconds.", to_job=JOB_ONLY,
@@ -262,6 +270,8 @@ class RunSettings:
         from sensorscript.runtime.ingest.source import check_feed, input_cleanup
 
         input_cleanup(self.input_cleanup, self.input, self.once)
+        if (self.cluster_secret or self.cluster_unauthenticated) and not self.cluster:
+            raise ValueError("--cluster-secret and --cluster-unauthenticated go with --cluster spark://HOST:PORT")
         from sensorscript.runtime.ingest.kafka import PREFIX
 
         feed_settings = self.kafka_settings

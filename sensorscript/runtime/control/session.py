@@ -17,7 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
-from sensorscript.runtime.control import jars
+from sensorscript.runtime.control import cluster_security, jars
 from sensorscript.runtime.plan.loading import keep_private
 from sensorscript.runtime.plan.program import Job
 
@@ -81,6 +81,7 @@ def spark_session(job: Job, master: str | None, ui: bool = False, app_name: str 
         # Hadoop's file systems apply a umask of their own (022) to the checkpoint's files: the owner's alone.
         "spark.hadoop.fs.permissions.umask-mode": "077",
         **jars.spark_options(),  # Spark's Kafka connector (kafka:// inputs and sinks)
+        **cluster_security.from_environment(),  # on a standalone cluster: its secret, RPC and spills encrypted
         **({"spark.master": master} if master else {}),
     }
     start_jvm(options, log)
