@@ -95,6 +95,21 @@ def cache() -> Path:
     return Path(os.environ.get("SSCRIPT_SHIPPED") or Path(sys.prefix) / "shipped")
 
 
+def _check_yours(path: Path) -> None:
+    """The archive runs on every executor as the job's own code: found by its name, it must be the
+    user's (or root's) and no one else's to change, as OUT's job.py must (loading.not_yours)."""
+    from sensorscript.errors import Diagnostic, SensorScriptError
+    from sensorscript.runtime.plan.loading import not_yours
+
+    if not path.exists():
+        return
+    why = not_yours(path)
+    if why is not None:
+        raise SensorScriptError([Diagnostic("error", f"{path}: {why}; the executors would run what the Python libraries' "
+                                                     f"archive there holds: remove it (it is built again) or set "
+                                                     f"SSCRIPT_SHIPPED to a folder of your own")])
+
+
 def libraries_archive(echo=print) -> Path:
     """The archive of the libraries (built now if this set of them has none yet): a .tar.gz whose
     top holds what site-packages holds of them."""
@@ -103,7 +118,9 @@ def libraries_archive(echo=print) -> Path:
     tag = f"{sys.implementation.cache_tag}-{sysconfig.get_platform()}"
     digest = hashlib.sha256(f"{tag}\n{names}".encode()).hexdigest()[:16]
     target = cache() / f"libraries-{tag}-{digest}.tar.gz"
+    _check_yours(target.parent)
     if target.exists():
+        _check_yours(target)
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     echo(f"packing the Python libraries the executors need ({len(chosen)} distributions) into {target}, once")

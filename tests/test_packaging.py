@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 
@@ -53,3 +55,29 @@ def test_the_executors_libraries_are_what_sensorscript_requires_without_spark_or
     assert listing == [f"click=={importlib.metadata.version('click')}", f"jinja2=={importlib.metadata.version('jinja2')}"]
     assert not any(m.startswith(("..", "/")) for m in members)
     assert shipping.libraries_archive(said.append) == archive and len(said) == 1  # built once
+
+
+def test_a_libraries_archive_or_folder_others_may_change_is_refused(tmp_path, monkeypatch):
+    """The archive is found by its name and runs on every executor: one planted in a shared
+    SSCRIPT_SHIPPED, or a folder others may write to, is refused in one sentence, never shipped."""
+    import importlib.metadata
+
+    from sensorscript import shipping
+    from sensorscript.errors import SensorScriptError
+
+    monkeypatch.setenv("SSCRIPT_SHIPPED", str(tmp_path))
+    monkeypatch.setattr(shipping, "distributions", lambda: [importlib.metadata.distribution("click")])
+    archive = shipping.libraries_archive(lambda _: None)
+    archive.chmod(0o666)  # anyone could have replaced what it holds
+    with pytest.raises(SensorScriptError, match=r"others may write to it .*remove it \(it is built again\)"):
+        shipping.libraries_archive(lambda _: None)
+    archive.chmod(0o600)
+    os.chown(archive, 12345, 12345)  # planted by another user
+    with pytest.raises(SensorScriptError, match="belongs to the user id 12345, not to you"):
+        shipping.libraries_archive(lambda _: None)
+    archive.unlink()
+    tmp_path.chmod(0o777)
+    with pytest.raises(SensorScriptError, match=f"{tmp_path}: others may write to it"):
+        shipping.libraries_archive(lambda _: None)
+    tmp_path.chmod(0o700)
+    assert shipping.libraries_archive(lambda _: None) == archive  # built again, in a folder of the user's
