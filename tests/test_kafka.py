@@ -247,6 +247,20 @@ def test_kafka_options_are_checked_before_spark_starts(tmp_path):
         assert says in done.stderr + done.stdout, done.stderr + done.stdout
 
 
+def test_an_alarm_topic_named_by_a_variable_or_a_file_is_checked_for_a_plain_password(tmp_path, monkeypatch):
+    """--alerts env:VARIABLE or file:PATH holding a kafka:// address to another host: the password
+    check sees the address they hold, as it sees one given as it stands."""
+    from sensorscript.runtime.control.run_options import RunSettings
+
+    monkeypatch.setenv("ALARM_TOPIC", "kafka://10.255.255.1:9092/alarms")
+    (tmp_path / "topic").write_text("kafka://10.255.255.2:9092/alarms\n")
+    plain = ("security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN", "sasl.password=env:P")
+    for given, broker in (("env:ALARM_TOPIC", "10.255.255.1:9092"), (f"file:{tmp_path / 'topic'}", "10.255.255.2:9092")):
+        settings = RunSettings(out=tmp_path / "out", input=str(tmp_path), alerts=(given,), kafka_option=plain)
+        with pytest.raises(ValueError, match=f"sends the password unencrypted to the broker {broker}"):
+            settings.check()
+
+
 def test_messages_deleted_while_the_job_was_away_are_counted_and_said_and_the_lag_is_in_status(kafka, tmp_path):
     """The broker deletes the oldest messages of a topic while the job is stopped (retention passed:
     here AdminClient.delete_records, what retention does): the next run reads on from the oldest

@@ -48,6 +48,17 @@ RETAIN_HELP = ("How long a store is kept: archive (raw readings for corrections,
                "results=365d expires them). DURATION: 30s, 15min, 12h, 7d or forever. Repeat for each store.")
 
 
+def _alert_url(given: str) -> str:
+    """The address an --alerts target names (what an env:VARIABLE or file:PATH holds), or the target
+    as given where it cannot be read (the alarms' own check says why)."""
+    from sensorscript.runtime.output.alerts.settings import Target
+
+    try:
+        return Target.parse(given).url
+    except ValueError:
+        return given
+
+
 def check_template(given: str) -> str:
     """A built-in template's name, or an existing file's absolute path (the job may run in another folder)."""
     from sensorscript.runtime.output.alerts.templates import BUILT_IN
@@ -275,13 +286,14 @@ class RunSettings:
         from sensorscript.runtime.ingest.kafka import PREFIX
 
         feed_settings = self.kafka_settings
-        to_kafka = self.results_topic is not None or any(a.startswith(PREFIX) for a in self.alerts)
+        alert_urls = [_alert_url(given) for given in self.alerts]
+        to_kafka = self.results_topic is not None or any(a.startswith(PREFIX) for a in alert_urls)
         if not self.input.startswith(PREFIX) and to_kafka:  # --kafka-option for the sink or the alarms
             feed_settings = (*feed_settings[:2], (), *feed_settings[3:])
         check_feed(self.input, self.sensor_from_topic, self.mqtt_login, feed_settings)
         from sensorscript.runtime.ingest.kafka import check_plain_password
 
-        check_plain_password([u for u in (self.input, self.sink or "", *self.alerts) if u.startswith(PREFIX)],
+        check_plain_password([u for u in (self.input, self.sink or "", *alert_urls) if u.startswith(PREFIX)],
                              self.kafka_option, self.kafka_plain_password)
         alert_options = (self.alerts_for, self.alerts_timeout, self.alerts_template, self.alerts_group_by,
                          self.alerts_group_wait)
