@@ -255,6 +255,36 @@ def test_times_past_the_year_9999_a_line_with_nul_and_an_infinite_alarm_are_stor
     assert stored == [(float("inf"), "+Inf", "+010000-01-01T00:00:00.005Z")]
 
 
+def test_tables_of_anothers_in_the_schema_are_never_taken_nor_dropped(postgres):
+    """A run afresh dropped the nine table names in the schema with CASCADE, whoever made them, and a
+    sink took tables it found as its own (issue #62). Now a sink writes into and drops only tables it
+    made (their comment says so): another's table of one of its names is refused in one sentence and
+    left as it was, and a run afresh does not take a view of someone's on the results with it."""
+    from sensorscript.runtime.output.postgres_sink import PostgresSink
+
+    server, url = postgres
+    schema = _schema(url)
+    with server.connect() as db:
+        db.execute(f'CREATE SCHEMA "{schema}"')
+        db.execute(f'CREATE TABLE "{schema}".alarms (note text)')
+        db.execute(f"INSERT INTO \"{schema}\".alarms VALUES ('the control room''s own')")
+    with pytest.raises(ValueError, match=f"the schema {schema} holds alarms, which this sink did not make"):
+        PostgresSink(url)
+    with server.connect() as db:
+        assert db.execute(f'SELECT note FROM "{schema}".alarms').fetchall() == [("the control room's own",)]
+        db.execute(f'DROP TABLE "{schema}".alarms')
+    sink = PostgresSink(url)  # made by the sink, each table marked
+    with server.connect() as db:
+        db.execute(f'CREATE VIEW "{schema}".hourly AS SELECT stream, ts / 3600000 AS hour FROM "{schema}".results')
+    with pytest.raises(ValueError, match=r"other objects depend on them \(view .*hourly depends on table .*results"):
+        sink.reset()
+    with server.connect() as db:
+        assert db.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{schema}".hourly',)).fetchone() == (True,)
+        db.execute(f'DROP VIEW "{schema}".hourly')
+    sink.reset()  # its own tables, dropped and made anew
+    PostgresSink(url)
+
+
 @pytest.mark.server  # starts its own server (the quick tier leaves it out)
 def test_tls_verify_full_against_the_servers_own_ca_and_a_password_from_pgpass(tmp_path, monkeypatch):
     """A server that serves TLS only, with a certificate for 127.0.0.1 its own CA signed: the sink

@@ -199,7 +199,9 @@ class Tables:
               "sscript_batches")
     # What `_create` makes, as a version kept in the comment of sscript_batches: a sink already made by
     # this version is left as it is. Raise it with every change to the tables, indexes or view below.
-    VERSION = "sensorscript sink tables 2"
+    MADE = "sensorscript sink tables"  # the comment of sscript_batches, then the version
+    VERSION = f"{MADE} 3"
+    MARK = "sensorscript sink table"  # each table's comment: a table of this sink's, which a run afresh may drop
 
     def __init__(self, schema: str):
         self.schema = schema
@@ -218,10 +220,29 @@ class Tables:
         with db.transaction():
             self._create(db)
 
+    def foreign(self, db) -> list[str]:
+        """The tables and views of the sink's names in the schema that it did not make (their comment
+        is not MARK, and no sink made the schema's sscript_batches), which it never takes or drops."""
+        found = dict(db.execute(
+            "SELECT c.relname, obj_description(c.oid, 'pg_class') FROM pg_class c JOIN pg_namespace n ON "
+            "n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = ANY(%s) AND c.relkind IN ('r', 'p', 'v', 'm', "
+            "'f') AND NOT c.relispartition", (self.schema, [*self.TABLES, "latest"])).fetchall())
+        if (found.get("sscript_batches") or "").startswith(self.MADE):  # a sink's, an earlier version's too
+            return []
+        return sorted(name for name, comment in found.items() if comment != self.MARK)
+
+    def refuse_foreign(self, db) -> None:
+        foreign = self.foreign(db)
+        if foreign:
+            raise ValueError(f"the schema {self.schema} holds {', '.join(foreign)}, which this sink did not make: it "
+                             f"neither writes into nor drops another's tables; give the sink a schema of its own "
+                             f"(?schema=NAME)")
+
     def _create(self, db) -> None:
         s = self.schema
         db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sensorscript:{s}",))
         db.execute(f'CREATE SCHEMA IF NOT EXISTS "{s}"')
+        self.refuse_foreign(db)
         for statement in (
             f"""CREATE TABLE IF NOT EXISTS "{s}".results (stream text NOT NULL, ts bigint NOT NULL,
                 window_start bigint, window_end bigint, value double precision, version integer NOT NULL,
@@ -272,6 +293,9 @@ class Tables:
             + " AND ".join(f"n.{c} IS NOT DISTINCT FROM r.{c}" for c in KEY[2:]) + " AND n.version > r.version)",
         ):
             db.execute(statement)
+        for table in self.TABLES[:-1]:
+            db.execute(f"COMMENT ON TABLE {self.name(table)} IS '{self.MARK}'")
+        db.execute(f"COMMENT ON VIEW {self.name('latest')} IS '{self.MARK}'")
         db.execute(f"COMMENT ON TABLE {self.name('sscript_batches')} IS '{self.VERSION}'")
 
     def partitions(self, db, table: str, days: set[int]) -> None:
@@ -555,10 +579,20 @@ class PostgresSink:
         s = self.address.schema
 
         def work(db):
+            import psycopg
+
             with db.transaction():
-                db.execute(f'DROP VIEW IF EXISTS "{s}".latest')
-                for table in Tables.TABLES:
-                    db.execute(f'DROP TABLE IF EXISTS "{s}".{table} CASCADE')
+                db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sensorscript:{s}",))
+                self.tables.refuse_foreign(db)
+                try:  # without CASCADE: a view of someone's on the results stays, and says so
+                    db.execute(f'DROP VIEW IF EXISTS "{s}".latest')
+                    for table in Tables.TABLES:
+                        db.execute(f'DROP TABLE IF EXISTS "{s}".{table}')
+                except psycopg.errors.DependentObjectsStillExist as exc:
+                    detail = (exc.diag.message_detail or "").replace("\n", "; ")
+                    raise ValueError(f"a run afresh drops the sink's tables in the schema {s}, and other objects "
+                                     f"depend on them ({detail}): drop those first, or give the sink another schema "
+                                     f"(?schema=NAME)") from None
                 self.tables.known.clear()
                 self.tables._create(db)
 
