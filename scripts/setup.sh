@@ -27,6 +27,7 @@ command -v chromium >/dev/null 2>&1 || wanted+=(chromium)
 { command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ]; } || wanted+=(mosquitto)
 command -v mvn >/dev/null 2>&1 || wanted+=(maven)  # fetches the Kafka jars below
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || wanted+=(postgresql)
+{ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; } || wanted+=(nginx)  # the dashboard's proxy test
 if [ ${#wanted[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
     as_root=""
     if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
@@ -34,12 +35,21 @@ if [ ${#wanted[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
     fi
     if [ "$(id -u)" = 0 ] || [ -n "$as_root" ]; then
         export DEBIAN_FRONTEND=noninteractive
+        # Debian's packages would start a broker (port 1883), a PostgreSQL cluster (5432) and nginx (80)
+        # as services: the tests start their own, on ports of their own. A policy-rc.d that says no
+        # (Debian's way, as image builds do) keeps them from starting while they are installed.
+        policy=""
+        if [ ! -e /usr/sbin/policy-rc.d ]; then
+            policy=/usr/sbin/policy-rc.d
+            printf '#!/bin/sh\nexit 101\n' | $as_root tee "$policy" >/dev/null && $as_root chmod 755 "$policy"
+        fi
         $as_root apt-get install -y -qq "${wanted[@]}" >/dev/null 2>&1 \
             || { $as_root apt-get update -qq >/dev/null 2>&1 \
                  && $as_root apt-get install -y -qq "${wanted[@]}" >/dev/null 2>&1; } \
             || echo "sensorscript: could not install ${wanted[*]} with apt-get" >&2
-        # Debian's packages may start a broker (port 1883) and a PostgreSQL cluster (5432) as services;
-        # ours are started by the tests, on ports of their own.
+        if [ -n "$policy" ]; then
+            $as_root rm -f "$policy"
+        fi
     fi
 fi
 if [ "${CI:-}" = true ]; then
@@ -51,6 +61,11 @@ if [ "${CI:-}" = true ]; then
     if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
         echo "sensorscript: CI=true needs Debian's PostgreSQL for the PostgreSQL sink's tests" \
              "(apt-get install postgresql as root); none is installed and it could not be installed here" >&2
+        exit 1
+    fi
+    if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+        echo "sensorscript: CI=true needs Debian's nginx for the dashboard's reverse-proxy test" \
+             "(apt-get install nginx as root); none is installed and it could not be installed here" >&2
         exit 1
     fi
     if ! command -v mosquitto >/dev/null 2>&1 && [ ! -x /usr/sbin/mosquitto ]; then

@@ -491,23 +491,27 @@ def status(out, tz) -> None:
 @click.option("--server-name", "server_names", multiple=True, metavar="NAME",
               help="A name the page is reached by (a reverse proxy's, this machine's in DNS; repeatable): it answers "
                    "only to loopback names, --host and these (a request naming another gets 421: DNS rebinding).")
+@click.option("--trusted-proxy", "proxies", multiple=True, metavar="ADDR",
+              help="A reverse proxy's address or network (repeatable): a request from it is the client's the proxy "
+                   "names last in X-Forwarded-For, for counting and slowing failed logins per client.")
 @click.option("--cert", type=click.Path(dir_okay=False), metavar="FILE",
               help="Serve over HTTPS with this certificate (PEM; its chain after it), with --key.")
 @click.option("--key", type=click.Path(dir_okay=False), metavar="FILE", help="The certificate's private key (PEM).")
 @_tz
-def dashboard(out, port, host, auth_file, no_auth, server_names, cert, key, tz) -> None:
+def dashboard(out, port, host, auth_file, no_auth, server_names, proxies, cert, key, tz) -> None:
     """Serve a live page of the job in OUT: its results per workflow, alarms, health and plan,
     refreshed every few seconds, while the job runs or after it ended, and /metrics for Prometheus
     (Ctrl-C stops it)."""
     from sensorscript.dashboard import Dashboard, check_out
-    from sensorscript.dashboard.access import credentials, loopback
+    from sensorscript.dashboard.access import credentials, loopback, trusted_proxies
 
     try:
         if bool(cert) != bool(key):
             raise SensorScriptError([Diagnostic("error", "--cert FILE and --key FILE go together (HTTPS)")])
         check_out(Path(out))
         page = Dashboard(Path(out), tz, port, host, credentials(auth_file), no_auth, tuple(server_names),
-                         tls=(cert, key) if cert else None, echo=lambda line: click.echo(line, err=True))
+                         tls=(cert, key) if cert else None, echo=lambda line: click.echo(line, err=True),
+                         trusted_proxies=trusted_proxies(proxies))
     except SensorScriptError as exc:
         _fail(exc)
         return

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -27,7 +28,7 @@ from sensorscript.dashboard import Dashboard
 from sensorscript.dashboard.access import PASSWORD, TOKEN, USER, credentials, loopback, required
 from sensorscript.errors import SensorScriptError
 from sensorscript.times import UTC
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, ROOT, need
 
 SENSORS = ROOT / "workflows" / "sensors.csv"
 LOGINS = {PASSWORD: "s3cret pass:word", USER: "wall", TOKEN: "tok-9f2c41"}  # a colon in the password too
@@ -483,3 +484,132 @@ def test_the_wait_doubles_to_five_minutes_and_ends_after_ten_quiet_minutes():
     for n in range(Guesses.CLIENTS + 5):
         many.failed(f"client-{n}")
     assert len(many._failures) == Guesses.CLIENTS and "client-0" not in many._failures
+
+
+def test_clients_are_told_apart_behind_a_proxy_and_only_through_a_trusted_one():
+    """The client of a request from a trusted proxy is the last hop of X-Forwarded-For that is not
+    one (what a client wrote itself stays left of its own address); from anyone else, its peer."""
+    from sensorscript.dashboard.access import client_of, trusted_proxies
+
+    trusted = trusted_proxies(["127.0.0.1", "10.0.0.0/8", "[::1]"])
+    assert client_of({"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "192.0.2.7"}, trusted) == "192.0.2.7"
+    assert client_of({"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "203.0.113.9, 192.0.2.7"},
+                     trusted) == "192.0.2.7"  # the client wrote the first: its own address is the last
+    assert client_of({"REMOTE_ADDR": "::1", "HTTP_X_FORWARDED_FOR": "192.0.2.7, 10.1.2.3"}, trusted) == "192.0.2.7"
+    assert client_of({"REMOTE_ADDR": "192.0.2.8", "HTTP_X_FORWARDED_FOR": "192.0.2.7"}, trusted) == "192.0.2.8"
+    assert client_of({"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "192.0.2.7"}) == "127.0.0.1"  # none trusted
+    assert client_of({"REMOTE_ADDR": "127.0.0.1"}, trusted) == "127.0.0.1"
+    with pytest.raises(SensorScriptError, match="--trusted-proxy proxy.example: not an IP address or network"):
+        trusted_proxies(["proxy.example"])
+
+
+def test_failures_are_counted_per_client_and_user_name():
+    """Five wrong passwords for one user name slow that name from that client only; a client that
+    tries many names waits once it has failed SPRAY times as often; other clients never wait."""
+    from sensorscript.dashboard.access import Credentials, Guesses, RequireLogin
+
+    now = [1000.0]
+    guard = RequireLogin(lambda environ, start: start("200 OK", []) or [b"the page"], credentials(environ=LOGINS),
+                         echo=lambda _: None,
+                         guesses=Guesses(clock=lambda: now[0]))
+    assert isinstance(guard.accepted, Credentials)
+
+    def status(client: str, user: str, password: str) -> str:
+        said = []
+        guard({"REMOTE_ADDR": client, "HTTP_AUTHORIZATION": basic(user, password)}, lambda s, h: said.append(s))
+        return said[0][:3]
+
+    assert [status("192.0.2.1", "wall", "guess") for _ in range(5)] == ["401"] * 5
+    assert status("192.0.2.1", "wall", LOGINS[PASSWORD]) == "429"
+    assert status("192.0.2.1", "ops", "guess") == "401"  # another name from the same client: not yet
+    assert status("192.0.2.2", "wall", LOGINS[PASSWORD]) == "200"  # another client: never
+    for name in range(RequireLogin.SPRAY * Guesses.FREE):
+        now[0] += 400  # each name's own wait over
+        status("192.0.2.3", f"user-{name}", "guess")
+    assert status("192.0.2.3", "someone-else", "guess") == "429"
+
+
+def _why_no_nginx() -> str | None:
+    if shutil.which("nginx") or os.path.exists("/usr/sbin/nginx"):
+        return None
+    return "no nginx (Debian's nginx: scripts/setup.sh installs it as root)"
+
+
+def _readme_recipe() -> tuple[str, list[str]]:
+    """README's nginx server block and the dashboard command above it, as printed."""
+    text = (ROOT / "README.md").read_text()
+    command = re.search(r"```\n(sscript dashboard out/demo --server-name [^\n]+)\n```", text).group(1)
+    return re.search(r"```\n(server \{\n.*?\n\})\n```", text, re.S).group(1), command.split()[3:]
+
+
+def test_behind_nginx_as_the_readme_says_one_clients_guesses_never_lock_out_another(out, tmp_path):
+    """Debian's nginx with README's server block as printed (its port, certificate and upstream
+    replaced), the dashboard with README's options: a client's five wrong passwords make its next
+    attempt wait; another client through the same proxy, and Prometheus' token, still get in; the
+    client that guesses cannot pass for another by writing its own X-Forwarded-For."""
+    import http.client
+    import ssl
+
+    need(_why_no_nginx(), "the nginx test")
+    from sensorscript.dashboard.access import trusted_proxies
+
+    block, options = _readme_recipe()
+    names = dict(zip(options[::2], options[1::2]))
+    cert, key = tmp_path / "dashboard.pem", tmp_path / "dashboard.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=dashboard.example.org", "-addext", "subjectAltName=DNS:dashboard.example.org", "-keyout",
+                    str(key), "-out", str(cert)], check=True, capture_output=True)
+    logged = []
+    with serving(out, credentials=credentials(environ=LOGINS), echo=logged.append,
+                 server_names=(names["--server-name"],),
+                 trusted_proxies=trusted_proxies([names["--trusted-proxy"]])) as page:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        server = (block.replace("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;")
+                  .replace("/etc/ssl/certs/dashboard.example.org.pem", str(cert))
+                  .replace("/etc/ssl/private/dashboard.example.org.key", str(key))
+                  .replace("http://127.0.0.1:8050", f"http://127.0.0.1:{page.port}"))
+        temporary = " ".join(f"{kind}_temp_path {tmp_path / kind};" for kind in
+                             ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        (tmp_path / "nginx.conf").write_text(
+            f"{'user root; ' if os.geteuid() == 0 else ''}daemon off; worker_processes 1; pid {tmp_path}/nginx.pid; "
+            f"error_log {tmp_path}/error.log; events {{}}\n"
+            f"http {{ access_log off; {temporary}\n{server}\n}}\n")
+        nginx = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-p", str(tmp_path), "-c",
+                                  str(tmp_path / "nginx.conf")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        context = ssl.create_default_context(cafile=str(cert))
+        context.check_hostname = False  # the certificate's name is the proxy's; we reach it at 127.0.0.1
+
+        def ask_via(client: str, authorization: str, forwarded: str | None = None) -> int:
+            connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=30,
+                                                     source_address=(client, 0))
+            try:
+                headers = {"Host": "dashboard.example.org", "Authorization": authorization}
+                if forwarded:
+                    headers["X-Forwarded-For"] = forwarded
+                connection.request("GET", "/metrics", headers=headers)
+                return connection.getresponse().status
+            finally:
+                connection.close()
+
+        try:
+            deadline = time.monotonic() + 30
+            while True:  # until nginx listens
+                try:
+                    ask_via("127.0.0.2", f"Bearer {LOGINS[TOKEN]}")
+                    break
+                except OSError:
+                    assert nginx.poll() is None and time.monotonic() < deadline, nginx.stderr.read().decode()
+                    time.sleep(0.1)
+            good = basic("wall", LOGINS[PASSWORD])
+            assert ask_via("127.0.0.3", good) == 200  # through TLS, the proxy and its name
+            assert [ask_via("127.0.0.3", basic("wall", f"guess-{n}")) for n in range(5)] == [401] * 5
+            assert ask_via("127.0.0.3", good) == 429  # this client waits
+            assert ask_via("127.0.0.4", good) == 200  # another does not
+            assert ask_via("127.0.0.3", good, forwarded="127.0.0.4") == 429  # nor can it pass for another
+            assert ask_via("127.0.0.5", f"Bearer {LOGINS[TOKEN]}") == 200  # Prometheus' scrape
+        finally:
+            nginx.terminate()
+            nginx.wait(10)
+    assert logged[-1] == "dashboard: a failed login from 127.0.0.3 (5 in a row; its next attempt waits 2 s)", logged

@@ -34,14 +34,16 @@ class Dashboard:
     known before anything is served).
 
     `credentials`: the logins it asks for (access.py); on an address other than loopback it refuses
-    to start without one unless `no_auth`; failed logins are counted per client, slowed (`guesses`)
-    and told to `echo`. `tls`: (certificate, key) files, and the page is served over HTTPS. It answers only
+    to start without one unless `no_auth`; failed logins are counted per client (behind a proxy of
+    `trusted_proxies`, the address it was reached from: access.client_of), slowed (`guesses`) and told
+    to `echo`. `tls`: (certificate, key) files, and the page is served over HTTPS. It answers only
     requests naming it: loopback names, `host` and `server_names` (--server-name). It also serves
     /metrics for Prometheus (metrics.py)."""
 
     def __init__(self, out: Path, tz: tzinfo, port: int = 8050, host: str = "127.0.0.1",
                  credentials: Credentials | None = None, no_auth: bool = False, server_names: tuple[str, ...] = (),
-                 tls: tuple[str, str] | None = None, echo=None, guesses: Guesses | None = None):
+                 tls: tuple[str, str] | None = None, echo=None, guesses: Guesses | None = None,
+                 trusted_proxies: tuple = ()):
         from sensorscript.dashboard.app import create_app
 
         adapter = _tls(*tls) if tls else None  # a certificate that does not load: said before anything is bound
@@ -53,7 +55,8 @@ class Dashboard:
             raise
         self.app = create_app(Path(out), tz)
         served = self.app.server if self.credentials is None else \
-            RequireLogin(self.app.server, self.credentials, echo=echo or _to_stderr, guesses=guesses)
+            RequireLogin(self.app.server, self.credentials, echo=echo or _to_stderr, guesses=guesses,
+                         trusted=trusted_proxies)
         served = ServedNames(served, served_names(host, server_names), content_security_policy(self.app.csp_hashes()))
         self.server = _Server(listening, served, adapter)
         self.port = listening.getsockname()[1]  # the one asked for, or the free one picked for port 0

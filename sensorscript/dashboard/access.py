@@ -158,8 +158,8 @@ class Guesses:
     MAX_WAIT_S = 300.0
     CLIENTS = 10_000
 
-    def __init__(self, clock=time.monotonic):
-        self.clock = clock
+    def __init__(self, clock=time.monotonic, free: int = FREE):
+        self.clock, self.free = clock, free
         self._failures: dict[str, tuple[int, float]] = {}  # client -> (failures in a row, time of the last)
         self._lock = threading.Lock()
 
@@ -175,9 +175,9 @@ class Guesses:
         with self._lock:
             now = self.clock()
             count, last = self._count(client, now)
-            if count < self.FREE:
+            if count < self.free:
                 return 0.0
-            return max(0.0, last + min(2.0 ** (count - self.FREE + 1), self.MAX_WAIT_S) - now)
+            return max(0.0, last + min(2.0 ** (count - self.free + 1), self.MAX_WAIT_S) - now)
 
     def failed(self, client: str) -> int:
         """A failed login of `client`: its failures in a row, this one counted."""
@@ -195,32 +195,92 @@ class Guesses:
             self._failures.pop(client, None)
 
 
+def trusted_proxies(given) -> tuple:
+    """--trusted-proxy ADDR (an address or a network, 10.0.0.0/8), each as an ip_network;
+    SensorScriptError in one sentence for one that is neither."""
+    import ipaddress
+
+    found = []
+    for text in given:
+        try:
+            found.append(ipaddress.ip_network(text.strip().strip("[]"), strict=False))
+        except ValueError:
+            raise _error(f"--trusted-proxy {text}: not an IP address or network (e.g. 127.0.0.1, 10.0.0.0/8)") from None
+    return tuple(found)
+
+
+def _among(address: str, networks) -> bool:
+    import ipaddress
+
+    try:
+        found = ipaddress.ip_address(address.strip().strip("[]"))
+    except ValueError:
+        return False
+    return any(found in network for network in networks)
+
+
+def client_of(environ, trusted=()) -> str:
+    """Who sent the request: its peer's address, or, where the peer is a trusted proxy, the last
+    hop of X-Forwarded-For that is not one (each proxy appends the address it was reached from, so
+    what a client wrote itself stays to the left of its own address), as nginx's real_ip_recursive."""
+    peer = environ.get("REMOTE_ADDR") or "an unknown address"
+    if not _among(peer, trusted):
+        return peer
+    hops = [hop.strip() for hop in environ.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if not _among(hop, trusted):
+            return hop[:64]
+    return hops[0][:64] if hops else peer
+
+
+def _user_of(authorization: str) -> str:
+    """The user name a basic-auth login tries (a bearer token: none), for counting its failures."""
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() != "basic":
+        return ""
+    try:
+        return base64.b64decode(value.strip(), validate=True).decode("utf-8", "replace").partition(":")[0]
+    except (binascii.Error, ValueError):
+        return ""
+
+
 class RequireLogin:
     """WSGI middleware: every request (the page, its scripts, its callbacks, /metrics) carries one of
     the credentials, or gets 401 and the challenges that make a browser ask for a login. A request
-    that carries a wrong credential is a failed login: counted per client, told to `echo` (the
-    client's address and its count, never what it sent), and slowed (`Guesses`: 429 and Retry-After
-    while the client must wait)."""
+    that carries a wrong credential is a failed login: counted per client and the user name it tried
+    (`guesses`) and per client whatever the name (`spraying`, SPRAY times as many free), forgotten
+    by a login of the client's that succeeds, told to
+    `echo` (the client's address and its count, never what it sent), and slowed (429 and Retry-After
+    while the client must wait). The client is the request's peer, or behind a proxy of `trusted`
+    (--trusted-proxy) the address that proxy was reached from (`client_of`): one client's guesses
+    never lock out another."""
 
-    def __init__(self, app, accepted: Credentials, echo=print, guesses: Guesses | None = None):
+    SPRAY = 4  # a client's failures over every user name: this many times Guesses.FREE before it waits
+
+    def __init__(self, app, accepted: Credentials, echo=print, guesses: Guesses | None = None, trusted=()):
         self.app, self.accepted, self.echo = app, accepted, echo
         self.guesses = guesses or Guesses()
+        self.spraying = Guesses(clock=self.guesses.clock, free=self.guesses.free * self.SPRAY)
+        self.trusted = tuple(trusted)
 
     def __call__(self, environ, start_response):
         authorization = environ.get("HTTP_AUTHORIZATION", "").strip()
-        client = environ.get("REMOTE_ADDR") or "an unknown address"
+        client = client_of(environ, self.trusted)
         if authorization:
-            wait = self.guesses.wait(client)
+            tried = f"{client}\n{_user_of(authorization)}"  # a client and the user name it tries
+            wait = max(self.guesses.wait(tried), self.spraying.wait(client))
             if wait > 0:
                 seconds = math.ceil(wait)
                 return _answer(start_response, "429 Too Many Requests",
                                f"429: too many failed logins from {client}; try again in {seconds} s",
                                [("Retry-After", str(seconds))])
             if self.accepted.allow(authorization):
-                self.guesses.succeeded(client)
+                self.guesses.succeeded(tried)
+                self.spraying.succeeded(client)
                 return self.app(environ, start_response)
-            count = self.guesses.failed(client)
-            wait = self.guesses.wait(client)
+            count = self.guesses.failed(tried)
+            self.spraying.failed(client)
+            wait = max(self.guesses.wait(tried), self.spraying.wait(client))
             then = f"; its next attempt waits {math.ceil(wait)} s" if wait else ""
             self.echo(f"dashboard: a failed login from {client} ({count} in a row{then})")
         return _answer(start_response, "401 Unauthorized",
