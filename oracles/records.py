@@ -13,6 +13,9 @@ line to skip.
   decimal number, read as the nearest double, or `true`/`false` (1.0/0.0, in any case, SPEC §1);
   NaN, infinities and numbers beyond the double range are not values.
 
+- A line of more than 1,048,576 bytes (1 MiB, UTF-8, without its line break) is quarantined whatever
+  it holds, and only its first 1,024 bytes are kept (a character they cut through left out).
+
 A line that breaks a rule is quarantined, kept as read (a NUL character in it as U+FFFD), with the
 reason of the first rule it breaks, in the order above (the reasons are docs/LANGUAGE.md's, word
 for word).
@@ -36,6 +39,8 @@ TS_RANGE = "ts is outside the years 1 to 9999 (epoch milliseconds)"
 # 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: 719,162 days before the epoch, 2,932,897 after it.
 EARLIEST, LATEST = -719_162 * 86_400_000, 2_932_897 * 86_400_000 - 1
 VALUE = "value is not a number"
+LONGEST, KEPT = 1_048_576, 1_024  # bytes of a line, bytes kept of a longer one
+LONG = "the line is longer than 1,048,576 bytes (1 MiB); only its first 1,024 bytes are kept"
 
 INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
 DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
@@ -60,6 +65,8 @@ def read_line(line: str) -> Reading | Rejected | None:
     raw = line.rstrip("\r\n")
     text = raw.strip(BLANKS)
     kept = raw.replace("\0", "\ufffd")  # what quarantine keeps of the line
+    if len(raw.encode("utf-8", "replace")) > LONGEST:
+        return Rejected(kept.encode("utf-8", "replace")[:KEPT].decode("utf-8", "ignore"), LONG)
     if text.startswith("{"):
         fields = json_fields(text)
         if fields is None:

@@ -192,7 +192,7 @@ def spark():
     from pyspark.sql import SparkSession
 
     from sensorscript.runtime.control import jars
-    from sensorscript.runtime.control.session import extra_jvm_options
+    from sensorscript.runtime.control.session import ARROW_BATCHES, extra_jvm_options
 
     session = (SparkSession.builder.master("local[2]").appName("sensorscript-tests")
                .config(map=jars.spark_options())  # Spark's Kafka connector: tests/test_kafka.py
@@ -200,7 +200,7 @@ def spark():
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.streaming.stateStore.providerClass",
                        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+               .config(map=ARROW_BATCHES)
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .getOrCreate())
     session.sparkContext.setLogLevel("OFF")

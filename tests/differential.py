@@ -8,7 +8,8 @@ import codecs
 import re
 from pathlib import Path
 
-from sensorscript.runtime.ingest.records import read_block
+from sensorscript.runtime.ingest.records import MAX_LINE_BYTES, Block, read_block
+from sensorscript.runtime.ingest.records import Rejected as JobRejected
 from sensorscript.runtime.ingest.source import blocks
 from sensorscript.runtime.output.sinks import sqlite_results
 from oracles.records import Rejected, read_line
@@ -90,7 +91,10 @@ def assert_read_as_records(data: bytes, tmp: Path, block_bytes: tuple[int, ...] 
     for size in block_bytes:
         got_readings, got_rejected, skipped = [], [], 0
         for number, block in enumerate(blocks(str(path), len(data), size)):
-            read = read_block(block, file_start=number == 0)
+            if isinstance(block, bytes):  # at most a block and the longest line the rules hold
+                assert len(block) <= size + MAX_LINE_BYTES + 2, (size, len(block))
+            read = (Block.of_rejected([block]) if isinstance(block, JobRejected)
+                    else read_block(block, file_start=number == 0))
             got_readings += zip(read.sensor_id.to_pylist(), read.ts.tolist(), read.value.tolist())
             got_rejected += [(r.raw, r.reason) for r in read.rejected]
             skipped += read.skipped

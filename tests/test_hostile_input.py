@@ -77,7 +77,10 @@ CASES = {
     "NUL in a bad line": ("8MD1-AZ\x00,10\x0000,1", records.REASON_TS),
     "invalid UTF-8, as read": ("\ufffd\ufffd\ufffd(,1000,1", Reading("\ufffd\ufffd\ufffd(", 1000, 1.0)),
     "form feed after a value": ("8MD1-AZ,1000,1\x0c", records.REASON_VALUE),
-    "very long line": ("x" * 2_000_000, records.REASON_FIELDS),
+    "very long line": ("x" * 2_000_000, records.REASON_LONG),
+    "a line of 1 MiB": ("8MD1-AZ,1000," + "0" * (2**20 - 14) + "1", Reading("8MD1-AZ", 1000, 1.0)),
+    "a line of 1 MiB and a byte": ("8MD1-AZ,1000," + "0" * (2**20 - 13) + "1", records.REASON_LONG),
+    "a long line of blanks": (" " * (2**20 + 1), records.REASON_LONG),
     "very long number": ("8MD1-AZ,1000," + "9" * 400, records.REASON_VALUE),
     "JSON": ('{"sensor_id": "8MD1-AZ", "ts": 1000, "value": 2.5}', Reading("8MD1-AZ", 1000, 2.5)),
     "JSON with extra fields": ('{"sensor_id": "8MD1-AZ", "ts": 1000, "value": 2.5, "unit": "mm", "gw": {"id": [1]}}',
@@ -118,7 +121,8 @@ def test_the_record_rules_on_each_odd_line(name):
             assert got is None, got
         elif isinstance(want, str):
             assert isinstance(got, (Rejected, oracle.Rejected)) and got.reason == want, got
-            assert got.raw == line.rstrip("\r").replace("\x00", "\ufffd")  # kept as read, NULs as U+FFFD
+            kept = line.rstrip("\r").replace("\x00", "\ufffd")  # kept as read, NULs as U+FFFD
+            assert got.raw == (kept[:1024] if want == records.REASON_LONG else kept)
         else:
             assert (type(got).__name__, got.sensor_id, got.ts, got.value) == \
                 ("Reading", want.sensor_id, want.ts, want.value)
@@ -166,6 +170,28 @@ _JSON_ODD = st.sampled_from(['{"sensor_id": "S1", "ts": 5, "value": true}', '{"s
 @given(lines=st.lists(st.one_of(_JSON_READING, _JSON_READING, _JSON_READING, _JSON_ODD), min_size=1, max_size=30))
 def test_stage_0_reads_json_lines_as_the_rules_do(tmp_path, lines):
     assert_read_as_records("\n".join(lines).encode(), tmp_path, (7, 120, 1 << 20))
+
+
+def test_a_line_longer_than_a_mebibyte_is_quarantined_without_being_held(tmp_path):
+    """Lines of 1 MiB and a byte more, in a file read in blocks of 64 KiB to 16 MiB: each longer
+    line quarantined with its first 1,024 bytes (a character they cut through left out), the lines
+    around it read, no block holding more than its size and the bound (issue #62: one 48 MiB line
+    took 218 MiB in Python; from 2 GiB the task failed every time). One of exactly 1 MiB is read."""
+    bound = records.MAX_LINE_BYTES
+    exact = b"8MD1-AZ,1000," + b"1" * (bound - len(b"8MD1-AZ,1000,"))
+    cut = "é".encode() * ((bound + 2) // 2)  # a 2-byte character across the 1,024th byte
+    data = b"\r\n".join([
+        codecs.BOM_UTF8 + b"a" * (bound + 1),  # the file's first line, after its byte-order mark
+        b"8MD1-AZ,1,1", exact, b"8MD1-AZ,2,2", b"x" * (3 * bound), b"8MD1-AZ,3,3",
+        b"8MD1-AZ," + b"9" * bound + b",1",  # a line Arrow would take: its ts is long
+        cut, b"8MD1-AZ,4,4"]) + b"\r" + b"y" * (bound + 7)  # ends with one, no line break after it
+    assert len(spark_lines(data)) == 10
+    assert_read_as_records(data, tmp_path, (64 << 10, 1 << 20, 16 << 20))
+    said = [w for w in map(read_line, spark_lines(data)) if isinstance(w, oracle.Rejected)]
+    long = [w for w in said if w.reason == oracle.LONG == records.REASON_LONG]
+    assert [len(w.raw.encode()) for w in long] == [1024] * 5 and long[0].raw == "a" * 1024
+    assert long[3].raw == "é" * 512  # 1,024 bytes: the character at 1,025-1,026 left out
+    assert [w.reason for w in said if w not in long] == [oracle.VALUE]  # 1 MiB exactly: read (its value is not)
 
 
 # ---------------------------------------------------------------- the whole job
@@ -268,14 +294,15 @@ def test_the_job_accounts_for_every_line_of_hostile_input(spark, tmp_path, capsy
     assert Counter(reason for _, reason in quarantined) == {
         records.REASON_VALUE: 9,  # NaN, nan, inf, -Infinity, 1e309, JSON "NaN", 1.2.3, \xff1, a form feed
         records.REASON_JSON: 4,  # missing value, NaN, trailing text, single quotes
-        records.REASON_FIELDS: 5,  # 2 and 4 fields, NUL bytes, binary garbage, the 2 MB line
+        records.REASON_FIELDS: 4,  # 2 and 4 fields, NUL bytes, binary garbage
         records.REASON_SENSOR: 1, records.REASON_TS: 2,  # 19 digits, 1000.5
         records.REASON_TS_RANGE: 2,  # after the year 9999: no sink, no alarm's time can hold it
+        records.REASON_LONG: 2,  # the 2 MB lines, a JSON reading among them: their first 1,024 bytes kept
     }
-    assert len(unread) == 7 and skipped == 7 and len(readings) == 254
+    assert len(unread) == 7 and skipped == 7 and len(readings) == 253
 
     db = sqlite3.connect(out / "results.db")
-    # Quarantine: every bad line, whole (the 2 MB one too), with its reason.
+    # Quarantine: every bad line, whole (of the 2 MB ones, their first 1,024 bytes), with its reason.
     assert sorted(db.execute("SELECT raw, reason FROM quarantine")) == sorted(quarantined)
     # The late store: the readings from the past, behind their partition's watermark; the reading of
     # year 9999 held ahead by the guard did not make the readings after it late.

@@ -460,3 +460,20 @@ def test_a_python_worker_that_misses_its_connect_restarts_the_query_not_the_job(
     evaluation = evaluate(load([str(f) for f in EXAMPLES]).workflows, batches)
     assert summary.results == len(evaluation.rows) > 0
     assert_same(result_rows(tmp_path / "out"), expected_rows(evaluation))
+
+
+def test_an_arrow_batch_to_the_python_workers_holds_at_most_64_mib(spark):
+    """Kafka messages reach stage 0 (mapInArrow) in Arrow batches bounded in bytes as well as rows
+    (session.ARROW_BATCHES): 200 messages of 1 MiB, 5,000 of 600 KB would be 3 GB at once (issue #62)."""
+    from pyspark.sql import functions as F
+
+    def sizes(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            yield pa.RecordBatch.from_pydict({"rows": [batch.num_rows], "bytes": [batch.nbytes]})
+
+    messages = spark.range(0, 200, 1, 1).select(F.expr("cast(repeat('x', 1048576) as binary)").alias("value"))
+    found = messages.mapInArrow(sizes, "rows long, bytes long").collect()
+    assert sum(row["rows"] for row in found) == 200 and len(found) > 3
+    assert max(row["bytes"] for row in found) <= 64 * 2**20 + 2**20

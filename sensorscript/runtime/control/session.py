@@ -38,6 +38,12 @@ LOG_BYTES, LOG_FILES = 5 * 2**20, 1  # the log's bound: this size, then one olde
 EXTRA_OPTIONS = "SSCRIPT_JVM_OPTIONS"
 
 
+# What one Arrow batch between the JVM and the Python workers holds at most: 100,000 rows and 64 MiB
+# (stage 0 joins a batch's Kafka messages, which may be large, into one block of lines).
+ARROW_BATCHES = {"spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+                 "spark.sql.execution.arrow.maxBytesPerBatch": str(64 * 2**20)}
+
+
 def extra_jvm_options() -> str:
     """What SSCRIPT_JVM_OPTIONS adds to the options of the job's JVMs."""
     return os.environ.get(EXTRA_OPTIONS, "").strip()
@@ -70,7 +76,7 @@ def spark_session(job: Job, master: str | None, ui: bool = False, app_name: str 
         "spark.sql.shuffle.partitions": str(job.partitions),
         "spark.sql.streaming.stateStore.providerClass":
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+        **ARROW_BATCHES,
         # Input files split into pieces of at most 40 MB, so that two cores share a large batch
         # evenly (at 128 MB, 303 MB of CSV made 3 tasks: 10M readings' stage 0 took 22.8 s, with
         # 40 MB 18.2 s).

@@ -72,6 +72,19 @@ class Rejected:
     reason: str
 
 
+# A line longer than this is quarantined whatever it holds, and where the job reads it (a file a
+# block at a time, source.blocks) it is never held whole: only its first KEPT_BYTES are kept.
+MAX_LINE_BYTES = 1 << 20
+KEPT_BYTES = 1 << 10
+REASON_LONG = f"the line is longer than {MAX_LINE_BYTES:,} bytes (1 MiB); only its first {KEPT_BYTES:,} bytes are kept"
+
+
+def overlong(start: str) -> Rejected:
+    """The rejection of a line longer than MAX_LINE_BYTES whose text begins with `start` (its first
+    KEPT_BYTES at least, or all of it): those bytes, a character they cut through left out."""
+    return _rejected(start.encode("utf-8", "replace")[:KEPT_BYTES].decode("utf-8", "ignore"), REASON_LONG)
+
+
 def _rejected(raw: str, reason: str) -> Rejected:
     """A line's rejection, its NULs kept as U+FFFD (storable in every sink)."""
     return Rejected(raw.replace("\x00", "\ufffd"), reason)
@@ -80,6 +93,8 @@ def _rejected(raw: str, reason: str) -> Rejected:
 def parse_line(line: str) -> Reading | Rejected | None:
     """A reading, a rejection with its reason, or None for a line to skip."""
     raw = line.rstrip("\n").rstrip("\r")
+    if len(raw) > MAX_LINE_BYTES // 4 and len(raw.encode("utf-8", "replace")) > MAX_LINE_BYTES:
+        return overlong(raw)
     text = raw.strip(BLANKS)
     if not text or text == HEADER:
         return None
@@ -183,6 +198,15 @@ class Block:
     def __len__(self) -> int:
         return len(self.ts)
 
+    @staticmethod
+    def of_rejected(rejected: list[Rejected]) -> "Block":
+        """A block of rejected lines alone (a line too long to be read: source.blocks)."""
+        import numpy as np
+        import pyarrow as pa
+
+        return Block(pa.array([], pa.string()), np.array([], np.int64), np.array([], np.float64),
+                     np.array([], np.int64), list(rejected))
+
 
 def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool = True) -> Block:
     """The lines of `data` (whole lines: a file, or a part of one cut after a line break) read by
@@ -240,6 +264,9 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
         good = pc.and_(good, number)
         value = pc.cast(pc.if_else(number, value_text, "0"), pa.float64())
     good = pc.and_(good, pc.is_finite(value))
+    if len(data) > MAX_LINE_BYTES:  # a line longer than that: parse_line quarantines it
+        length = pc.add(pc.add(pc.binary_length(sensor), digits), pc.binary_length(value_text))
+        good = pc.and_(good, pc.less_equal(length, MAX_LINE_BYTES - 2))  # and its two commas
     good = good.to_numpy(zero_copy_only=False)
     index = _positions(sensor, known)
     unknown = index < 0
@@ -305,6 +332,8 @@ def _json_block(data: bytes, known: "pa.Array | None") -> "Block | None":
     line_of = np.cumsum(breaks)
     if np.count_nonzero(np.bincount(line_of[filled])) != len(table):  # two objects on one line, ...
         return None
+    if len(data) > MAX_LINE_BYTES and np.bincount(line_of[~breaks]).max() > MAX_LINE_BYTES:
+        return None  # a line longer than that: parse_line quarantines it
     nesting = line_of[(octets == 91) | (octets == 123)]  # a line nested deeper than Python's parser goes
     if len(nesting) and np.bincount(nesting).max() > 256:  # is a rejection (parse_line): let it say so
         return None

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sensorscript.runtime.ingest import drop_folder, kafka, mqtt, mqtt_spool, spool
+from sensorscript.runtime.ingest import drop_folder, kafka, mqtt, mqtt_spool, records, spool
 
 BLOCK_BYTES = 16 << 20  # what one block of a file holds at most (plus the rest of its last line)
 
@@ -271,19 +271,40 @@ def _files(reader, folder: str) -> DataFrame:
     return frame.select("path", "length", F.lit(None).cast("binary").alias("value"))
 
 
-def blocks(path: str, length: int, block_bytes: int = BLOCK_BYTES) -> Iterator[bytes]:
+def blocks(path: str, length: int, block_bytes: int = BLOCK_BYTES) -> Iterator[bytes | records.Rejected]:
     """The first `length` bytes of the file at `path` (a path or URI as Spark lists it), in blocks
     of whole lines: each ends after a line break (the last, at the end of the file), and holds at
     most `block_bytes` plus the rest of its last line. A `\\r` at a block's end stays with the next
-    block, where a `\\n` may follow it (one line break, \\r\\n)."""
+    block, where a `\\n` may follow it (one line break, \\r\\n).
+
+    A line longer than records.MAX_LINE_BYTES is never held: once the rest of a block's last line
+    passes that, its first bytes make its rejection (records.overlong), yielded in its place, and
+    the file is read past its end. So a block holds at most `block_bytes` plus that bound."""
+    longest = records.MAX_LINE_BYTES
     with _open(path) as stream:
         rest = b""
         left = length
+        long_start: bytes | None = None  # the first bytes of a line too long to hold, being read past
+        after_return = False  # a long line ended by a \r at a chunk's end: a \n may begin the next
+        at_start = True  # no line of the file yielded yet (a byte-order mark is not part of the line)
         while left > 0:
             chunk = stream.read(min(block_bytes, left))
             if not chunk:  # the file is shorter than when it was listed
                 break
             left -= len(chunk)
+            if after_return:
+                chunk, after_return = chunk[chunk.startswith(b"\n"):], False
+            if long_start is not None:
+                end = _line_break(chunk)
+                if end < 0:
+                    continue
+                yield records.overlong(long_start.decode("utf-8", "replace"))
+                long_start, at_start = None, False
+                if chunk[end:end + 2] == b"\r\n":
+                    end += 1
+                elif chunk[end:end + 1] == b"\r" and end == len(chunk) - 1:
+                    after_return = True
+                chunk = chunk[end + 1:]
             data = rest + chunk
             if left <= 0:
                 rest = data
@@ -292,8 +313,20 @@ def blocks(path: str, length: int, block_bytes: int = BLOCK_BYTES) -> Iterator[b
             rest = data[cut:]
             if cut:
                 yield data[:cut]
-        if rest:
+                at_start = False
+            if len(rest) > longest:
+                start = rest[len(records.BOM):] if at_start and rest.startswith(records.BOM) else rest
+                long_start, rest = start[:records.KEPT_BYTES + 4], b""
+        if long_start is not None:
+            yield records.overlong(long_start.decode("utf-8", "replace"))
+        elif rest:
             yield rest
+
+
+def _line_break(data: bytes) -> int:
+    """Where the first line break of `data` is (\\n or \\r), or -1."""
+    found = [at for at in (data.find(b"\n"), data.find(b"\r")) if at >= 0]
+    return min(found) if found else -1
 
 
 def _open(path: str):
