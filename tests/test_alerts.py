@@ -139,6 +139,10 @@ def test_a_value_past_the_double_range_and_a_time_past_the_year_9999_reach_a_rec
     assert alarm["ts"] == "+010000-01-01T00:00:00.015Z" and alarm["ts_ms"] == 253_402_300_800_015
     assert "value inf" in alarm["summary"]
     assert json.loads(payload.to_json({"v": [float("nan"), 1.5]}), parse_constant=float) == {"v": ["NaN", 1.5]}
+    # A match whose value is not a number (an arithmetic stream's inf - inf): said, not an error
+    # (found by the hostile-sinks property test, tests/test_kafka.py).
+    alarm = payload.numbered(payload.alarm_object({**match(5, float("nan")), "events": None}, MATCH), 1, "firing")
+    assert alarm["value"] is None and alarm["summary"].endswith("(its value is not a number)")
     outbox.close()
 
 

@@ -172,6 +172,14 @@ def test_stage_0_reads_json_lines_as_the_rules_do(tmp_path, lines):
     assert_read_as_records("\n".join(lines).encode(), tmp_path, (7, 120, 1 << 20))
 
 
+def test_a_block_whose_bytes_grow_when_read_as_utf8_is_read(tmp_path):
+    """Bytes that are not UTF-8 are read as U+FFFD, three bytes each: the block read again so grew
+    past the Arrow block it was given, and the batch failed (found by the hostile-sinks property test,
+    tests/test_kafka.py)."""
+    line = b"\xed\xa0\x80\x00\\\\\xff\xfe\t,\xff\xfe\xed\xa0\x80\xff\xfe\x00,"
+    assert_read_as_records(b"\n".join([line, b"8MD1-AZ,1000,1", line]) + b"\n", tmp_path, (1 << 20,))
+
+
 def test_a_line_longer_than_a_mebibyte_is_quarantined_without_being_held(tmp_path):
     """Lines of 1 MiB and a byte more, in a file read in blocks of 64 KiB to 16 MiB: each longer
     line quarantined with its first 1,024 bytes (a character they cut through left out), the lines

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sensorscript.compiler import compile_workflows
 from sensorscript.runtime.plan.loading import load_job
@@ -538,3 +540,99 @@ def upserted(messages: list[tuple[str, dict]]) -> list[tuple]:
              r.get("end_ts"), r.get("events")) for r in kept.values()
             if r.get("value") is not None]  # a retraction (no value) removes the key's row
 
+
+
+# Times at every boundary the rules and the sinks have: the years 1 and 9999 (a window's bounds
+# reach past both), the epoch, and around them; values at the double range's ends and past them (a
+# window's sum that overflowed), the smallest subnormal, NaN (an arithmetic stream's inf - inf).
+_BOUNDARY_TS = st.sampled_from([-62_135_596_800_000, -62_135_596_799_999, -1, 0, 1, 1_767_225_600_000,
+                                253_402_300_799_999, 253_402_300_799_000])
+_HOSTILE_VALUE = st.one_of(st.sampled_from([1e308, -1e308, float("inf"), float("-inf"), float("nan"), 5e-324, -0.0]),
+                           st.floats(allow_nan=True, allow_infinity=True))
+# Input lines that are quarantined: NUL bytes, bytes that are not UTF-8, control characters, quotes.
+_HOSTILE_LINE = st.lists(st.sampled_from([b"\x00", b"\xff\xfe", b"\xed\xa0\x80", b"\x0c", b"\x1b[31m", b"'", b'"',
+                                          b"\\", b"\t", b",", b"x", "\u2028".encode(), "\U0001f525".encode()]),
+                         min_size=1, max_size=12).map(b"".join)
+
+
+@pytest.mark.server
+def test_hostile_readings_reach_every_sink_and_alarm_target(kafka, postgres, broker, tmp_path):
+    """Result rows at every time boundary with values past the double range, and quarantined lines
+    of NULs, bytes that are not UTF-8 and control characters (issue #62): each written by every sink
+    (SQLite, CSV, Parquet, PostgreSQL) and read back, and each row's alarm sent to every target
+    (a webhook, MQTT, Kafka, PostgreSQL's alarms table) as strict JSON, never an error: one value the
+    job accepts never fails the batch that carries it."""
+    import itertools
+
+    import numpy as np
+    import pandas as pd
+
+    from sensorscript.runtime.ingest import mqtt
+    from sensorscript.runtime.ingest.records import read_block
+    from sensorscript.runtime.output.alarms import MATCH
+    from sensorscript.runtime.output.alerts.kafka_topic import KafkaTopic
+    from sensorscript.runtime.output.alerts.mqtt_topic import Topic
+    from sensorscript.runtime.output.alerts.notifier import Request
+    from sensorscript.runtime.output.alerts.payload import alarm_object, numbered
+    from sensorscript.runtime.output.alerts.postgres_table import AlarmsTable
+    from sensorscript.runtime.output.alerts.settings import Target
+    from sensorscript.runtime.output.alerts.webhook import Webhook
+    from sensorscript.runtime.output.sinks import BatchRows, open_sink, read_results
+    from tests.brokers import subscribe
+    from tests.receivers import Receiver
+
+    server, pg_url = postgres
+    topic = kafka.topic("hostile-alarms", 1)
+    receiver = Receiver().start()
+    subscriber, published = subscribe(broker, "alarms/hostile", "hostile-reader")
+    targets = [Webhook(Target.parse(receiver.url)), KafkaTopic(Target.parse(topic)), AlarmsTable(Target.parse(pg_url)),
+               Topic(Target.parse(f"{broker.url}/alarms/hostile"), mqtt.Tls(), "hostile-writer", mqtt.Login())]
+    sinks = [f"sqlite:{tmp_path / 'results.db'}", f"csv:{tmp_path / 'results.csv'}", f"parquet:{tmp_path / 'parquet'}",
+             pg_url]
+    batches, seqs, sent = itertools.count(), itertools.count(1), []
+
+    @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(rows=st.lists(st.tuples(_BOUNDARY_TS, _HOSTILE_VALUE), min_size=1, max_size=4, unique_by=lambda r: r[0]),
+           lines=st.lists(_HOSTILE_LINE, min_size=1, max_size=4))
+    def through_everything(rows, lines):
+        batch_id = next(batches)
+        stream = f"h{batch_id}.M"
+        ts = np.array([t for t, _ in rows], np.int64)
+        events = [json.dumps([{"var": "a", "ts": int(t), "value": v, "sensor": "S\x00\ufffd"}]) for t, v in rows]
+        results = pd.DataFrame({"stream": stream, "ts": ts, "window_start": ts - 1_000, "window_end": ts,
+                                "value": [v for _, v in rows], "version": 1, "start_ts": ts - 500, "end_ts": ts,
+                                "events": events, "plan_version": 1})
+        rejected = read_block(b"\n".join(lines) + b"\n").rejected
+        quarantine = pd.DataFrame({"raw": [r.raw for r in rejected], "reason": [r.reason for r in rejected]})
+        for spec in sinks:
+            open_sink(spec, matches=True).write(batch_id, BatchRows(results, quarantine))
+            back = read_results(spec, [stream]).sort_values(["ts", "value"], ignore_index=True)
+            wanted = results.sort_values(["ts", "value"], ignore_index=True)
+            assert back["ts"].astype("int64").tolist() == wanted["ts"].tolist(), spec
+            assert np.array_equal(back["value"].to_numpy(float), wanted["value"].to_numpy(float), equal_nan=True), spec
+        alarms = [numbered(alarm_object(row, MATCH), 1, "firing") for row in results.to_dict("records")]
+        request = Request([next(seqs) for _ in alarms], alarms)
+        for target in targets:
+            target.send(request)
+        sent.extend(alarms)
+
+    try:
+        through_everything()
+        assert receiver.wait_for(len(sent), timeout=30), f"{receiver.refused} refused"
+        deadline = time.monotonic() + 30
+        while len(published) < len(sent) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        for target in targets:
+            getattr(target, "close", lambda: None)()
+        subscriber.disconnect()
+        subscriber.loop_stop()
+        receiver.stop()
+    ids = sorted(alarm["id"] for alarm in sent)
+    strict = {"parse_constant": lambda constant: pytest.fail(f"{constant} is not JSON")}
+    assert sorted(alarm["id"] for _, alarm in receiver.received) == ids  # the receiver reads strict JSON
+    assert sorted(json.loads(json.dumps(alarm), **strict)["id"] for alarm in published) == ids
+    stored = [json.loads(json.dumps(value), **strict) for _, value in topic_messages(kafka.bootstrap, "hostile-alarms")]
+    assert sorted(alarm["id"] for alarm in stored) == ids
+    with server.connect() as db:
+        assert db.execute(f'SELECT count(*) FROM "{pg_url.rsplit("schema=", 1)[1]}".alarms').fetchone()[0] == len(ids)

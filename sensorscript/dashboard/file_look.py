@@ -102,7 +102,7 @@ class FileReads:
                            lambda f: pd.read_csv(f, usecols=["reason"]))
         metrics = self.side["metrics"]
         self._read_batches(self.path.parent / "metrics", "csv", metrics,
-                           lambda f: (m := pd.read_csv(f))[m["name"].isin(METRICS_SHOWN)])
+                           lambda f: (m := pd.read_csv(f, float_precision="round_trip"))[m["name"].isin(METRICS_SHOWN)])
         if metrics.chunks:  # only the last BATCHES_SHOWN batches are shown
             newest_batch = max(chunk["batch_id"].max() for chunk in metrics.chunks)
             metrics.keep(lambda rows: rows["batch_id"] > newest_batch - BATCHES_SHOWN)
@@ -120,10 +120,10 @@ class FileReads:
         if len(text) < self.csv_size - self.csv_offset:
             return False
         if self.csv_offset == 0:
-            rows = pd.read_csv(io.BytesIO(text))
+            rows = pd.read_csv(io.BytesIO(text), float_precision="round_trip")
             self.csv_header = list(rows.columns)
         else:
-            rows = pd.read_csv(io.BytesIO(text), header=None, names=self.csv_header)
+            rows = pd.read_csv(io.BytesIO(text), header=None, names=self.csv_header, float_precision="round_trip")
         self.csv_offset = self.csv_size
         self.results.add(rows, 0)
         return True

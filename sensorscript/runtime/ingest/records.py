@@ -241,17 +241,14 @@ def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool
         others.append((row.number - 1, row.text))
         return "skip"
 
+    if not _utf8(data):  # bytes that are not UTF-8: read as U+FFFD, as a line is read (three bytes each)
+        data = data.decode("utf-8", "replace").encode()
     options = (pacsv.ReadOptions(column_names=_NAMES, use_threads=False, block_size=len(data) + 1),
                pacsv.ParseOptions(quote_char=False, double_quote=False, escape_char=False,
                                   newlines_in_values=False, ignore_empty_lines=True, invalid_row_handler=other_line),
                pacsv.ConvertOptions(column_types={name: pa.string() for name in _NAMES}, null_values=[],
                                     strings_can_be_null=False, quoted_strings_can_be_null=False))
-    try:
-        table = pacsv.read_csv(io.BytesIO(data), *options)
-    except pa.ArrowInvalid:  # bytes that are not UTF-8: read them as U+FFFD, as a line is read
-        others.clear()
-        data = data.decode("utf-8", "replace").encode()
-        table = pacsv.read_csv(io.BytesIO(data), *options)
+    table = pacsv.read_csv(io.BytesIO(data), *options)
     sensor, ts_text, value_text = (table.column(name).combine_chunks() for name in _NAMES)
     skipped = _line_count(data) - len(table) - len(others) - added  # the empty lines Arrow passed over
 
@@ -348,6 +345,19 @@ def _json_block(data: bytes, known: "pa.Array | None") -> "Block | None":
     if unknown.any() and not _plain_ids(sensor)[unknown].all():
         return None
     return Block(sensor, ts, value, index, [], _line_count(data) - len(table))
+
+
+def _utf8(data: bytes) -> bool:
+    """Whether `data` is UTF-8 (checked by Arrow in place, without a copy)."""
+    import numpy as np
+    import pyarrow as pa
+
+    offsets = pa.py_buffer(np.array([0, len(data)], np.int64))
+    try:
+        pa.LargeStringArray.from_buffers(1, offsets, pa.py_buffer(data)).validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 def _line_count(data: bytes) -> int:

@@ -106,7 +106,7 @@ def downsample_metrics(spec: str, before: float) -> int:
         folder = Path(path).parent
         # A batch's file is written when its rows' time is: only files older than `before` are read.
         files = sorted(f for f in (folder / "metrics").glob("batch-*.csv") if _modified(f) < before)
-        frames = [(f, pd.read_csv(f)) for f in files]
+        frames = [(f, pd.read_csv(f, float_precision="round_trip")) for f in files]
         old = [(f, frame) for f, frame in frames if len(frame) and frame["time"].max() < before]
         if not old:
             return 0

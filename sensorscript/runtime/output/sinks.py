@@ -519,7 +519,7 @@ def read_results(spec: str, streams: list[str] | None = None, lo: int | None = N
         finally:
             db.close()
     elif kind == "csv":
-        frame = pd.read_csv(path) if Path(path).exists() else pd.DataFrame(columns=columns)
+        frame = pd.read_csv(path, float_precision="round_trip") if Path(path).exists() else pd.DataFrame(columns=columns)
     elif kind == "parquet":  # the files of the batches its journal committed, each filtered as it is read
         files = ParquetSink(Path(path)).committed_files() if Path(path).is_dir() else []
         frame = _parquet_rows(files, streams, lo, hi, columns)

@@ -122,7 +122,8 @@ def summary(alarm: dict) -> str:
         return f"{stream} turned off at {when} (on since {_when(alarm['started_ms'])})"
     if match:
         value = alarm["value"]
-        return (f"{stream}: pattern matched at {when} (value {value:.6g})"
+        return (f"{stream}: pattern matched at {when} "
+                + (f"(value {value:.6g})" if value is not None else "(its value is not a number)")
                 + (f", updated to version {alarm['version']}" if alarm["state"] == UPDATED else ""))
     return f"{stream} turned on at {when}"
 

@@ -21,10 +21,22 @@ MOST = 1_000  # alarms of one request
 
 
 def alarm_row(alarm: dict) -> tuple:
-    """The table's columns (postgres_sink.ALARM_COLUMNS) of one alarm as delivered."""
+    """The table's columns (postgres_sink.ALARM_COLUMNS) of one alarm as delivered, a NUL in any of
+    its text as U+FFFD: PostgreSQL's text and jsonb refuse one (as quarantine keeps a line's)."""
+    alarm = _without_nul(alarm)
     return (alarm["id"], alarm["incident"], alarm["revision"], alarm["state"], alarm["kind"], alarm["stream"],
             alarm["workflow"], alarm["ts_ms"], alarm["started_ms"], alarm.get("value"), alarm["version"],
             bool(alarm["retracted"]), alarm["summary"], to_json(alarm))
+
+
+def _without_nul(item):
+    if isinstance(item, str):
+        return item.replace("\x00", "\ufffd")
+    if isinstance(item, dict):
+        return {_without_nul(key): _without_nul(value) for key, value in item.items()}
+    if isinstance(item, (list, tuple)):
+        return [_without_nul(value) for value in item]
+    return item
 
 
 class AlarmsTable:
