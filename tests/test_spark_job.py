@@ -477,3 +477,29 @@ def test_an_arrow_batch_to_the_python_workers_holds_at_most_64_mib(spark):
     found = messages.mapInArrow(sizes, "rows long, bytes long").collect()
     assert sum(row["rows"] for row in found) == 200 and len(found) > 3
     assert max(row["bytes"] for row in found) <= 64 * 2**20 + 2**20
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.one_of(st.sampled_from([1e308, -1e308, float("inf"), float("-inf"), float("nan"), 5e-324,
+                                                   -0.0]), st.floats()), min_size=1, max_size=6),
+       ts=st.sampled_from([-62_135_596_800_000, -1, 0, 253_402_300_799_999, 253_402_300_800_999]))
+def test_a_results_topics_messages_read_back_exactly(spark, values, ts):
+    """The Kafka sink's half of the hostile-sinks property test (tests/test_kafka.py, which has no
+    Spark): rows at the time boundaries with values past the double range, made into the topic's
+    messages as the executors make them (kafka_sink.messages) and read as a read back reads them,
+    come back exactly."""
+    import math
+
+    from pyspark.sql import functions as F
+
+    from sensorscript.runtime.output.kafka_sink import _SCHEMA, messages
+
+    rows = [("h.M", ts + n, ts + n - 1000, ts + n, value, 1, None, None, json.dumps([{"value": value}]), 1)
+            for n, value in enumerate(values)]
+    sent = messages(spark.createDataFrame(rows, schema=_SCHEMA), None)
+    back = (sent.select(F.from_json(F.col("value").cast("string"), _SCHEMA).alias("row")).select("row.*")
+            .orderBy("ts").collect())
+    assert [r["ts"] for r in back] == [ts + n for n in range(len(values))]
+    for row, value in zip(back, values):
+        assert row["value"] == value or (math.isnan(row["value"]) and math.isnan(value)), (row["value"], value)
+        assert math.copysign(1, row["value"]) == math.copysign(1, value) or math.isnan(value)
