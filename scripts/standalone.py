@@ -3,8 +3,8 @@
 
     .venv/bin/python scripts/standalone.py [--workers 2] [--cores 1] [--memory 2g] [--dir DIR] [--for SECONDS]
 
-prints the master's URL (`sscript run OUT --cluster URL ...`) and runs until Ctrl-C (or for SECONDS), then stops
-every process it started. As a library: `with standalone(folder, [(cores, memory), ...]) as cluster:`.
+prints the master's URL and its secret's file (`sscript run OUT --cluster URL --cluster-secret DIR/secret ...`)
+and runs until Ctrl-C (or for SECONDS), then stops every process it started. As a library: `with standalone(folder, [(cores, memory), ...]) as cluster:`.
 Each process runs in a process group of its own, logging into the folder (master.log,
 worker-N.log; executors' logs under work-N/app-*/N/stderr), and every group is killed on the way out.
 The cluster admits only its own: its master and workers share a secret made for it (FOLDER/secret, the
