@@ -52,17 +52,11 @@ class Cluster:
     url: str
     logs: Path
     workers: list[Worker]
-    secret: Path | None = None  # None: a cluster that authenticates no one
+    secret: Path  # the file of the secret its master and workers share
 
     def run_options(self) -> list[str]:
         """`sscript run`'s options that submit to this cluster."""
-        return ["--cluster", self.url, *(["--cluster-secret", str(self.secret)] if self.secret
-                                         else ["--cluster-unauthenticated"])]
-
-    def session_options(self) -> dict[str, str]:
-        """Spark settings for a session of this process's own on the cluster (its master and secret)."""
-        return {"spark.master": self.url, **(cluster_security.settings(self.secret.read_text().strip())
-                                             if self.secret else {})}
+        return ["--cluster", self.url, "--cluster-secret", str(self.secret)]
 
 
 def spark_home() -> Path:
@@ -112,23 +106,21 @@ def stop_group(process: subprocess.Popen, grace: float = 20) -> None:
 
 @contextmanager
 def standalone(base: Path, workers: list[tuple[int, str]], register_timeout: float = REGISTER_TIMEOUT,
-               master_at: Place = Place(), workers_at: list[Place] | None = None, authenticate: bool = True):
+               master_at: Place = Place(), workers_at: list[Place] | None = None):
     """A standalone master and WORKERS (cores, memory) on 127.0.0.1 (or at `master_at` and
     `workers_at`, a Place per worker), each in its own process group with its own work dir and log
     under BASE; every group is killed on the way out. Raises ClusterFailed when they do not come up.
-    `authenticate`: the master and workers admit only who holds the secret made in BASE/secret."""
+    The master and workers admit only who holds the secret made in BASE/secret."""
     workers_at = workers_at or [Place()] * len(workers)
-    secret = conf = None
-    if authenticate:
-        secret, conf = base / "secret", base / "spark-daemons.conf"
-        made = secrets.token_hex(32)
-        for path, text in ((secret, made + "\n"),
-                           (conf, "".join(f"{k} {v}\n" for k, v in cluster_security.settings(made).items()))):
-            path.unlink(missing_ok=True)
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w") as file:
-                file.write(text)
-    properties = ["--properties-file", str(conf)] if conf else []
+    secret, conf = base / "secret", base / "spark-daemons.conf"
+    made = secrets.token_hex(32)
+    for path, text in ((secret, made + "\n"),
+                       (conf, "".join(f"{k} {v}\n" for k, v in cluster_security.settings(made).items()))):
+        path.unlink(missing_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(text)
+    properties = ["--properties-file", str(conf)]
     here = spark_home() / "bin" / "spark-class"
     if any(place.spark_home is None for place in (master_at, *workers_at)) and not here.exists():
         raise ClusterFailed(f"{here} missing from the pyspark package")

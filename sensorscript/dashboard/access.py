@@ -63,13 +63,10 @@ class Credentials:
         scheme, _, value = (authorization or "").strip().partition(" ")
         value = value.strip()
         if scheme.lower() == "basic" and self.users:
-            try:
-                user, colon, password = base64.b64decode(value, validate=True).decode().partition(":")
-            except (binascii.Error, UnicodeDecodeError):
+            login = _basic(authorization)
+            if login is None:
                 return False
-            if not colon:
-                return False
-            given = (_digest(user), _digest(password))
+            given = (_digest(login[0]), _digest(login[1]))
             # Every entry compared, so the time taken says nothing of which user name was right.
             matches = [hmac.compare_digest(given[0], u) & hmac.compare_digest(given[1], p) for u, p in self.users]
             return any(matches)
@@ -233,15 +230,24 @@ def client_of(environ, trusted=()) -> str:
     return hops[0][:64] if hops else peer
 
 
-def _user_of(authorization: str) -> str:
-    """The user name a basic-auth login tries (a bearer token: none), for counting its failures."""
-    scheme, _, value = authorization.partition(" ")
+def _basic(authorization: str | None) -> tuple[str, str] | None:
+    """The user and password of a basic-auth header, or None (another scheme, or not the base64 of
+    UTF-8 `USER:PASSWORD`)."""
+    scheme, _, value = (authorization or "").strip().partition(" ")
     if scheme.lower() != "basic":
-        return ""
+        return None
     try:
-        return base64.b64decode(value.strip(), validate=True).decode("utf-8", "replace").partition(":")[0]
-    except (binascii.Error, ValueError):
-        return ""
+        user, colon, password = base64.b64decode(value.strip(), validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return (user, password) if colon else None
+
+
+def _user_of(authorization: str) -> str:
+    """The user name a basic-auth login tries (a bearer token or a malformed header: none), for
+    counting its failures."""
+    login = _basic(authorization)
+    return login[0] if login else ""
 
 
 class RequireLogin:
@@ -249,9 +255,8 @@ class RequireLogin:
     the credentials, or gets 401 and the challenges that make a browser ask for a login. A request
     that carries a wrong credential is a failed login: counted per client and the user name it tried
     (`guesses`) and per client whatever the name (`spraying`, SPRAY times as many free), forgotten
-    by a login of the client's that succeeds, told to
-    `echo` (the client's address and its count, never what it sent), and slowed (429 and Retry-After
-    while the client must wait). The client is the request's peer, or behind a proxy of `trusted`
+    by a login of the client's that succeeds, told to `echo` (the client's address and its count,
+    never what it sent), and slowed (429 and Retry-After while the client must wait). The client is the request's peer, or behind a proxy of `trusted`
     (--trusted-proxy) the address that proxy was reached from (`client_of`): one client's guesses
     never lock out another."""
 

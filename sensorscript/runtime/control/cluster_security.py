@@ -16,6 +16,8 @@ import os
 import stat
 from pathlib import Path
 
+from sensorscript.runtime.plan.loading import anothers
+
 SECRET_VARIABLE = "SSCRIPT_CLUSTER_SECRET"  # sscript run -> the job it submits
 ENV = "env:"
 
@@ -64,7 +66,7 @@ def read_secret(given: str | None, unauthenticated: bool) -> str | None:
         text = path.read_text(encoding="utf-8", errors="strict").strip()
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"--cluster-secret {given}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
-    if found.st_uid not in (os.geteuid(), 0):
+    if anothers(found):
         raise ValueError(f"--cluster-secret {given}: it belongs to another user, not to you")
     if found.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise ValueError(f"--cluster-secret {given}: others may read it (mode {stat.filemode(found.st_mode)}); "

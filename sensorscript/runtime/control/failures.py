@@ -58,7 +58,7 @@ def describe(error: BaseException | str) -> str:
     if not isinstance(error, str) and not _from_spark(error, text):
         first = next((line.strip() for line in text.splitlines() if line.strip()), "")
         return f"{type(error).__name__}: {first}"[:LONGEST]
-    account = text.split("=== Streaming Query ===", 1)[0]  # what follows is the query's plan
+    account = _account(text)
     meanings = list(dict.fromkeys(MEANINGS[name] for name in _CLASS.findall(account) if name in MEANINGS))
     if meanings:
         return ": ".join(meanings)[:LONGEST]
@@ -77,8 +77,13 @@ def describe(error: BaseException | str) -> str:
 
 def passing(error: BaseException | str) -> bool:
     """Whether Spark's account of a failure is one of PASSING's: nothing of the job is wrong."""
-    account = str(error).split("=== Streaming Query ===", 1)[0]
+    account = _account(str(error))
     return any(fragment in account for fragment in PASSING)
+
+
+def _account(text: str) -> str:
+    """Spark's account of a failure without the query's plan, which follows it."""
+    return text.split("=== Streaming Query ===", 1)[0]
 
 
 def _from_spark(error: BaseException, text: str) -> bool:

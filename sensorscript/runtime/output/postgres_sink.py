@@ -239,10 +239,19 @@ class Tables:
                              f"(?schema=NAME)")
 
     def _create(self, db) -> None:
-        s = self.schema
-        db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sensorscript:{s}",))
-        db.execute(f'CREATE SCHEMA IF NOT EXISTS "{s}"')
+        self._take(db)
+        self._make(db)
+
+    def _take(self, db) -> None:
+        """The schema held for this transaction (one process at a time: an advisory lock), made if
+        missing; refused if it holds another's tables of the sink's names (`refuse_foreign`)."""
+        db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sensorscript:{self.schema}",))
+        db.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
         self.refuse_foreign(db)
+
+    def _make(self, db) -> None:
+        """Every table, index and view where missing, each marked as the sink's."""
+        s = self.schema
         for statement in (
             f"""CREATE TABLE IF NOT EXISTS "{s}".results (stream text NOT NULL, ts bigint NOT NULL,
                 window_start bigint, window_end bigint, value double precision, version integer NOT NULL,
@@ -582,8 +591,7 @@ class PostgresSink:
             import psycopg
 
             with db.transaction():
-                db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sensorscript:{s}",))
-                self.tables.refuse_foreign(db)
+                self.tables._take(db)
                 try:  # without CASCADE: a view of someone's on the results stays, and says so
                     db.execute(f'DROP VIEW IF EXISTS "{s}".latest')
                     for table in Tables.TABLES:
@@ -594,7 +602,7 @@ class PostgresSink:
                                      f"depend on them ({detail}): drop those first, or give the sink another schema "
                                      f"(?schema=NAME)") from None
                 self.tables.known.clear()
-                self.tables._create(db)
+                self.tables._make(db)
 
         retrying(self.address, None, work, f"the sink {self.address.url} could not be cleared")
 

@@ -43,7 +43,7 @@ def check_private(out: Path, job: Path) -> None:
     operators = Path(out) / "operators"
     for path in (Path(out), job, *([operators, *operators.iterdir()] if operators.is_dir() else [])):
         found = path.stat()
-        if _anothers(found):
+        if anothers(found):
             raise SensorScriptError([Diagnostic("error", f"{path}: belongs to {_user(found.st_uid)}, not to you, who "
                                                          f"would run its code; compile the job into a folder of your "
                                                          f"own")])
@@ -59,14 +59,15 @@ def not_yours(path: Path) -> str | None:
     another's, by check_private's rules: it belongs to another user (not root), or others may write
     to it; None when it is yours alone."""
     found = Path(path).stat()
-    if _anothers(found):
+    if anothers(found):
         return f"it belongs to {_user(found.st_uid)}, not to you"
     if _shared(found):
         return f"others may write to it (mode {stat.filemode(found.st_mode)}): chmod go-w {path}"
     return None
 
 
-def _anothers(found: os.stat_result) -> bool:
+def anothers(found: os.stat_result) -> bool:
+    """Whether a file (its stat) belongs to another user than whoever runs the job (root's is no one else's)."""
     return found.st_uid not in (os.geteuid(), 0)
 
 
