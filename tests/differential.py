@@ -8,8 +8,7 @@ import codecs
 import re
 from pathlib import Path
 
-from sensorscript.runtime.ingest.records import MAX_LINE_BYTES, Block, read_block
-from sensorscript.runtime.ingest.records import Rejected as JobRejected
+from sensorscript.runtime.ingest.records import MAX_LINE_BYTES, read_piece
 from sensorscript.runtime.ingest.source import blocks
 from sensorscript.runtime.output.sinks import sqlite_results
 from oracles.records import Rejected, read_line
@@ -79,7 +78,7 @@ def spark_lines(data: bytes) -> list[str]:
 
 
 def assert_read_as_records(data: bytes, tmp: Path, block_bytes: tuple[int, ...] = (7, 64, 1 << 20)) -> None:
-    """Stage 0's reader (source.blocks, records.read_block) reads the file `data` as the oracle's
+    """Stage 0's reader (source.blocks, records.read_piece) reads the file `data` as the oracle's
     record rules read its lines (oracles/records.py, written from SPEC §1 and docs/LANGUAGE.md,
     sharing no pattern with the job's parsers): the same readings and rejections in line order, and
     as many lines skipped; cut into blocks of each size in `block_bytes`."""
@@ -93,8 +92,7 @@ def assert_read_as_records(data: bytes, tmp: Path, block_bytes: tuple[int, ...] 
         for number, block in enumerate(blocks(str(path), len(data), size)):
             if isinstance(block, bytes):  # at most a block and the longest line the rules hold
                 assert len(block) <= size + MAX_LINE_BYTES + 2, (size, len(block))
-            read = (Block.of_rejected([block]) if isinstance(block, JobRejected)
-                    else read_block(block, file_start=number == 0))
+            read = read_piece(block, file_start=number == 0)
             got_readings += zip(read.sensor_id.to_pylist(), read.ts.tolist(), read.value.tolist())
             got_rejected += [(r.raw, r.reason) for r in read.rejected]
             skipped += read.skipped

@@ -67,13 +67,6 @@ def _start_cli(arguments: list[str], logs: Path, environment: dict[str, str] | N
     return process, stdout, stderr
 
 
-def _command_line(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:  # gone meanwhile
-        return ""
-
-
 def _executor_log(worker: Worker) -> str:
     """The logs of every executor the worker started."""
     return "".join(p.read_text(errors="replace") for p in sorted(worker.work_dir.glob("app-*/*/stderr")))
@@ -225,7 +218,7 @@ def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_
                 pytest.fail(f"no point to kill a worker within {SUBMIT_TIMEOUT} s;\n{output()}")
             time.sleep(0.1)
         before = len(written())
-        shown = [pid for pid in os.listdir("/proc") if pid.isdigit() and secret in _command_line(pid)]
+        shown = [pid for pid in os.listdir("/proc") if pid.isdigit() and secret in _command_line(int(pid))]
         assert not shown, f"the cluster's secret is on the command line of {shown}"
         survivor_tasks = len(_tasks(survivor)[0])
         in_flight = sorted(_tasks(victim)[1].values())

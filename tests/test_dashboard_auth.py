@@ -552,6 +552,7 @@ def test_behind_nginx_as_the_readme_says_one_clients_guesses_never_lock_out_anot
 
     need(_why_no_nginx(), "the nginx test")
     from sensorscript.dashboard.access import trusted_proxies
+    from sensorscript.hosts import free_port
 
     block, options = _readme_recipe()
     names = dict(zip(options[::2], options[1::2]))
@@ -563,9 +564,7 @@ def test_behind_nginx_as_the_readme_says_one_clients_guesses_never_lock_out_anot
     with serving(out, credentials=credentials(environ=LOGINS), echo=logged.append,
                  server_names=(names["--server-name"],),
                  trusted_proxies=trusted_proxies([names["--trusted-proxy"]])) as page:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port = free_port()
         server = (block.replace("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;")
                   .replace("/etc/ssl/certs/dashboard.example.org.pem", str(cert))
                   .replace("/etc/ssl/private/dashboard.example.org.key", str(key))

@@ -115,8 +115,7 @@ class Packer:
             for path, length in zip(paths, lengths):
                 if path is not None:
                     for number, data in enumerate(source.blocks(path, length, self.block_bytes)):
-                        yield self._pack(records.Block.of_rejected([data]) if isinstance(data, records.Rejected)
-                                         else records.read_block(data, known, file_start=number == 0), kept)
+                        yield self._pack(records.read_piece(data, known, file_start=number == 0), kept)
             values = batch.column("value")
             if values.null_count < len(values):  # Kafka: each value a line, or several
                 yield self._pack(records.read_block(_message_lines(batch, values), known), kept)

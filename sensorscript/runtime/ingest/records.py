@@ -208,6 +208,14 @@ class Block:
                      np.array([], np.int64), list(rejected))
 
 
+def read_piece(piece: "bytes | Rejected", known: "pa.Array | None" = None, *, file_start: bool = True) -> Block:
+    """What a piece of a file that source.blocks yields holds: a block of lines (read_block), or a
+    line too long to be read, rejected already."""
+    if isinstance(piece, Rejected):
+        return Block.of_rejected([piece])
+    return read_block(piece, known, file_start=file_start)
+
+
 def read_block(data: bytes, known: "pa.Array | None" = None, *, file_start: bool = True) -> Block:
     """The lines of `data` (whole lines: a file, or a part of one cut after a line break) read by
     the rules above, as `parse_line` reads each of them.
