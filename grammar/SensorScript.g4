@@ -1,4 +1,4 @@
-// SensorScript: the language of ../shared/SPEC.md §2 and §4.
+// SensorScript: the language of docs/LANGUAGE.md ("Statements" and "Patterns").
 //
 // The parser is generated into sensorscript/parser/_generated/ by
 // `python scripts/generate_parser.py`; a test fails when that output is stale.

@@ -114,7 +114,7 @@ def compile_workflows(files: Sequence[str], out: str | Path, sensors: str | None
     workflows written the naive way in PySpark, for comparison; raises NotExpressible if it cannot be).
     `operators`: Python files registering pattern operators, copied to OUT/operators/ for the job;
     `pattern_limit`: partial matches a pattern keeps per key and operator, unless it says (`limit N`);
-    `watermark`, `late`: the job's policies for out-of-order and late readings (SPEC §6);
+    `watermark`, `late`: the job's policies for out-of-order and late readings (docs/LANGUAGE.md);
     `retention`: store -> how long the job keeps it, where not the default (`--retain`);
     `partials`: whether slice partials may cross partitions instead of readings (`--no-partials`).
     The conditions of patterns are ordered by the pass rates an earlier run into OUT measured

@@ -1,4 +1,4 @@
-"""The sensor registry: sensor id, sampling frequency (Hz) and type, in SQLite (SPEC §1).
+"""The sensor registry: sensor id, sampling frequency (Hz) and type, in SQLite.
 
     registry = SensorRegistry.open("sensors.db")       # or a CSV: read into memory
     registry.frequency("8MD1-AZ")                       # default for unknown sensors
@@ -19,7 +19,7 @@ from typing import Iterable
 from sensorscript.errors import Diagnostic, SensorScriptError, file_problem
 
 DEFAULT_DB = "sensors.db"
-DEFAULT_FREQUENCY_HZ = 20.0  # the paper's bridge: most sensors sample at 20 Hz or more
+DEFAULT_FREQUENCY_HZ = 20.0  # the bridge of Zhou et al.: most sensors sample at 20 Hz or more
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sensors (

@@ -1,4 +1,4 @@
-"""Times people read. Stored times stay epoch milliseconds (SPEC §1, §7); wherever a person reads
+"""Times people read. Stored times stay epoch milliseconds (docs/LANGUAGE.md, "Results"); wherever a person reads
 one (`sscript status`, `sscript results`, the dashboard, the demo's summary) it is a date and
 time in UTC, or in the IANA time zone the user names with `--tz`."""
 
@@ -57,7 +57,7 @@ def parse_time(text: str, tz: tzinfo = UTC) -> int:
     return int(round(moment.timestamp() * 1000))
 
 
-# The units of durations on the command line (policies, retention): the language's (SPEC §2), and days.
+# The units of durations on the command line (policies, retention): the language's, and days.
 DURATION_UNITS = {"ms": 1, "s": 1_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 

@@ -1,7 +1,7 @@
-"""A seeded generator of bridge-like workloads, modelled on the source paper's evaluation.
+"""A seeded generator of bridge-like workloads, modelled on the evaluation of Zhou et al.
 
 1,000 sensors of 21 types, most sampling at 20 Hz or more; workflows shaped like
-the paper's example (two windowed points and a union of two sensors, merged and
+their example (two windowed points and a union of two sensors, merged and
 windowed again); popular sensors (a Zipf draw) are shared by many workflows,
 as engineers of different teams watch the same critical points. The same seed
 always gives the same sensors, scripts and data.
@@ -66,7 +66,7 @@ def _zipf_pick(rng: random.Random, sensors: list[Sensor], weights: list[float], 
 def neighbours(sensors: list[Sensor]) -> dict[str, str]:
     """Each sensor's neighbour: the next sensor of the same type in its bridge section.
 
-    As in the paper's example (union("8MD2-A", "8MD3-A")), a union joins adjacent
+    As in the example of Zhou et al. (union("8MD2-A", "8MD3-A")), a union joins adjacent
     measuring points of one kind, not sensors from anywhere on the bridge.
     """
     groups: dict[tuple[str, str], list[str]] = {}
@@ -81,7 +81,7 @@ def neighbours(sensors: list[Sensor]) -> dict[str, str]:
 
 
 def bridge_workflow(rng: random.Random, picks: list[str]) -> str:
-    """Seven statements in the shape of the paper's example, with drawn parameters.
+    """Seven statements in the shape of the example of Zhou et al., with drawn parameters.
 
     `picks` are four sensors: a single point, a pair of neighbours for the union, a single point.
     """

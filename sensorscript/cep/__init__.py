@@ -1,2 +1,2 @@
-"""Compiling patterns (SPEC §4) to operator trees: `cep/plan.py`. The matcher that runs them is
+"""Compiling patterns (docs/LANGUAGE.md, "Patterns") to operator trees: `cep/plan.py`. The matcher that runs them is
 `runtime/state/cep/`."""

@@ -1,6 +1,6 @@
 """A pattern's operator tree: its conditions, where each is tested, in which order, and the shape.
 
-The passes, in order (the Cesar paper, ../shared/papers/000, §3-4):
+The passes, in order (Cesar's: Meng et al. 2014, its sections 3-4; docs/REFERENCES.md):
 
 1. `split_conditions`: `where` is split at its top-level `and`s; each condition knows the
    elements it reads, those it aggregates over, and the negated element it belongs to.
@@ -41,7 +41,7 @@ PAIR, TEST, MAKE = 1.0, 1.0, 2.0
 
 @dataclass(frozen=True)
 class Options:
-    """Switches for the paper's ablation (scripts/bench_cep.py); the compiler uses the defaults."""
+    """Switches for the ablation of Meng et al. 2014 (scripts/bench_cep.py); the compiler uses the defaults."""
 
     pushdown: bool = True
     ordering: bool = True

@@ -51,7 +51,7 @@ def _q(text: str) -> str:
 
 
 def _expression(node) -> str:
-    """Python code for an expression over the latest values `v` (SPEC §2.3, as reference.compute)."""
+    """Python code for an expression over the latest values `v` (as reference.compute)."""
     if isinstance(node, ast.Number):
         return repr(float(node.value))
     if isinstance(node, ast.Ref):

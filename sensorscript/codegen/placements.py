@@ -1,11 +1,11 @@
 """The same workflows under a naive placement, as a job our runtime can run: what the report
-measures our plan against (SPEC §5; the model of each placement is in partition/cost.py).
+measures our plan against (the model of each placement is in partition/cost.py).
 
 - hash by workflow: each workflow runs whole on the partition its name hashes to; what
   workflows share is computed once per partition that hosts one of them, and a sensor's
   readings are sent to every partition hosting a workflow that reads it. Nothing else
   crosses. This is our runtime with copies of readings and no second stage.
-- hash by sensor id (the paper's baseline: Storm's fieldsGrouping on the sensor id): a
+- hash by sensor id (the baseline of Zhou et al.: Storm's fieldsGrouping on the sensor id): a
   reading goes to the partition its sensor id hashes to, where the windows directly over
   the sensor run; every other edge of the shared graph is a shuffle of its own, to the
   partition the consuming computation's id hashes to. This is our runtime with one stage

@@ -68,7 +68,7 @@ def stream_figure(stream: str, kind: str, rows: pd.DataFrame, tz: tzinfo, color:
 
 
 def describe_events(events: str | None, tz: tzinfo) -> str:
-    """A match's bound events (SPEC §4's JSON) for people: "a = 0.61 (TILT1, 00:12:00.000), ..."."""
+    """A match's bound events (its `events` JSON) for people: "a = 0.61 (TILT1, 00:12:00.000), ..."."""
     if not isinstance(events, str):
         return ""
     parts = []

@@ -1,4 +1,4 @@
-"""Checked workflows -> one shared `Graph` (SPEC §5).
+"""Checked workflows -> one shared `Graph` (docs/ARCHITECTURE.md, "The compiler").
 
 Each statement becomes a node whose key says what it computes with inputs named
 by node id; equal keys across workflows are one node. Expressions are put in a

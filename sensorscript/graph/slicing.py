@@ -1,4 +1,4 @@
-"""Window slicing (SPEC §5): every stream that feeds windows is cut into slices once.
+"""Window slicing: every stream that feeds windows is cut into slices once.
 
 Each tuple lands in exactly one slice, which keeps partial aggregates (only the
 ones its windows need among sum, count, min, max); every window is composed
@@ -7,7 +7,7 @@ from the slices it covers, so no tuple is copied per window.
 Two ways to cut are compared per stream, and the one with fewer slices per
 unit of time is kept:
 
-- `gcd`: slices of equal width, the GCD of all lengths and slides (the paper);
+- `gcd`: slices of equal width, the GCD of all lengths and slides (Zhou et al.);
 - `edges`: slices cut only where some window starts or ends (as Scotty does);
   the cut points repeat with period lcm(slides), so slices are described by
   that period and the sorted offsets of the cuts within it.

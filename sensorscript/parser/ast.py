@@ -114,7 +114,7 @@ PRECEDENCE = {
 
 @dataclass(frozen=True)
 class Window:
-    """`agg(stream, length, slide)`: a sliding-window aggregation (SPEC §2.1)."""
+    """`agg(stream, length, slide)`: a sliding-window aggregation."""
 
     func: str  # avg max min sum count
     stream: Ref
@@ -125,7 +125,7 @@ class Window:
 
 @dataclass(frozen=True)
 class Union_:
-    """`union(a, b, ...)`: the multiset union of two or more streams (SPEC §2.2)."""
+    """`union(a, b, ...)`: the multiset union of two or more streams."""
 
     streams: tuple[Ref, ...]
     span: Span | None = _span()
@@ -146,7 +146,7 @@ class PatternElement:
 
 @dataclass(frozen=True)
 class Pattern:
-    """`pattern(...) where ... within ... strategy ... emit ... partition by ... yield ...` (SPEC §4)."""
+    """`pattern(...) where ... within ... strategy ... emit ... partition by ... yield ...`."""
 
     elements: tuple[PatternElement, ...]
     within: Duration

@@ -1,4 +1,4 @@
-"""Semantic checks of one workflow (SPEC §2 and §4): everything the grammar lets through
+"""Semantic checks of one workflow (docs/LANGUAGE.md, "Checks"): everything the grammar lets through
 but the language forbids. Each check is a function that yields diagnostics; `check`
 runs them all so that a user sees every mistake of a run at once."""
 

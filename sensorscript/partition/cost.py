@@ -8,7 +8,7 @@
   destination partition (the job forwards a stream to a partition once, however many
   computations there read it); a sensor read there by windows only costs its slice partials
   where they are fewer than its readings (partition/partials.py);
-- naive hashing by sensor id (the paper's baseline, Storm's fieldsGrouping on sensor_id):
+- naive hashing by sensor id (the baseline of Zhou et al., Storm's fieldsGrouping on sensor_id):
   raw tuples go to the hash of their sensor, where windows directly over a sensor run;
   every other edge is a shuffle: a union re-shuffles its raw inputs, and derived tuples
   are shuffled to where they are combined or windowed again;
@@ -40,7 +40,7 @@ class CommunicationCost:
     naive_sensor_peak: float = 1.0
     naive_workflow_peak: float = 1.0
     bound: float = float("inf")
-    # The paper's greedy placement as it was before refinement and choice (issue #44's "old greedy").
+    # The greedy placement of Zhou et al. as it was before refinement and choice (issue #44's "old greedy").
     greedy: float = 0.0
     # Ours with stage 0 sending slice partials instead of the readings of sensors only windows read
     # (partition/stages.py `summed`), where they are on time: the readings' one crossing becomes theirs.

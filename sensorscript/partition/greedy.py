@@ -1,9 +1,9 @@
-"""Placement of sensors and computations on n partitions (SPEC §5, the paper's Algorithm 1).
+"""Placement of sensors and computations on n partitions (Algorithm 1 of Zhou et al., docs/REFERENCES.md).
 
 1. Each connected subgraph of the DAG is weighted by the summed frequency of its
    sensors.
 2. Subgraphs go, heaviest first, to the least-loaded partition, whose load is then
-   updated (the paper's pseudo-code forgets this update, which would send every
+   updated (their pseudo-code forgets this update, which would send every
    subgraph to partition 0).
 3. When that leaves a partition above (1 + epsilon) x the average load, subgraphs
    heavier than a cap are split: edges are taken from the highest tuple rate down
@@ -69,7 +69,7 @@ class PartitionPlan:
     chosen: str = "greedy"
     refined: int = 0
     considered: tuple[tuple[str, float | None, float, str], ...] = ()
-    # The paper's greedy placement, before any refinement or choice: tuples/s on its cut edges (None:
+    # The greedy placement of Zhou et al., before any refinement or choice: tuples/s on its cut edges (None:
     # this plan is that placement, or an update's).
     greedy: float | None = None
 

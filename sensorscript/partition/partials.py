@@ -3,7 +3,7 @@
 A sensor's readings cross to another partition when computations there read them. Where all
 that reads them there are windows, directly over the sensor or over a union of sensors that
 nothing but windows reads, the windows only need the sensor's share of each slice: its partial
-aggregates (SPEC §5). The sensor's partition then cuts its readings into those slices and sends
+aggregates. The sensor's partition then cuts its readings into those slices and sends
 one tuple per partial, slice and micro-batch instead of every reading (Spark's partial
 aggregation before a shuffle); the other partition adds them to the slices as it would have added
 the readings, so every window comes out the same.

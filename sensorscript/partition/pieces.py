@@ -1,4 +1,4 @@
-"""Patterns partitioned by sensor, placed in pieces (SPEC §4 `partition by sensor`, issue #13).
+"""Patterns partitioned by sensor, placed in pieces (`partition by sensor`, issue #13).
 
 A pattern with `partition by sensor` matches each sensor's events apart (a derived stream's
 events are one key of their own), so it need not pull its inputs onto one partition: it runs on

@@ -1,4 +1,4 @@
-"""Late policy `correct` (SPEC §6, paper 002's hybrid model): late readings are logged, every
+"""Late policy `correct` (the hybrid model of Yang et al. 2019): late readings are logged, every
 reading is archived (runtime/ingest/archive.py), and a correction recomputes what the late readings
 touched and writes the rows that changed with a higher `version`.
 

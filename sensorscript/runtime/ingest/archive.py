@@ -1,4 +1,4 @@
-"""The raw archive of late policy `correct` (SPEC §6: "all raw tuples are archived"), in Parquet,
+"""The raw archive of late policy `correct` (every reading is archived), in Parquet,
 partitioned by the hour of event time, in two folders:
 
 - OUT/archive/: every reading a partition receives, on time or late, by sensor code;

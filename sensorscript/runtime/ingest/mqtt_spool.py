@@ -18,7 +18,7 @@ Nothing is lost and nothing is read twice, whatever stops the job:
   acknowledged and dropped. A message the broker sends for the first time never carries DUP, so
   a packet id the broker uses again for a new message is never mistaken for the old one.
 
-A message's payload is one or more lines of readings (CSV or JSON objects, SPEC §1). With
+A message's payload is one or more lines of readings (CSV or JSON objects, docs/LANGUAGE.md "Input records"). With
 `sensor_level`, the sensor id is the topic's level at that position (1 is the first level, -1 the
 last) and the lines carry only the time and value (records.py `with_sensor`).
 """

@@ -1,4 +1,4 @@
-"""Raw input records (SPEC §1): one line of CSV (`sensor_id,ts,value`) or one JSON object.
+"""Raw input records (docs/LANGUAGE.md, "Input records"): one line of CSV (`sensor_id,ts,value`) or one JSON object.
 
 These rules are written once, here: `parse_line` reads one line by them, and `read_block` reads a
 block of whole lines with Arrow's CSV reader, taking only what it can tell certainly follows them

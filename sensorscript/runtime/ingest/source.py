@@ -1,4 +1,4 @@
-"""Sources: what a micro-batch reads (SPEC §1), and its bytes in blocks of whole lines.
+"""Sources: what a micro-batch reads, and its bytes in blocks of whole lines.
 
 The JVM carries what to read, not readings: from a folder, Spark's `binaryFile` source lists the
 new files (its checkpoint keeps which file went to which batch, so a batch re-run after a kill

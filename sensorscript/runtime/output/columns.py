@@ -3,7 +3,7 @@ status's look at results (status.py) and the readers import them from here.
 """
 
 RESULT_COLUMNS = ("stream", "ts", "window_start", "window_end", "value", "version")
-MATCH_COLUMNS = ("start_ts", "end_ts", "events")  # pattern matches add these (SPEC §7)
+MATCH_COLUMNS = ("start_ts", "end_ts", "events")  # pattern matches add these (docs/LANGUAGE.md, "Results")
 # What identifies a result row across versions: a correction replaces all rows of a key at once
 # (with the next version), or retracts them with a tombstone (value empty).
 KEY_COLUMNS = ("stream", "ts", "window_start", "window_end", "start_ts", "end_ts")

@@ -17,7 +17,7 @@ from sensorscript.runtime.plan.program import Job, Pattern, Program, sender_id
 # `dest` is the key of the partition a row goes to, `stage` the stage that takes a forward or a
 # heartbeat (the ones between pass it on). Forwarded tuples travel packed, one row per edge and
 # batch (`times`, `values`, `sources`: buffers). A pattern's results add `start_ts`, `end_ts` and
-# `events` (SPEC §7).
+# `events` (docs/LANGUAGE.md, "Results").
 OUTPUT_SCHEMA = ("kind string, stream string, ts long, window_start long, window_end long, value double, "
                  "version int, raw string, reason string, dest int, fcode int, times binary, values binary, "
                  "stage int, sources binary, start_ts long, end_ts long, events string")

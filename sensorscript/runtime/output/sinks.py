@@ -1,4 +1,4 @@
-"""Sinks for results, quarantined rows, late readings and the job's metrics (SPEC §6, §7).
+"""Sinks for results, quarantined rows, late readings and the job's metrics (docs/LANGUAGE.md, "Results").
 
 A sink receives each micro-batch's rows on the driver (`foreachBatch`) and writes
 them once: a batch id already written is skipped, so a batch that Spark replays

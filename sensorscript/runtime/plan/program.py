@@ -168,7 +168,7 @@ class Whole:
 
 @dataclass(frozen=True)
 class Pattern:
-    """A pattern (SPEC §4) as its operator tree, its elements and conditions by name.
+    """A pattern (docs/LANGUAGE.md, "Patterns") as its operator tree, its elements and conditions by name.
 
     `feeds` say what the engine hands it; a pattern partitioned by sensor reads the sensors (and
     derived streams) of its partition directly, not the unions its elements name. `tree` is a

@@ -5,7 +5,7 @@ together with the watermark in force. Every node then emits exactly its tuples
 with event time in [previous watermark, watermark): windows whose end has
 passed, combine-latest rows whose inputs are complete; unions pass tuples on at
 once. At the end of the input the watermark is +infinity, so everything
-pending is emitted, and the union of all batches is what SPEC §3 defines.
+pending is emitted, and the union of all batches is what docs/LANGUAGE.md ("Semantics") defines.
 
 State is a small picklable object per partition: per sliced stream the partial
 aggregates of the slices still needed, per window how far it has emitted, per
@@ -60,7 +60,7 @@ class Tuples:
 
     @staticmethod
     def concat(parts: list["Tuples"]) -> "Tuples":
-        """The multiset union; window bounds are not carried (a union is no window, SPEC §7)."""
+        """The multiset union; window bounds are not carried (a union is no window)."""
         parts = [t for t in parts if len(t)]
         if not parts:
             return Tuples.empty()
@@ -488,7 +488,7 @@ class Engine:
         that the update restarts (`version.restarted`: moved to a partition, or its stream sliced
         anew), starts empty at the switch (`version.switch_at`): it reads tuples from that event
         time on, and a window of it is emitted only if it starts there or later, so none holds
-        part of what came before (SPEC: `clear`)."""
+        part of what came before (mode `clear` of `sscript update`)."""
         current = {n.id: n for n in self.program.nodes}
         # (A state of an older release does not list its nodes: those it holds state of.)
         had = state.nodes or {*state.slices, *state.combines, *state.patterns, *state.marks}

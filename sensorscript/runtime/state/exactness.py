@@ -47,7 +47,7 @@ def reads_from(node_started: int | None, input_exact: int, dropped: int | None =
 
 def window_from(start: int, window: p.Window) -> int:
     """The ts of the first window of `window` that starts at `start` or later (windows are aligned
-    to the epoch, SPEC §3: window k covers [k * slide, k * slide + length))."""
+    to the epoch: window k covers [k * slide, k * slide + length))."""
     if start in (NEG_INF, UNKNOWN):
         return start
     first = -((-start) // window.slide) * window.slide

@@ -1,4 +1,4 @@
-"""Watermark policies (SPEC §6): from the event times a partition has seen to the watermark in force.
+"""Watermark policies (docs/LANGUAGE.md): from the event times a partition has seen to the watermark in force.
 
 A policy is asked once per batch, before the batch's readings are applied, for the watermark in
 force during that batch (`current`); it then observes the batch in arrival order, with how many of
@@ -7,10 +7,10 @@ Every policy's watermark is per partition and never decreases.
 
     fixed:D              N - D: bounded out-of-orderness (Spark's and Flink's watermark)
     adaptive:M[,k=K]     N - M * (1 - P): P is the share of ordered pairs among the latest K
-                         arrivals (paper 004's micro-cluster; 1 = in order), so the watermark waits
-                         up to M only while the feed is out of order
+                         arrivals (the micro-cluster of Lv et al. 2023; 1 = in order), so the watermark
+                         waits up to M only while the feed is out of order
     quality:EPS,DELTA    N - alpha * (largest delay seen): a K-slack buffer sized by a PD controller
-                         (paper 002) so that coverage meets 1 - EPS * DELTA (see `Quality`)
+                         (Yang et al. 2019) so that coverage meets 1 - EPS * DELTA (see `Quality`)
 
 N is the largest event time seen on the partition, guarded: a reading more than `ahead` (default
 10 min) past the partition's event time (the larger of N and the median of the batch's latest
@@ -32,7 +32,7 @@ from sensorscript.times import duration_ms
 NONE_YET = -(2**63)  # no watermark before the first reading: nothing is late
 DEFAULT_AHEAD_MS = 10 * 60_000
 ADAPTIVE_K = 100  # the micro-cluster: the latest arrivals whose order gives the disorder P
-QUALITY_KP, QUALITY_KD = 0.2, 4.0  # paper 002's PD gains
+QUALITY_KP, QUALITY_KD = 0.2, 4.0  # the PD gains of Yang et al. 2019
 
 
 def _latest_per_code(code: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -140,7 +140,7 @@ class FixedDelay(Policy):
 
 @dataclass
 class Adaptive(Policy):
-    """W = N - M * (1 - P) over the latest k arrivals (SPEC §6, paper 004 with its sign mended)."""
+    """W = N - M * (1 - P) over the latest k arrivals (Lv et al. 2023 with its sign mended)."""
 
     max_delay_ms: int = 0
     k: int = ADAPTIVE_K
@@ -192,8 +192,8 @@ class Quality(Policy):
     mean of the readings that came (avg) errs less than the sum; min and max have no bound from
     coverage alone, and get the same bound.
 
-    The controller is paper 002's, alpha <- alpha + Kp * err + Kd * (err - err_prev), with two
-    choices of ours for micro-batches: the coverage it measures is smoothed over batches (each
+    The controller is that of Yang et al. 2019, alpha <- alpha + Kp * err + Kd * (err - err_prev),
+    with two choices of ours for micro-batches: the coverage it measures is smoothed over batches (each
     batch's readings weigh in, older batches fade by SMOOTHING per batch: the coverage of one batch
     of a few readings is too noisy for a derivative gain of 4, and alpha swung between 0 and 1 on
     it), and it aims halfway between the bound and 1 (1 - eps * delta / 2), so that the coverage it

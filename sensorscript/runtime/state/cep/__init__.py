@@ -1,4 +1,4 @@
-"""The CEP stage: patterns (SPEC §4) as operator trees, matched per partition inside the job.
+"""The CEP stage: patterns (docs/LANGUAGE.md, "Patterns") as operator trees, matched per partition inside the job.
 
 `matcher.Matcher` runs one pattern; `operators` holds the operator model (Q, F, Z) and the
 registry of user-defined operators; `events_json` is the one definition of how a match's

@@ -824,7 +824,7 @@ class Matcher:
             state.emitted = {"id": emitted["id"][keep], "ts": emitted["ts"][keep]}
         # The tree joins new events with the partial matches and events of the window, so its store
         # keeps the window. Runs (strategy next) read only their own events, none older than the run's
-        # first (a pattern never starts with a negation: SPEC §4), and take later ones from the slices
+        # first (a pattern never starts with a negation), and take later ones from the slices
         # to come: the store keeps the events of the runs and whole matches still waiting, not the
         # window (at `within` 10 min, 2.4 M events of 400 keys at 10 Hz, where few runs wait).
         oldest = [watermark if isinstance(self.pattern.tree, p.Chain) else horizon + 1]

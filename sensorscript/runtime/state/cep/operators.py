@@ -1,5 +1,5 @@
 """Pattern operators: each a match predicate Q, a compose function F and a stream-state function Z
-(the operator model of the Cesar paper, ../shared/papers/000).
+(the operator model of Cesar, Meng et al. 2014: docs/REFERENCES.md).
 
 A pattern is a tree of operators over its elements' events. The built-in ones are the followed-by
 link `->`, the Kleene closure `+` and negation; users register their own by name and write them in
@@ -64,7 +64,7 @@ class UnaryOperator:
 
     arity = 1
 
-    def Q(self, state, event: Event) -> bool:  # noqa: N802 (the paper's names)
+    def Q(self, state, event: Event) -> bool:  # noqa: N802 (the names of Meng et al.)
         return True
 
     def F(self, state, event: Event) -> tuple[int, int]:  # noqa: N802
@@ -98,7 +98,7 @@ class FollowedBy(BinaryOperator):
 
 class AtFirst(BinaryOperator):
     """`a ->[at_first] b`: b after a, and the composite takes the time of its first event (the
-    paper's second example: in finance an event is a point in time, not an interval)."""
+    second example of Meng et al.: in finance an event is a point in time, not an interval)."""
 
     def F(self, left: Composite, right: Composite) -> tuple[int, int]:  # noqa: N802
         return left.start, left.start
@@ -106,7 +106,7 @@ class AtFirst(BinaryOperator):
 
 class FirstOfRun(UnaryOperator):
     """`a: first_of_run(ALARM)`: one composite per run of equal values, at the first event of the
-    run (the paper's first example: one alert for a run of duplicate alarms, raised at once)."""
+    run (the first example of Meng et al.: one alert for a run of duplicate alarms, raised at once)."""
 
     def Q(self, state, event: Event) -> bool:  # noqa: N802
         return state is None or event.value != state

@@ -2,7 +2,7 @@
 
 `evaluate(expression, columns)` computes the expression for every row at once.
 It returns the values and a mask of the rows where some division had a zero
-divisor: SPEC §3 says such a timestamp emits nothing (and is counted).
+divisor: such a timestamp emits nothing (and is counted).
 """
 
 from __future__ import annotations
