@@ -1,11 +1,11 @@
-"""`sscript report`: what SensorScript saves, for people (a design review, the paper's two tables).
+"""`sscript report`: what SensorScript saves, for people (a design review, the two tables of Zhou et al.).
 
 1. Lines (`report/lines.py`): script lines against the lines of the generated job and of the same
    logic written the naive way in PySpark, for the given workflows and for 1, 16, 128 and 1,024
    generated bridge workflows.
 2. Network (`report/network.py`): tuples per minute crossing a shuffle under our plan, the lower
    bound and the two naive placements (the model of `partition/cost.py`), for the given
-   workflows and, as in the paper's figures, against the number of sensors n and the number of
+   workflows and, as in the figures of Zhou et al., against the number of sensors n and the number of
    shared sensors n_s. With `measure_data` and `sweep_seconds` the jobs run on local Spark and
    Spark's own shuffle counters are read (`report/measured.py`, `report/shuffles.py`).
 3. Output: REPORT/report.md and REPORT/report.html (`report/render.py` and the templates) with

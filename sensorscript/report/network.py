@@ -1,5 +1,5 @@
-"""Network cost as the model gives it (`partition/cost.py`): for given workflows, and for the paper's
-two sweeps, against the number of sensors n and the number of shared sensors n_s."""
+"""Network cost as the model gives it (`partition/cost.py`): for given workflows, and for the
+two sweeps of Zhou et al., against the number of sensors n and the number of shared sensors n_s."""
 
 from __future__ import annotations
 

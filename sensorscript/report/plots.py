@@ -22,7 +22,7 @@ def cost_plot(points: list[CostPoint], xlabel: str, title: str, path: Path) -> N
     for label, values, style, measured in (
             ("hash by workflow", [p.cost.naive_workflow_hash for p in points], "s--", "by_workflow"),
             ("hash by sensor id", [p.cost.naive_sensor_hash for p in points], "^--", "by_sensor"),
-            ("the paper's greedy, unrefined", [p.cost.greedy for p in points], "d:", None),
+            ("greedy of Zhou et al., unrefined", [p.cost.greedy for p in points], "d:", None),
             ("ours", [p.cost.ours for p in points], "o-", "ours"),
             ("lower bound", [p.cost.lower_bound for p in points], ":", None)):
         line, = axes.plot(xs, values, style, label=f"{label} (model)" if measured and any(

@@ -65,12 +65,12 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
               f"{c.saving(c.summed):.1%}"],
              ["naive: hash by sensor id", _int(c.naive_sensor_hash), _saving(c, "sensor")],
              ["naive: hash by workflow", _int(c.naive_workflow_hash), _saving(c, "workflow")],
-             ["the paper's greedy placement, unrefined (a start ours is chosen from)", _int(c.greedy),
+             ["the greedy placement of Zhou et al., unrefined (a start ours is chosen from)", _int(c.greedy),
               f"{c.saving(c.greedy):.1%}"]])
 
     def sweep_table(points: list[CostPoint], name: str):
         header = [name, "ours", "lower bound", "ours, stage 0 summing", "hash by sensor id", "hash by workflow",
-                  "the paper's greedy", "saving vs sensor id", "saving vs workflow"]
+                  "greedy of Zhou et al.", "saving vs sensor id", "saving vs workflow"]
         rows = [[str(p.x), _int(p.cost.ours), _int(p.cost.lower_bound), _int(p.cost.summed), _int(p.cost.naive_sensor_hash),
                  _int(p.cost.naive_workflow_hash), _int(p.cost.greedy), _saving(p.cost, "sensor"),
                  _saving(p.cost, "workflow")]
@@ -132,9 +132,9 @@ SECTIONS = [
      "come from real runs on local Spark of the compiled job and of our runtime under both naive placements, "
      "over generated readings of the n sensors, scaled to a minute. Windows emit a last, partial time at the "
      "end of the input, so measured derived traffic can differ a little from the model's steady rate. Hash by "
-     "sensor id counts every edge that is not sensor -> window, as the paper's baseline does (each is a shuffle "
+     "sensor id counts every edge that is not sensor -> window, as the baseline of Zhou et al. does (each is a shuffle "
      "of its own), also where both ends hash to one partition; ours and hash by workflow count what goes to "
-     "another partition. The paper's greedy is the placement of its Algorithm 1 as it is, before refinement "
+     "another partition. The greedy of Zhou et al. is the placement of their Algorithm 1 as it is, before refinement "
      "and the choice among placements that give ours."),
     ("by_shared", "Network against the number of shared sensors n_s",
      "16 sensors at 20 Hz and 8 workflows; every workflow reads the n_s shared sensors and its own share of "
@@ -143,7 +143,7 @@ SECTIONS = [
      "hashed onto 4 partitions), which is how it can cost less than our plan where few sensors are shared "
      "(the table says 'over the bound' there): balance forces our plan to cut the one connected group that "
      "shared sensors make of all workflows, and each partition then receives the shared sensors once. A "
-     "baseline that keeps the bound is one of the placements ours is chosen from, with the paper's greedy and "
+     "baseline that keeps the bound is one of the placements ours is chosen from, with the greedy of Zhou et al. and "
      "workflows packed (each workflow's computations and sensors together, heaviest first onto the least "
      "loaded partition), each refined. Measured columns as above."),
     ("measured", "Measured on local Spark",
@@ -160,8 +160,8 @@ SECTIONS = [
      "crosses once for every partition that hosts a workflow reading it, and nothing else crosses. Under "
      "hash by sensor id a reading goes to the partition of its sensor id's hash, where the windows directly "
      "over it run, and every other edge of the graph is a shuffle of its own (a stage per level of the "
-     "graph): its tuples are the readings and what crossed each edge, as the job counts them (the paper's "
-     "baseline, and the model, count every such edge; between partitions only, the edges whose ends hash to "
+     "graph): its tuples are the readings and what crossed each edge, as the job counts them (the baseline "
+     "of Zhou et al., and the model, count every such edge; between partitions only, the edges whose ends hash to "
      "one partition drop out); its Spark records also count the rows each later stage passes on to the next. The "
      "naive job's window aggregations combine readings before their shuffles (partial aggregation), so it "
      "writes few shuffle records; what it pays instead is reading the input once per window statement and "
