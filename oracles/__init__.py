@@ -1,4 +1,5 @@
-"""The test oracles: SPEC §1, §3 and §4 written out in plain Python, to hold the job to.
+"""The test oracles: docs/LANGUAGE.md's input records, semantics and patterns written out in plain
+Python, to hold the job to.
 
 `streams.evaluate` computes every output stream of a set of workflows over all the readings;
 `patterns.match` finds a pattern's matches by brute force; `records.read_line` says what an input

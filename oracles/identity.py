@@ -1,14 +1,14 @@
 """Which stream each name of a workflow is, written out for the oracles.
 
 - A reference that names a stream defined anywhere in the same workflow is that stream; any other
-  reference is a raw sensor id (SPEC §2).
+  reference is a raw sensor id (docs/LANGUAGE.md, "Statements").
 - Statements of one workflow that compute the same thing are one stream, whose events carry the
   name of the first of them (docs/LANGUAGE.md, "Events"). The same thing is the same function over
-  the same inputs with the same parameters (SPEC §2, §5), whatever the order of what commutes (the
-  inputs of a union, the operands of `+ * == != and or`, the arguments of `avg max min sum`) and
-  whatever the pattern variables are called; a quoted name in a pattern's condition that names a
-  stream the pattern reads means that stream (docs/LANGUAGE.md, "Conditions"; no event of the
-  pattern carries the name of any other stream).
+  the same inputs with the same parameters (docs/ARCHITECTURE.md, "The compiler"), whatever the
+  order of what commutes (the inputs of a union, the operands of `+ * == != and or`, the arguments
+  of `avg max min sum`) and whatever the pattern variables are called; a quoted name in a
+  pattern's condition that names a stream the pattern reads means that stream (docs/LANGUAGE.md,
+  "Conditions"; no event of the pattern carries the name of any other stream).
 """
 
 from __future__ import annotations

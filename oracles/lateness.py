@@ -1,4 +1,4 @@
-"""Which readings are late: SPEC §6's watermark policies written out from their definitions, the
+"""Which readings are late: the watermark policies written out from their definitions, the
 oracle for the job's late readings.
 
     judged = judge("adaptive:5s,k=8", batches, partition_of)
@@ -7,10 +7,10 @@ oracle for the job's late readings.
 
 `batches` are the micro-batches in arrival order, each a list of readings (sensor_id, ts, value)
 of the sensors some workflow reads (the caller leaves out the others: they have no watermark).
-This module imports nothing of the product: it is SPEC §6 and the decisions docs/LANGUAGE.md
+This module imports nothing of the product: it is the rules and the decisions docs/LANGUAGE.md
 ("Event time and late readings") records, not the job's code (runtime/state/watermark.py).
 
-The rule, from SPEC §6:
+The rule, from docs/LANGUAGE.md:
 
 - a reading is *late* when its ts is below the watermark in force when it arrives;
 - `fixed:D`: W = N − D;
@@ -40,7 +40,7 @@ N is the largest event time seen. The decisions LANGUAGE.md records, followed he
   event time, the larger of N and the median of the batch's newest reading per sensor, does not
   move N (it is not late either, and is counted in `ahead`).
 
-Event times are whole milliseconds while SPEC's W = N − M·(1 − P) and N − α·(largest delay) are
+Event times are whole milliseconds while the policies' W = N − M·(1 − P) and N − α·(largest delay) are
 real numbers: W is kept exact here (a Fraction for `adaptive`), and a reading is late when ts < W
 (docs/LANGUAGE.md, "Whole milliseconds").
 """

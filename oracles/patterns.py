@@ -1,4 +1,4 @@
-"""The reference matcher: SPEC §4 in plain Python, by brute force. The oracle for the CEP stage.
+"""The reference matcher: docs/LANGUAGE.md's "Patterns" in plain Python, by brute force. The oracle for the CEP stage.
 
 It shares nothing with the job's matcher (sensorscript/runtime/state/cep/): it defines the built-in
 operators itself, and calls a user's operator (Q, F and Z, docs/OPERATORS.md: user code, not the
@@ -73,8 +73,8 @@ class Match:
     events: tuple[tuple[str, int, float, str], ...]  # (variable, ts, value, sensor) in order
 
     def events_json(self) -> str:
-        """The bound events in order, as the `events` column writes them (SPEC §4 "Output",
-        docs/LANGUAGE.md): `[{"var":"a","ts":10,"value":1.5,"sensor":"S-1"},...]`, no blanks."""
+        """The bound events in order, as the `events` column writes them
+        (docs/LANGUAGE.md, "Output"): `[{"var":"a","ts":10,"value":1.5,"sensor":"S-1"},...]`, no blanks."""
         return json.dumps([{"var": var, "ts": ts, "value": float(value), "sensor": sensor}
                            for var, ts, value, sensor in self.events], separators=(",", ":"))
 
@@ -104,7 +104,7 @@ class OperatorEvent:
 
 
 class FollowedBy:
-    """`a -> b` (SPEC §4): b after a; the composite spans from a's start to b's end."""
+    """`a -> b`: b after a; the composite spans from a's start to b's end."""
 
     def Q(self, left: Composite, right: Composite) -> bool:  # noqa: N802 (the operator model's names)
         return left.end < right.start

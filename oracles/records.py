@@ -1,16 +1,16 @@
-"""What one input line is (SPEC §1, docs/LANGUAGE.md "Input records" and "What the job does with
+"""What one input line is (docs/LANGUAGE.md "Input records" and "What the job does with
 bad and odd input"), written out for the oracles: a reading, a rejection with its reason, or a
 line to skip.
 
 - A line is read without the line breaks at its end; spaces, tabs, carriage returns, line feeds
   and byte-order marks around it and around each of its fields are ignored.
-- Blank lines and the CSV header `sensor_id,ts,value` are skipped (SPEC §1: they are not readings).
+- Blank lines and the CSV header `sensor_id,ts,value` are skipped (they are not readings).
 - A line starting with `{` is one JSON object (RFC 8259, nothing after it) with `sensor_id`, `ts`
   and `value`, each a string, a number (as written) or a boolean; other keys are ignored, and a key
   given twice counts by its last value. Any other line is CSV: exactly three comma-separated fields.
 - `sensor_id` is not empty; `ts` is an integer of at most 18 digits (epoch milliseconds, a sign
   allowed) and a time from 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z; `value` is a
-  decimal number, read as the nearest double, or `true`/`false` (1.0/0.0, in any case, SPEC §1);
+  decimal number, read as the nearest double, or `true`/`false` (1.0/0.0, in any case);
   NaN, infinities and numbers beyond the double range are not values.
 
 - A line of more than 1,048,576 bytes (1 MiB, UTF-8, without its line break) is quarantined whatever

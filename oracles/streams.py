@@ -1,13 +1,13 @@
-"""The reference evaluator: SPEC §3 in plain Python, the oracle for the generated Spark job.
+"""The reference evaluator: docs/LANGUAGE.md's "Semantics" in plain Python, the oracle for the generated Spark job.
 
     evaluation = evaluate(workflows, batches=[lines], delay_ms=0)
 
 Differential tests run the same input through this module and through the job and
-compare the result rows. So this module follows the SPEC literally and favours
+compare the result rows. So this module follows those rules literally and favours
 obviously-correct loops over speed: every window is filled tuple by tuple, every
 combine-latest step walks the timestamps one by one.
 
-Decisions the SPEC leaves to the implementation, taken here with the team:
+Decisions the rules leave to the implementation, taken here with the team:
 
 - a watermark per partition, advanced between micro-batches (as Kafka Streams keeps
   stream time per task): before batch i it is the largest ts of the readings of that
@@ -17,8 +17,8 @@ Decisions the SPEC leaves to the implementation, taken here with the team:
   one partition and so one global watermark. After the last batch the input has
   ended, the watermark is +infinity and every window is emitted;
 - readings of sensors that no workflow references are filtered out before the
-  watermark stage, as the job does (SPEC §5): they are neither counted as late nor move
-  the watermark;
+  watermark stage, as the job does (docs/ARCHITECTURE.md, "The generated job"): they are
+  neither counted as late nor move the watermark;
 - each workflow is evaluated on its own: sharing computations across workflows is an
   optimisation of the job and must not change its results.
 """
@@ -37,7 +37,8 @@ from oracles.records import Reading, Rejected, read_line
 
 @dataclass(frozen=True)
 class ResultRow:
-    """One output tuple with the result columns of SPEC §7 (a pattern's add start_ts, end_ts, events)."""
+    """One output tuple with the result columns (docs/LANGUAGE.md, "Results"; a pattern's add start_ts,
+    end_ts, events)."""
 
     stream: str  # "WORKFLOW.NAME"
     ts: int
@@ -194,7 +195,7 @@ class Sources:
         self.stream_codes = {name: len(codes) + i for i, name in enumerate(derived)}
 
     def stream(self, ref: ast.Ref):
-        """What a reference reads: a computation, or a raw sensor (SPEC §2)."""
+        """What a reference reads: a computation, or a raw sensor (docs/LANGUAGE.md, "Statements")."""
         return self.computations.get(ref.name, ("sensor", ref.name))
 
     def event(self, k: int, t: StreamTuple, n: int) -> Event:
@@ -206,7 +207,7 @@ class Sources:
 
 def pattern(name: str, definition: ast.Pattern, read, sources: Sources,
             operators: dict | None) -> tuple[list[StreamTuple], int]:
-    """A pattern's matches (`patterns.match`), as the pattern stream's tuples (SPEC §4, "Output")."""
+    """A pattern's matches (`patterns.match`), as the pattern stream's tuples (docs/LANGUAGE.md, "Output")."""
     streams: list[list[Event]] = []
     read_by: list = []  # the pattern's distinct streams, in element order
     element_stream = []
@@ -277,7 +278,7 @@ def union(inputs: list[list[StreamTuple]]) -> list[StreamTuple]:
     """The multiset union: every tuple of every input, in event-time order (ties: argument order).
 
     A tuple keeps its sensor_id, ts and value; window bounds are columns of a
-    window's own output only (SPEC §7), so they do not pass through.
+    window's own output only (docs/LANGUAGE.md, "Results"), so they do not pass through.
     """
     merged = [StreamTuple(t.sensor_id, t.ts, t.value) for tuples in inputs for t in tuples]
     return sorted(merged, key=lambda t: t.ts)

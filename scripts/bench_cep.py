@@ -1,4 +1,4 @@
-"""The Cesar paper's ablation (../shared/papers/000, §5.1) on the job's matcher: patterns of 2 to 6
+"""The ablation of Meng et al. 2014 (Cesar; its section 5.1) on the job's matcher: patterns of 2 to 6
 elements, with and without predicate pushdown, with and without predicate ordering, and every tree
 shape against the one the cost model picks.
 
@@ -6,7 +6,7 @@ shape against the one the cost model picks.
 
 Each pattern `e0: S0 -> e1: S1 -> ...` (strategy any) reads one stream per element, `--events`
 events each at the same rate over 10 minutes of event time, values uniform in [0, 1), and has the
-conditions of the paper's experiment: one on each element alone with a different pass probability
+conditions of their experiment: one on each element alone with a different pass probability
 (e_i.value < 0.2 + 0.1 i, so the first elements are the most selective), one between each pair of
 neighbours (e_i.value > e_{i+1}.value - 0.5) and one between the first and the last. The matcher
 (runtime/state/cep/matcher.py, the code the job runs on each partition) takes the events in `--batches`
@@ -15,8 +15,8 @@ micro-batches; only its time is measured. Every configuration must find the same
   chosen        the compiler's plan: conditions pushed down and ordered, the cheapest shape, with
                 the pass probabilities measured by a first run (as OUT/selectivity.json feeds the
                 next compile), and with the estimated ones
-  no pushdown   every condition at the root, tested on whole matches (the paper's strategy 1)
-  no ordering   conditions in the order written (the paper's K123 against the best order)
+  no pushdown   every condition at the root, tested on whole matches (their strategy 1)
+  no ordering   conditions in the order written (their K123 against the best order)
   each shape    every binary tree over the elements, conditions pushed down and ordered
 
 Prints a table per pattern size and a summary: pushdown's speedup, ordering's, the spread between

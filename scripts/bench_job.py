@@ -4,7 +4,7 @@
                                           [--compare-late] [--check N] [--cluster WORKERS | --master URL | --hosts]
                                           [--source files|kafka [--lines-per-message 100] [--max-readings-per-batch N]]
 
-Generates the seeded bridge workload (scripts shaped like the paper's, 1,000 sensors of 21
+Generates the seeded bridge workload (scripts shaped like those of Zhou et al., 1,000 sensors of 21
 types) and `--seconds` of readings at each sensor's frequency, then measures on local[2]:
   warm-up: the raw scan and the job below each run once on one of the files (the JVM compiles
            their code; a streaming job runs warm, and neither measurement pays it);

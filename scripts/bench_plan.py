@@ -1,4 +1,4 @@
-"""Planning at the paper's scale: 1,000 bridge sensors of 21 types, 1,024 workflows.
+"""Planning at the scale of Zhou et al.: 1,000 bridge sensors of 21 types, 1,024 workflows.
 
     .venv/bin/python scripts/bench_plan.py [--workflows 1024] [--partitions 2 4 8 16]
 

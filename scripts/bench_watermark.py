@@ -1,10 +1,10 @@
-"""The watermark papers' experiments (../shared/papers/004 and 002, SPEC §6) on the job's own stage 1:
+"""The experiments of Lv et al. 2023 and Yang et al. 2019 (docs/REFERENCES.md) on the job's own stage 1:
 the engine and the policies the job runs, batch by batch, without Spark.
 
     .venv/bin/python scripts/bench_watermark.py [--sensors 20] [--seconds 600] [--levels 3,5,8,10,12]
                                                 [--batch-ms 200] [--seed 1]
 
-Input, "elastic disorder" (paper 004, delays fluctuating around a level L of 3, 5, 8, 10 and 12 s):
+Input, "elastic disorder" (Lv et al. 2023, delays fluctuating around a level L of 3, 5, 8, 10 and 12 s):
 `--sensors` sensors S0, S1, ... read at 20 Hz for `--seconds` of event time, sensor i at
 ts = T0 + phase_i + 50 ms * k (phase_i uniform in [0, 50) ms, T0 = 1.7e12 ms). Sensors hang off
 gateways of 5 (S0-S4 on gateway 0, S5-S9 on gateway 1, ...). A reading arrives at
@@ -15,7 +15,7 @@ arrival = ts + delay, in whole ms, with
 
 Each gateway alternates calm stretches (exponential, mean 20 s of event time; the input starts
 calm) and bursts (uniform 2-6 s); during burst b the gateway holds its readings back by
-f_b * L, f_b uniform in [0.75, 1.25] per burst: local, clustered disorder (paper 004's premise),
+f_b * L, f_b uniform in [0.75, 1.25] per burst: local, clustered disorder (the premise of Lv et al.),
 about one reading in six late by roughly L. One generator seeded by `--seed` draws everything in
 the same order for every level, so the levels share the burst schedule, the f_b and the jitter,
 and only the held-back delays scale with L. Readings are taken in arrival order (ties by ts) and
@@ -32,20 +32,20 @@ Measures, per run:
                  emitted it - the window's end (event time; the same clock, as arrival = ts + delay)
   tuples/win     mean count value of the emitted rows (a window whose readings all came late emits
                  no row, so it does not lower this mean; coverage shows what was lost)
-  E              mean tuples per window / mean latency in seconds (paper 004's performance ratio;
-                 the paper measures D_i from the window's start, here from its end)
+  E              mean tuples per window / mean latency in seconds (the performance ratio of
+                 Lv et al., who measure D_i from the window's start, here from its end)
   windows        (table 1) rows adaptive emitted in all / rows fixed emitted in all
   buffer         mean over batches of N - the watermark in force (Step.gauges["lag_ms"]): the
                  policy's K plus how far N moved during the batch (about one batch)
 
-Table 1 (paper 004): fixed:M against adaptive:M, M = the largest delay of the input rounded up to a
+Table 1 (Lv et al. 2023): fixed:M against adaptive:M, M = the largest delay of the input rounded up to a
 second, per level; target: adaptive's E at or above fixed's at every level.
-Table 2 (paper 002): quality:0.05,0.05 against max-delay K-slack (fixed:M with M = the largest delay
-in ms: MP-K-slack's buffer once it has seen the largest delay), per level, on two inputs: paper
-002's kind ("long tail", `generate_tail`: the same sensors and jitter, 0.2 % of the readings a
+Table 2 (Yang et al. 2019): quality:0.05,0.05 against max-delay K-slack (fixed:M with M = the largest
+delay in ms: MP-K-slack's buffer once it has seen the largest delay), per level, on two inputs: the
+kind of Yang et al. ("long tail", `generate_tail`: the same sensors and jitter, 0.2 % of the readings a
 further 0.05-1.25 L late, as the football data has mean delays of tens of ms and a few readings
 seconds late) and the bursts above. Targets, checked on the long tail: coverage at least
-1 - eps * delta, and quality's buffer at most 25 % of max-delay's (paper: 2.7 s against 17 s,
+1 - eps * delta, and quality's buffer at most 25 % of max-delay's (Yang et al.: 2.7 s against 17 s,
 latency down to 20 %). "oracle K" is the smallest fixed delay that meets the coverage target on
 this input (computed from the input: a reading is late under fixed:D iff it is more than D below
 the N of the batches before its own), what a buffer of fixed size needs, and "/ M" its share of
@@ -82,7 +82,7 @@ CALM_MEAN_MS = 20_000.0
 BURST_MS = (2_000.0, 6_000.0)
 LEVEL_FACTOR = (0.75, 1.25)
 EPS, DELTA = 0.05, 0.05
-BUFFER_TARGET = 0.25  # paper 002: 2.7 s against 17 s, latency down to 20 %
+BUFFER_TARGET = 0.25  # Yang et al. 2019: 2.7 s against 17 s, latency down to 20 %
 
 
 @dataclass
@@ -125,12 +125,12 @@ def generate(sensors: int, seconds: int, level_ms: int, batch_ms: int, seed: int
     return _arrive(code, ts, delay, held, batch_ms)
 
 
-TAIL_SHARE = 0.002  # paper 002's input: a few readings very late, the rest with jitter only
+TAIL_SHARE = 0.002  # the input of Yang et al. 2019: a few readings very late, the rest with jitter only
 TAIL_FACTOR = (0.05, 1.25)
 
 
 def generate_tail(sensors: int, seconds: int, level_ms: int, batch_ms: int, seed: int) -> Input:
-    """Paper 002's kind of disorder (the DEBS 2013 football data: mean delays of tens of ms, a few
+    """The kind of disorder of Yang et al. 2019 (the DEBS 2013 football data: mean delays of tens of ms, a few
     readings seconds late): the same sensors and jitter, and TAIL_SHARE of the readings, drawn at
     random, delayed by a further f * L, f uniform in TAIL_FACTOR."""
     rng = np.random.default_rng(seed)
@@ -271,7 +271,7 @@ def main() -> None:
             assert max_delay.late == 0, f"{max_delay.spec} lost {max_delay.late} readings"
             table2.append((level, shape, made, max_delay, quality, oracle_delay_ms(made, EPS * DELTA)))
 
-    print("\nTable 1 (paper 004): fixed:M against adaptive:M, M = largest delay rounded up to a second; "
+    print("\nTable 1 (Lv et al. 2023): fixed:M against adaptive:M, M = largest delay rounded up to a second; "
           "latency in s, E = tuples per window / latency")
     print(f"{'L s':>5} {'M s':>4} | {'fixed: cover':>12} {'latency':>8} {'tuples':>7} {'E':>7} | "
           f"{'adaptive: cover':>15} {'latency':>8} {'tuples':>7} {'E':>7} {'buffer':>7} {'windows':>8} | "
@@ -286,9 +286,9 @@ def main() -> None:
               f"{ratio:>6.2f}  {yes(ratio >= 1)}")
     print(f"target: adaptive E >= fixed E at every level: {'met' if met1 else 'NOT met'}")
 
-    print(f"\nTable 2 (paper 002): quality:{EPS},{DELTA} against max-delay K-slack (fixed:M, M = largest "
+    print(f"\nTable 2 (Yang et al. 2019): quality:{EPS},{DELTA} against max-delay K-slack (fixed:M, M = largest "
           f"delay); coverage target 1 - eps*delta = {target:.2%}; buffer and latency in s; the targets are "
-          f"checked on paper 002's kind of input (long tail: {TAIL_SHARE:.1%} of readings late by "
+          f"checked on the kind of input of Yang et al. (long tail: {TAIL_SHARE:.1%} of readings late by "
           f"{TAIL_FACTOR[0]}-{TAIL_FACTOR[1]} L), the bursts are shown beside")
     print(f"{'L s':>5} {'input':>9} {'M ms':>6} | {'max-delay: buffer':>17} {'latency':>8} {'cover':>7} | "
           f"{'quality: buffer':>15} {'latency':>8} {'cover':>7} {'met':>4} | {'buffer q/m':>10} {'<=25%':>5} "

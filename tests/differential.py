@@ -79,7 +79,7 @@ def spark_lines(data: bytes) -> list[str]:
 
 def assert_read_as_records(data: bytes, tmp: Path, block_bytes: tuple[int, ...] = (7, 64, 1 << 20)) -> None:
     """Stage 0's reader (source.blocks, records.read_piece) reads the file `data` as the oracle's
-    record rules read its lines (oracles/records.py, written from SPEC §1 and docs/LANGUAGE.md,
+    record rules read its lines (oracles/records.py, written from docs/LANGUAGE.md,
     sharing no pattern with the job's parsers): the same readings and rejections in line order, and
     as many lines skipped; cut into blocks of each size in `block_bytes`."""
     wanted = [read_line(line) for line in spark_lines(data)]

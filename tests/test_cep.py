@@ -1,4 +1,4 @@
-"""The CEP stage without Spark: SPEC §4's semantics by example, the job's matcher against the
+"""The CEP stage without Spark: the semantics of patterns by example, the job's matcher against the
 reference matcher on random patterns and inputs, operators, caps, bounded state and planning."""
 
 from __future__ import annotations
@@ -110,8 +110,8 @@ def test_a_division_by_zero_in_yield_skips_the_match_and_is_counted():
 
 
 def test_emit_first_skips_a_match_its_yield_divides_by_zero():
-    """The match a division by zero skips is no match: the start's next one is emitted (SPEC §4: no
-    other match after one is emitted). Found by the review of #38."""
+    """The match a division by zero skips is no match: the start's next one is emitted (docs/LANGUAGE.md,
+    "Emit": no other match after one is emitted). Found by the review of #38."""
     found, counters = matches("P = pattern(a: A -> b: B) within 100 strategy any emit first yield 1 / (b.value - 3);",
                               ["A,1,0", "B,2,3", "B,3,7"])
     assert [e for _, e in found] == [(("a", 1), ("b", 3))] and counters["divided"] == 1
@@ -208,7 +208,7 @@ def _local_rows(plan, batches):
 # ------------------------------------------------------------------------- operators
 
 
-def test_the_papers_two_operators():
+def test_the_two_operators_of_meng_et_al():
     # first_of_run: one alert at the first of a run of equal alarms.
     lines = ["X,1,1", "X,2,1", "X,3,0", "X,4,1", "X,5,1", "X,6,1"]
     found, _ = matches("P = pattern(a: first_of_run(X)) where a.value == 1 within 10;", lines)

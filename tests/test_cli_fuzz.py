@@ -103,7 +103,7 @@ def test_mutated_scripts_through_every_command(folder, texts, data):
 @settings(max_examples=2, **FUZZ)
 @given(st.one_of(workflows(), mutated()), st.integers(1, 4))
 def test_report_of_random_and_mutated_scripts(folder, texts, partitions):
-    """Two examples: every report also models the paper's two sweeps and draws its plots (4 s of CPU)."""
+    """Two examples: every report also models the two sweeps of Zhou et al. and draws its plots (4 s of CPU)."""
     files = write_scripts(folder, texts)
     assert_ends_cleanly(["report", *files, "-n", str(partitions), "-o", str(folder / "report"),
                          "--generated", "1,2"])

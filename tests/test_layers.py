@@ -12,7 +12,7 @@ it loads, so that a new one is seen by a reader here first.
 
 The repository's parts, and what each may import:
 - `sensorscript/`, the product: nothing of the others.
-- `oracles/`, what the tests hold the job to (SPEC written out in plain Python): of the product
+- `oracles/`, what the tests hold the job to (docs/LANGUAGE.md written out in plain Python): of the product
   only the workflows' AST (ORACLE_MAY_IMPORT), which the one grammar defines.
 - `scripts/`, benchmarks and tools: the product's public modules, the oracles and one another
   (`standalone.py`, `mosquitto.py`, `soaking/`), never tests/. A product module is public when no

@@ -12,7 +12,7 @@ def value(source: str):
     return parse(source).statements[0].value
 
 
-def test_bridge_example_is_the_papers_seven_statements():
+def test_bridge_example_is_the_seven_statements_of_zhou_et_al():
     workflow = parse_file(EXAMPLES[0].parent / "bridge.ss")
     names = [s.name for s in workflow.statements]
     assert names == ["MD1Z", "UNI", "MD23", "MD4Z", "UNIF", "out_MZ", "out_AZ"]

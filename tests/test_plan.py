@@ -1,4 +1,4 @@
-"""The plan: shared graph, slicing, partitioning and cost (SPEC §5)."""
+"""The plan: shared graph, slicing, partitioning and cost (docs/ARCHITECTURE.md, "The compiler")."""
 
 import json
 
@@ -130,7 +130,7 @@ def test_every_window_is_a_whole_number_of_slices(windows, ts):
 
 def test_partitioner_updates_the_load_after_each_assignment():
     # Four independent workflows of equal weight on two partitions: two on each
-    # (the paper's pseudo-code, without the update, would put all four on partition 0).
+    # (the pseudo-code of Zhou et al., without the update, would put all four on partition 0).
     scripts = {f"w{i}": f"X = avg(S{i}, 1s, 1s);" for i in range(4)}
     graph = build_graph(workflows(scripts))
     plan = partition(graph, {f"S{i}": 20.0 for i in range(4)}, 2)
@@ -188,7 +188,7 @@ def test_placement_properties_on_bridge_workloads(seed, count, size):
     assert plan.cost.ours >= plan.cost.lower_bound
     assert not _two_hop_edges(plan.graph, plan.partitions.node_partition)  # the job forwards once
     # Never worse than a naive placement that keeps the bound (issue #44): the chosen placement
-    # costs no more than either baseline does, as the paper counts it, when that baseline's most
+    # costs no more than either baseline does, as Zhou et al. count it, when that baseline's most
     # loaded partition is within the bound; and no more than the greedy plan it may start from.
     cost = plan.cost
     for tuples, peak in ((cost.naive_workflow_hash, cost.naive_workflow_peak),

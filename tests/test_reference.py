@@ -1,5 +1,5 @@
-"""The reference evaluator (SPEC §3) on hand-computed cases: every expected value below is
-worked out in the comments next to it, from the SPEC's rules, not from the evaluator."""
+"""The reference evaluator (docs/LANGUAGE.md, "Semantics") on hand-computed cases: every expected value below is
+worked out in the comments next to it, from the language's rules, not from the evaluator."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ def test_report_of_the_examples(tmp_path):
     assert "| 8 | 19,632 | 19,200 | 1,008 | 278,592 | 48,000 | 33,600 | 93.0% | 59.1% | 19,632 | 19,200 | 278,600 | 48,000 | yes |" \
         in md.read_text()
     assert "| 0 | 19,200 | 19,200 | 576 | 76,992 | 19,200 | 19,200 | 75.1% | 0.0% | – | – | – | – | – |" in md.read_text()
-    # n_s = 2: the paper's greedy cuts the one group all workflows make, and 12 sensors' readings
+    # n_s = 2: the greedy of Zhou et al. cuts the one group all workflows make, and 12 sensors' readings
     # cross (33,600); workflows packed, refined, keeps each workflow with its sensors at a perfect
     # balance, and the two shared sensors send the other partitions only the partials of the
     # unions' 5 s slices, 3 a slice instead of 100 readings, one set for all the unions cut alike

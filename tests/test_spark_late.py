@@ -1,5 +1,5 @@
 """Watermark policies and late readings on real Spark: a disordered feed replayed over many
-micro-batches and two partitions (SPEC §6)."""
+micro-batches and two partitions (docs/LANGUAGE.md, "Event time and late readings")."""
 
 import json
 import os
@@ -57,7 +57,7 @@ def compiled(tmp_path_factory):
 @pytest.mark.parametrize("watermark", [None, "quality:0.05,0.05"], ids=["adaptive-compiled", "quality"])
 def test_logged_late_readings_and_results_add_up(spark, compiled, tmp_path, watermark):
     """The job's policy (adaptive:3s, compiled) or one given for the run: the late store holds exactly
-    the readings SPEC §6's rule for the policy makes late, computed by the test
+    the readings the policy's rule makes late, computed by the test
     (oracles/lateness.py) over the same micro-batches and partitions, and the results are
     those of the other readings."""
     folder, job = compiled

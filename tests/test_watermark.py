@@ -1,4 +1,4 @@
-"""Watermark policies and late readings (SPEC §6), without Spark: the policies on their own, and
+"""Watermark policies and late readings (docs/LANGUAGE.md), without Spark: the policies on their own, and
 the job's stages (LocalRun) on disordered input against the reference evaluator."""
 
 from collections import Counter
@@ -166,7 +166,7 @@ def without(lines: list[str], late: list[tuple]) -> list[str]:
 
 
 def expected_lateness(spec: str, batches: list[list[str]], partition_of: dict[str, int], sensors):
-    """The late readings by SPEC §6's rule for `spec` (oracles/lateness.py), computed here, not
+    """The late readings by the rule for `spec` (oracles/lateness.py), computed here, not
     taken from the job. `sensors`: those some workflow reads (only they have a watermark);
     `partition_of`: the plan's partition of each."""
     readings = [[(r.sensor_id, r.ts, r.value) for r in map(parse_line, batch)
@@ -178,7 +178,7 @@ def assert_same_late(job_late: list[tuple], expected: list[tuple]) -> None:
     """The same late readings (which ones, as a multiset), not only as many."""
     job, rule = Counter(job_late), Counter(expected)
     assert job == rule, f"late by the job only: {sorted((job - rule).elements())[:20]}; " \
-                        f"late by SPEC's rule only: {sorted((rule - job).elements())[:20]}"
+                        f"late by the rule only: {sorted((rule - job).elements())[:20]}"
 
 
 def disordered_batches(lines: list[str], batches: int, seed: int) -> list[list[str]]:
@@ -193,7 +193,7 @@ def disordered_batches(lines: list[str], batches: int, seed: int) -> list[list[s
 @given(scripts=random_scripts(), seed=st.integers(0, 2**16), partitions=st.integers(1, 3),
        spec=st.sampled_from(["fixed:0", "fixed:2s", "adaptive:5s,k=8", "quality:0.1,0.1"]))
 def test_results_are_those_of_the_readings_on_time(scripts, seed, partitions, spec):
-    """Whatever the policy: the late readings are those SPEC §6's rule for it makes late (computed by
+    """Whatever the policy: the late readings are those its rule makes late (computed by
     the test, oracles/lateness.py), the results equal the reference over the others, and every
     reading is either on time or in the late store."""
     rng = np.random.default_rng(seed)
@@ -238,8 +238,8 @@ def bursty(seed: int, batches: int, burst_ms: float = 1500) -> list[list[str]]:
 @pytest.mark.parametrize("spec", ["adaptive:3s", "adaptive:3s,k=20", "quality:0.05,0.05",
                                   "quality:0.1,0.1,kp=0.5,kd=1"])
 def test_the_job_makes_late_exactly_what_the_policy_makes_late(spec):
-    """A bursty feed over two partitions: the job's late readings are those SPEC §6's rule for the
-    policy makes late (which ones, not only how many), and its results are the reference's over the
+    """A bursty feed over two partitions: the job's late readings are those the
+    policy's rule makes late (which ones, not only how many), and its results are the reference's over the
     others. A watermark that dropped on-time readings, or kept late ones, fails here."""
     batches = bursty(seed=1, batches=12)
     rows, late, codes, partition_of = run_with_policy({"w": BURSTY}, batches, spec, 2)
@@ -257,7 +257,7 @@ def readings_of(*ts: int, sensor: str = "S") -> list[tuple]:
 
 def test_the_lateness_rule_on_inputs_worked_by_hand():
     """The oracle itself (oracles/lateness.py) on inputs whose watermarks are worked out here
-    from SPEC §6, so that the job is held to the spec and not to a slip of the oracle."""
+    from docs/LANGUAGE.md, so that the job is held to the rules and not to a slip of the oracle."""
     # adaptive:2s: [1000, 3000, 2000] has 2 ordered pairs of 3, P = 2/3: W = 3000 - 2000 * 1/3.
     judged = judge("adaptive:2s", [readings_of(1000, 3000, 2000), readings_of(2333, 2334, 500)])
     assert judged.watermarks[1] == {0: Fraction(7000, 3)} and judged.late == readings_of(2333, 500)

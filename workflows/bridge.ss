@@ -1,4 +1,4 @@
-// Bridge deck displacement: the workflow of the source paper, statement for statement.
+// Bridge deck displacement: the workflow of Zhou et al. (docs/REFERENCES.md), statement for statement.
 // An engineer watches the vertical displacement (AZ) of three measuring points and
 // wants, every 5 minutes, the 10-minute mean of each and the largest and mean of
 // those means across the deck: a single number to compare with the design limit.

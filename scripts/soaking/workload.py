@@ -2,7 +2,7 @@
 arithmetic, thresholds, patterns) and `--workflows` generated bridge workflows (sensorscript/workload.py:
 windows of 10 s to 10 min over unions of neighbouring sensors), over a fleet of `--sensors` sensors: the
 13 example sensors and generated bridge sensors. Every sensor reads at rate / sensors Hz (40 Hz for
-40,000 readings/s over 1,000 sensors, twice the paper's 20 Hz), so the rate fed is exact. `prepare`
+40,000 readings/s over 1,000 sensors, twice the 20 Hz of Zhou et al.), so the rate fed is exact. `prepare`
 compiles the job (compile_workflows, as `sscript compile`) into OUT/job; `fill_ms` says how long its
 state grows by design once its input starts.
 """
