@@ -535,16 +535,16 @@ def _why_no_nginx() -> str | None:
     return "no nginx (Debian's nginx: scripts/setup.sh installs it as root)"
 
 
-def _readme_recipe() -> tuple[str, list[str]]:
-    """README's nginx server block and the dashboard command above it, as printed."""
-    text = (ROOT / "README.md").read_text()
+def _printed_recipe() -> tuple[str, list[str]]:
+    """docs/DASHBOARD.md's nginx server block and the dashboard command above it, as printed."""
+    text = (ROOT / "docs" / "DASHBOARD.md").read_text()
     command = re.search(r"```\n(sscript dashboard out/demo --server-name [^\n]+)\n```", text).group(1)
     return re.search(r"```\n(server \{\n.*?\n\})\n```", text, re.S).group(1), command.split()[3:]
 
 
-def test_behind_nginx_as_the_readme_says_one_clients_guesses_never_lock_out_another(out, tmp_path):
-    """Debian's nginx with README's server block as printed (its port, certificate and upstream
-    replaced), the dashboard with README's options: a client's five wrong passwords make its next
+def test_behind_nginx_as_the_docs_say_one_clients_guesses_never_lock_out_another(out, tmp_path):
+    """Debian's nginx with docs/DASHBOARD.md's server block as printed (its port, certificate and
+    upstream replaced), the dashboard with that page's options: a client's five wrong passwords make its next
     attempt wait; another client through the same proxy, and Prometheus' token, still get in; the
     client that guesses cannot pass for another by writing its own X-Forwarded-For."""
     import http.client
@@ -554,7 +554,7 @@ def test_behind_nginx_as_the_readme_says_one_clients_guesses_never_lock_out_anot
     from sensorscript.dashboard.access import trusted_proxies
     from sensorscript.hosts import free_port
 
-    block, options = _readme_recipe()
+    block, options = _printed_recipe()
     names = dict(zip(options[::2], options[1::2]))
     cert, key = tmp_path / "dashboard.pem", tmp_path / "dashboard.key"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",

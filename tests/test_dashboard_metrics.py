@@ -26,9 +26,9 @@ from tests.test_dashboard_auth import ask, serving
 SENSORS = ROOT / "workflows" / "sensors.csv"
 GRAFANA = ROOT / "docs" / "grafana" / "sensorscript.json"
 
-# What the user reads (README.md, "Monitoring"), written out here: status.json's totals -> the
-# counter /metrics exports them as, and each partition's gauge -> (the metric, the factor from
-# status.json's unit, milliseconds or a plain number, to the metric's, seconds or a plain number).
+# What the user reads (docs/DASHBOARD.md, "Prometheus and Grafana"), written out here: status.json's
+# totals -> the counter /metrics exports them as, and each partition's gauge -> (the metric, the factor
+# from status.json's unit, milliseconds or a plain number, to the metric's, seconds or a plain number).
 TOTALS = {"readings": "sscript_readings_total", "results": "sscript_results_total",
           "late": "sscript_late_readings_total", "quarantined": "sscript_quarantined_lines_total",
           "ahead": "sscript_held_ahead_readings_total", "unread": "sscript_unread_readings_total",
@@ -132,11 +132,11 @@ def out(tmp_path, monkeypatch):
 
 
 def test_every_gauge_of_the_status_is_exported():
-    """Every gauge status.json may hold (status.GAUGES) is one README's table names."""
+    """Every gauge status.json may hold (status.GAUGES) is one docs/DASHBOARD.md's table names."""
     assert set(PARTITION_GAUGES) == set(GAUGES)
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "DASHBOARD.md").read_text()
     for name in [*TOTALS.values(), *(name for name, _ in PARTITION_GAUGES.values())]:
-        assert f"`{name}`" in readme, name
+        assert f"`{name}`" in page, name
 
 
 def test_the_metrics_follow_status_json(out):
