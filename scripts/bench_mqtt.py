@@ -5,8 +5,8 @@
 A mosquitto of its own on 127.0.0.1 (scripts/mosquitto.py). The job's spool (runtime/ingest/mqtt_spool.py,
 without Spark) subscribes once and leaves, as a job that stops; `--messages` messages of
 `--lines-per-message` readings are published with QoS 1 while it is away, and the broker's resident
-memory is read before and after: what a queued message costs the broker (README, "What the broker
-must be told"). Then the spool comes back and takes the backlog: messages and readings a second,
+memory is read before and after: what a queued message costs the broker (docs/SOURCES_AND_SINKS.md,
+"What the broker must be told"). Then the spool comes back and takes the backlog: messages and readings a second,
 each written to disk (fsync) before it is acknowledged. The spool's pace bounds the MQTT source's;
 the whole job's, with Spark, is scripts/soak.py --source mqtt.
 """

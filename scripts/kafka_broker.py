@@ -8,7 +8,7 @@ and benchmarks.
 prints `bootstrap: 127.0.0.1:PORT` once the broker answers and runs until Ctrl-C or SIGTERM (or for
 SECONDS), then stops it. `--sasl-user NAME` adds a second listener that takes SASL PLAIN logins of
 that user, whose password it reads from the environment's KAFKA_PASSWORD (printed as `sasl
-bootstrap: 127.0.0.1:PORT`), for trying `--kafka-option` (README, "Sensor feeds from Kafka").
+bootstrap: 127.0.0.1:PORT`), for trying `--kafka-option` (docs/SOURCES_AND_SINKS.md, "Sensor feeds from Kafka").
 As a library (tests/brokers.py): `KafkaBroker(folder).start()`, with its
 configuration, formatted storage and log in `folder` (never a service of the machine); `stop()`
 (or `stop(kill=True)`: SIGKILL) and `start()` again keep its topics and messages.

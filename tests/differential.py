@@ -21,7 +21,7 @@ def result_rows(out: Path) -> list[tuple]:
 
 
 def reference_alarms(rows, flags: tuple[str, ...] | None = None) -> list[tuple[str, int, int, int]]:
-    """The alarms README names, made from the reference's rows (oracles/streams.ResultRow): every
+    """The alarms docs/ALARMS.md names, made from the reference's rows (oracles/streams.ResultRow): every
     pattern match, and every time a flag turns on (a row of 1 after a row that is not 1, or none);
     a flag is one of `flags`, or else any stream of rows outside windows and patterns whose values
     are all 0 and 1. As (stream, ts, start_ts or -1, end_ts or -1), sorted."""
@@ -39,7 +39,7 @@ def reference_alarms(rows, flags: tuple[str, ...] | None = None) -> list[tuple[s
 
 
 def reference_incidents(rows, flags: tuple[str, ...]) -> dict[tuple[str, int, int, int], str]:
-    """The incidents README names, made from the reference's rows: every pattern match (open: a
+    """The incidents docs/ALARMS.md names, made from the reference's rows: every pattern match (open: a
     match is not resolved by itself), and every run of 1s of a flag in `flags`, from the row where it
     begins: open while it lasts to the last row, closed once a row that is not 1 follows. Keyed
     (stream, ts where it began, start_ts or -1, end_ts or -1)."""

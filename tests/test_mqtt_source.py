@@ -259,7 +259,7 @@ def test_tls_with_the_brokers_ca(tmp_path, spooling):
 
 
 def test_the_gateway_script_feeds_the_spool(broker, tmp_path, spooling):
-    """scripts/gateway.py (the README's live example) publishes generated readings a sensor a topic;
+    """scripts/gateway.py (docs/SOURCES_AND_SINKS.md's live example) publishes generated readings a sensor a topic;
     the spool, reading the sensor from the topic, holds exactly those readings, and the bad lines."""
     data = tmp_path / "data"
     subprocess.run([sys.executable, str(ROOT / "scripts" / "generate_data.py"), str(data), "--seconds", "20",

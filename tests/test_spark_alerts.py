@@ -1,6 +1,6 @@
 """Alarms delivered by a real job (issues #28 and #40): every bundled workflow on real Spark, late
 policy correct, the job SIGKILLed mid-feed and its webhook receiver down meanwhile, then a `--once`
-run that reads the rest. The receiver (deduplicating by id, as the README asks of one) ends up with
+run that reads the rest. The receiver (deduplicating by id, as docs/ALARMS.md asks of one) ends up with
 every incident in the state the reference says, over all the readings: every pattern match open in
 its newest version, every flag's run of 1s open or closed, what corrections retracted gone; an MQTT
 subscriber gets the same."""

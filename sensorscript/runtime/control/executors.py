@@ -2,7 +2,7 @@
 driver sees it, or the run refuses in one sentence before any batch.
 
 The executors write the checkpoint's state and read the archive and the spool in OUT, at the
-driver's path (README "On a cluster"). A worker that mounts another folder there, or none, would
+driver's path (docs/OPERATIONS.md, "On a cluster"). A worker that mounts another folder there, or none, would
 otherwise fail in a task, or worse, keep its state where no other executor finds it after a
 failure. So the driver writes a marker in OUT, a few tasks read it and write one of their own
 beside it, which the driver then reads: both directions of the one folder. The tasks import the
@@ -56,7 +56,7 @@ def _probe(out: str, folder: str, token: str, driver: str, inputs: tuple[tuple[s
         for given, a_file in inputs:  # the input folder (one of its files): they are read in the tasks
             if not os.path.isdir(given) or (a_file is not None and not os.path.exists(os.path.join(given, a_file))):
                 problems.append(f"does not see the input folder {given}: the input must be a folder every "
-                                f"worker mounts at the same path (README, 'On a cluster')")
+                                f"worker mounts at the same path (docs/OPERATIONS.md, 'On a cluster')")
         if seen and not problems:
             try:
                 with open(os.path.join(folder, f"{token}.{address}.{os.getpid()}"), "w") as file:
@@ -114,12 +114,12 @@ def _judge(rows, folder: Path, token: str, out: Path) -> None:
     for address, seen, problems in rows:
         if seen is False:
             said.append(f"the executor at {address} does not see the driver's {out}: OUT must be one folder "
-                        f"every worker mounts at the same path (README, 'On a cluster')")
+                        f"every worker mounts at the same path (docs/OPERATIONS.md, 'On a cluster')")
         said += [f"the executor at {address} {problem}" for problem in problems]
     if not said:
         written = {path.name for path in folder.iterdir()}
         said = [f"the driver does not see what the executor at {address} wrote in {out}: OUT must be one folder "
-                f"every worker mounts at the same path (README, 'On a cluster')"
+                f"every worker mounts at the same path (docs/OPERATIONS.md, 'On a cluster')"
                 for address, _, _ in rows if not any(name.startswith(f"{token}.{address}.") for name in written)]
     if said:
         raise ValueError("; ".join(dict.fromkeys(said)))

@@ -209,7 +209,7 @@ class RunSettings:
                                               "(default 60s); what is left waits in the outbox for the next run.",
                                         metavar="DURATION")
     alerts_template: str | None = option(None, "A webhook's body: a built-in template (alertmanager, pagerduty, "
-                                               "slack, teams, ntfy) or a Jinja2 file of your own (README).",
+                                               "slack, teams, ntfy) or a Jinja2 file of your own (docs/ALARMS.md).",
                                          metavar="NAME|FILE", check=check_template)
     alerts_group_by: str | None = option(None, "Alarms of one workflow (default), of one stream, or all (none) go "
                                                "together in one request.", choices=("workflow", "stream", "none"))

@@ -6,8 +6,8 @@ Nothing is lost and nothing is read twice, whatever stops the job:
 
 - The broker keeps the session: the client id is derived from OUT and the host (`client_id`),
   the session is persistent (clean session off) and the subscription QoS 1, so messages
-  published while the job is down wait at the broker (up to its `max_queued_messages`: README,
-  "Sensor feeds from an MQTT broker").
+  published while the job is down wait at the broker (up to its `max_queued_messages`:
+  docs/SOURCES_AND_SINKS.md, "What the broker must be told").
 - A message is acknowledged (PUBACK) only once the spool file that holds it is on disk (written,
   fsynced, renamed, its folder fsynced). A job killed before that gets the message again from the
   broker; from the spool on, the drop-folder source and Spark's checkpoint read each file once.

@@ -9,7 +9,7 @@ out). Kafka's producer puts the messages of one key on one partition, in order.
 Kafka takes a message at least once: a batch that a kill cut short after its results reached the
 topic and before the driver committed it is written again by the next run, the same rows with the
 same keys and versions. A consumer keeps, per key, the row of the highest version (an upsert by
-key and version), so a row written twice counts once (README, "Results to Kafka").
+key and version), so a row written twice counts once (docs/SOURCES_AND_SINKS.md, "Results to Kafka").
 
 The batch's small facts (quarantine, late readings, metrics, and the ledger of written batches)
 stay in the local SQLite store, written by the driver after the topic took the results: a batch in
