@@ -119,7 +119,8 @@ class Outcome:
 def feed_through_faults(hosts, cluster, work: Path, readings: list[str], cut_s: float = 30.0) -> Outcome:
     """The run of the module's text over `readings` (sensor,ts,value lines: those of the sensors
     the examples read are published, in time order, so that none is late); AssertionError when a
-    run fails or the status does not say a fault in time."""
+    run fails or the status does not say a fault in time. w2's link stays cut until the status says
+    so, and `cut_s` seconds at least."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from mosquitto import Broker, Publisher
 
