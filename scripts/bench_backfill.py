@@ -97,6 +97,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--pairs", type=int, default=2, help="live runs alone and beside a backfill, in turn")
     parser.add_argument("--keep", help="work in this folder and keep it")
+    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                        help="leave out the live job's warm-up run (a smoke run; its rates are then a cold job's)")
     parser.add_argument("--backfill-only", metavar="OUT", help=argparse.SUPPRESS)  # the process beside the job
     parser.add_argument("--until-file", help=argparse.SUPPRESS)  # ... backfilling again until this file exists
     args = parser.parse_args()
@@ -156,8 +158,9 @@ def main() -> None:
     warm = work / "warm"
     warm.mkdir()
     shutil.copy(sorted(live.iterdir())[0], warm / "part.csv")
-    run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True),
-        spark, echo=lambda _: None)
+    if args.warm_up:
+        run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True),
+            spark, echo=lambda _: None)
     rates: dict[str, float] = {}
     for attempt, beside in enumerate((False, True) * args.pairs):
         process = None

@@ -142,11 +142,12 @@ def fleet(count: int, rows: int, keep: str | None, prefix: str, need_flink: bool
 
 
 def compile_and_run(work: Path, files: list[str], registry: Path, data: Path, partitions: int,
-                    also: tuple[str, ...] = ()):
+                    also: tuple[str, ...] = (), warm_up: bool = True):
     """Our side of a comparison: compile into WORK/out, run with --once on local[2] (SQLite sink);
     (the run's summary, seconds to compile, the compiled plan). The job runs once first on the first
     200,000 lines of the input (a warm-up, as bench_job.py does: a streaming job runs warm, and the
-    measured run does not pay for the JVM compiling its code; Flink's JIT warms during its run).
+    measured run does not pay for the JVM compiling its code; Flink's JIT warms during its run; none
+    without `warm_up`, for a smoke run).
     `also`: sinks the job then runs with again, one after the other (each after a warm-up with it),
     a line each: its time, its result rows a second, and the driver's time writing batches (what the
     run loop says of each: its "s to write")."""
@@ -160,14 +161,16 @@ def compile_and_run(work: Path, files: list[str], registry: Path, data: Path, pa
     warm.mkdir()
     with open(sorted(p for p in data.iterdir() if not p.name.startswith("."))[0], "rb") as first:
         (warm / "part.csv").write_bytes(b"".join(itertools.islice(first, 200_000)))
-    run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True),
-        spark, echo=lambda _: None)
+    if warm_up:
+        run(module.JOB, module.build_query, RunSettings(out=work / "warm-out", input=str(warm), once=True),
+            spark, echo=lambda _: None)
     summary = run(module.JOB, module.build_query, RunSettings(out=work / "out", input=str(data), once=True), spark,
                   echo=lambda line: print("  ours: " + line))
     for sink in also:
         out = work / "out-sinks"
-        run(module.JOB, module.build_query, RunSettings(out=out, input=str(warm), once=True, sink=sink), spark,
-            echo=lambda _: None)
+        if warm_up:
+            run(module.JOB, module.build_query, RunSettings(out=out, input=str(warm), once=True, sink=sink), spark,
+                echo=lambda _: None)
         timed = run(module.JOB, module.build_query, RunSettings(out=out, input=str(data), once=True, sink=sink), spark,
                     echo=lambda _: None)
         kind = sink.partition(":")[0]
@@ -177,8 +180,8 @@ def compile_and_run(work: Path, files: list[str], registry: Path, data: Path, pa
     return summary, compile_seconds, compiled
 
 
-def run_ours(work: Path, files: list[str], registry: Path, data: Path, partitions: int):
-    summary, compile_seconds, compiled = compile_and_run(work, files, registry, data, partitions)
+def run_ours(work: Path, files: list[str], registry: Path, data: Path, partitions: int, warm_up: bool = True):
+    summary, compile_seconds, compiled = compile_and_run(work, files, registry, data, partitions, warm_up=warm_up)
     with sqlite3.connect(work / "out" / "results.db") as db:
         results = pd.read_sql_query("SELECT stream, window_start, window_end, value FROM results", db)
     workflow, _, name = zip(*(s.partition(".") for s in results["stream"])) if len(results) else ((), (), ())
@@ -249,6 +252,8 @@ def main() -> None:
     parser.add_argument("--without-flink", action="store_true",
                         help="run ours only, without .venv-flink: no Flink figures and no comparison (said so)")
     parser.add_argument("--keep", help="work in this folder and keep it")
+    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                        help="leave out the warm-up runs of our job (a smoke run; its rate is then a cold job's)")
     args = parser.parse_args()
     if args.skip_ours and args.without_flink:
         parser.error("--skip-ours with --without-flink leaves nothing to run")
@@ -265,7 +270,7 @@ def main() -> None:
     files = write_workflows(work / "workflows", sensors, windows)
 
     if not args.skip_ours:
-        summary, compile_seconds, compiled, ours = run_ours(work, files, registry, data, args.partitions)
+        summary, compile_seconds, compiled, ours = run_ours(work, files, registry, data, args.partitions, args.warm_up)
     delay = args.flink_delay if args.flink_delay is not None else int(seconds * 1000) + 1000
     if not args.without_flink:
         flink, theirs = run_flink(work, data, windows, args.flink_parallelism, delay, sensors)

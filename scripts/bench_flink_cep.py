@@ -122,14 +122,14 @@ print("BENCH " + json.dumps({"startup_seconds": ready - started, "job_seconds": 
 
 
 def run_ours(work: Path, sensors, registry: Path, data: Path, pattern: str, partitions: int,
-             also: tuple[str, ...] = ()):
+             also: tuple[str, ...] = (), warm_up: bool = True):
     folder = work / "workflows"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     union = "U = union(" + ", ".join(f'"{s.sensor_id}"' for s in sensors) + ");"
     (folder / "cep.ss").write_text(union + "\n" + PATTERNS[pattern]["script"] + "\n")
     summary, compile_seconds, compiled = compile_and_run(work, [str(folder / "cep.ss")], registry, data, partitions,
-                                                         also)
+                                                         also, warm_up)
     with sqlite3.connect(work / "out" / "results.db") as db:
         rows = db.execute("SELECT events FROM results WHERE stream = 'cep.P'").fetchall()
     matches = []
@@ -181,6 +181,8 @@ def main() -> None:
     parser.add_argument("--flink-batch", action="store_true",
                         help="run Flink's job in batch mode (bounded input; MATCH_RECOGNIZE sorts each partition by time)")
     parser.add_argument("--keep", help="work in this folder and keep it (the input is reused when there)")
+    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                        help="leave out the warm-up runs of our job (a smoke run; its rates are then a cold job's)")
     parser.add_argument("--compare-sinks", action="store_true",
                         help="run ours again with the PostgreSQL sink (a server of its own, fsync on) and SQLite, "
                              "alternated: PostgreSQL, SQLite, PostgreSQL")
@@ -207,7 +209,7 @@ def main() -> None:
             server = stack.enter_context(_postgres(PostgresServer))
             also = (server.url, f"sqlite:{work / 'out-sinks' / 'results.db'}", server.url)
         summary, compile_seconds, compiled, ours = run_ours(work, sensors, registry, data, args.pattern,
-                                                            args.partitions, also)
+                                                            args.partitions, also, args.warm_up)
     ours_rate = readings / summary.seconds
     print(f"ours  (--once, SQLite sink): {ours_rate:>12,.0f} events/s  ({summary.seconds:.1f} s; "
           f"{len(ours):,} matches; compile {compile_seconds:.1f} s; "

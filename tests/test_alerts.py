@@ -688,9 +688,9 @@ def test_the_end_of_a_run_says_in_one_sentence_what_waits_and_what_comes_of_it(t
 
 def test_a_storm_of_10000_alarms_reaches_a_failing_a_down_and_a_slow_receiver_once_each(tmp_path):
     """#40 item 5: 10,000 alarms at once (as an earthquake sets off every pier) to three receivers:
-    one answering 503 to every 4th request, one down until the others are served (tried in vain meanwhile),
-    one answering each request after 2 s. Each ends with every alarm exactly once (no repeats: a failed request's alarms alone go
-    again), each incident's states in order. How long each took is docs/BENCHMARKS.md's (bench_alerts.py
+    one answering 503 to every 4th request, one down until the others are served (tried in vain
+    meanwhile), one answering each request after 2 s. Each ends with every alarm exactly once (no
+    repeats: a failed request's alarms alone go again), each incident's states in order. How long each took is docs/BENCHMARKS.md's (bench_alerts.py
     --storm), not asserted here."""
     failing, down, slow = Receiver().start(), Receiver(), Receiver().start()
     failing.fail_every, slow.delay_s = 4, 2.0

@@ -36,7 +36,7 @@ WORKFLOWS = [ROOT / "workflows" / name for name in ("bridge.ss", "deck_vibration
 SENSORS = ROOT / "workflows" / "sensors.csv"
 REGISTER_TIMEOUT = 90
 SUBMIT_TIMEOUT = 400
-REPLAY_FILES = 8  # micro-batches of the worker-death test
+REPLAY_FILES = 6  # micro-batches of the worker-death test
 
 
 @contextmanager
@@ -177,7 +177,7 @@ def test_a_worker_killed_during_a_run_the_job_finishes_on_the_other_exactly(two_
     out, data = tmp_path / "out", tmp_path / "data"
     compiled = compile_workflows([str(f) for f in EXAMPLES], out, str(SENSORS), 2)
     assert any(second is not None for second in programs(compiled.plan)[1])  # transformWithStateInPandas too
-    write_readings(read_csv(SENSORS), data, seconds=800, files=REPLAY_FILES, bad_lines=3)
+    write_readings(read_csv(SENSORS), data, seconds=600, files=REPLAY_FILES, bad_lines=3)
     order_by_name(data)  # one file per micro-batch, in name (and event-time) order
     batches = [path.read_text().splitlines() for path in sorted(data.iterdir())]
 

@@ -98,13 +98,15 @@ def drained(run: Run, feed: Feed, lines: list[str]) -> str:
     return run.stop_draining()
 
 
-def test_a_topic_of_three_partitions_fed_while_the_job_runs_and_is_killed_twice_loses_and_doubles_nothing(
+def test_a_topic_of_three_partitions_fed_while_the_job_is_killed_and_its_broker_stopped_loses_and_doubles_nothing(
         kafka, tmp_path):
     """A producer feeds a topic of three partitions (the sensor as the message key, as a gateway
-    keys them) while the job reads it; the job is SIGKILLed mid-feed twice (once while messages
-    keep coming, once after it read some) and restarted: Spark's Kafka offsets in the checkpoint
-    take each message exactly once. Hostile values go to quarantine with their reasons. The results
-    equal the reference evaluator over exactly the readings the broker delivered."""
+    keys them) while the job reads it; the job is SIGKILLed mid-feed (messages keep coming while it
+    is down) and restarted, and catches up in bounded batches. Then the broker goes away for 20 s
+    while the job reads its topic, and comes back (its log on disk): the job waits and goes on by
+    itself. Spark's Kafka offsets in the checkpoint take each message exactly once. Hostile values
+    go to quarantine with their reasons. The results equal the reference evaluator over exactly the
+    readings the broker delivered."""
     out = tmp_path / "out"
     compiled, lines = fleet(tmp_path, out, seed=41, share=4)
     parts = [lines[i * len(lines) // 4:(i + 1) * len(lines) // 4] for i in range(4)]
@@ -128,14 +130,18 @@ def test_a_topic_of_three_partitions_fed_while_the_job_runs_and_is_killed_twice_
         before = len(parts[0]) + len(parts[1])  # what the job had to catch up on (the totals go on from run to run)
         run.wait_for_status(lambda s: s.get("totals", {}).get("readings", 0) >= before, "the outage caught up")
         caught_up = run.output()
-        run.kill()
-        run = Run(out, source, bounded=False, cleanup=None, extra=bound)
+        kafka.stop()
+        time.sleep(20)
+        assert run.process.poll() is None, run.output()  # the job waits for the broker
+        kafka.start()
         feed.send(parts[2][len(parts[2]) // 2:], key=by_sensor)
         feed.send(list(HOSTILE))
         feed.send(parts[3], key=by_sensor)
         output = drained(run, feed, lines)
     finally:
         run.cleanup()
+        if kafka.process.poll() is not None:  # the module's next tests share the broker
+            kafka.start()
     assert "Traceback" not in output, output
     # Part 1 waited in the broker while the job was down: more messages than one batch takes.
     taken = [int(n.replace(",", "")) for n in re.findall(r"^batch \d+: ([\d,]+) readings", caught_up, re.M)]
@@ -143,6 +149,7 @@ def test_a_topic_of_three_partitions_fed_while_the_job_runs_and_is_killed_twice_
     counted = totals()
     assert counted.get("late", 0) == 0, counted  # else the comparison below would not be over all readings
     assert counted["readings"] == len(lines), counted
+    assert json.loads((out / "status.json").read_text())["feed"]["skipped"] == 0
     expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [lines], 0, compiled.plan)
     same_rows(result_rows(out), expected)
     reasons = quarantined(out)
@@ -280,7 +287,7 @@ def test_messages_deleted_while_the_job_was_away_are_counted_and_said_and_the_la
     feed = Feed(kafka.bootstrap, "one-partition", partitions=1)
     source = f"kafka://{kafka.bootstrap}/one-partition"
     feed.send(first)
-    run = Run(out, source, bounded=False, cleanup=None, extra=("--max-readings-per-batch", "500"))
+    run = Run(out, source, bounded=False, cleanup=None, extra=("--max-readings-per-batch", "1500"))
     try:
         run.wait_for_status(lambda s: s.get("totals", {}).get("readings", 0) >= len(first), "the first part read")
         stopped = sscript("stop", str(out))
@@ -291,7 +298,7 @@ def test_messages_deleted_while_the_job_was_away_are_counted_and_said_and_the_la
             future.result()
         feed.send(last)
         feed.end(lines[-1].split(",")[1])
-        run = Run(out, source, bounded=False, cleanup=None, extra=("--max-readings-per-batch", "500"))
+        run = Run(out, source, bounded=False, cleanup=None, extra=("--max-readings-per-batch", "1500"))
         behind = run.wait_for_status(lambda s: (s.get("feed", {}).get("partitions", {}).get("one-partition/0", {})
                                                 .get("lag", 0) > 0), "a lag behind the broker")
         # The sentinel read, and the progress of the batch that read it taken (the run loop reads it
@@ -335,36 +342,6 @@ def test_the_lag_and_the_lost_messages_in_status_and_the_dashboards_health():
     assert describe_feed({**status, "feed": {}}, UTC) == []
 
 
-def test_a_broker_stopped_for_20_seconds_while_the_job_runs_loses_and_doubles_nothing(kafka, tmp_path):
-    """The broker goes away for 20 s while the job reads its topic, and comes back (its log on disk):
-    the job waits and goes on by itself. The results equal the reference over every reading sent."""
-    out = tmp_path / "out"
-    compiled, lines = fleet(tmp_path, out, seed=47, share=8)
-    before, after = lines[: len(lines) // 2], lines[len(lines) // 2:]
-    feed = Feed(kafka.bootstrap, "through-an-outage")
-    source = f"kafka://{kafka.bootstrap}/through-an-outage"
-    run = Run(out, source, bounded=False, cleanup=None)
-    try:
-        feed.send(before)
-        run.wait_for_status(lambda s: s.get("totals", {}).get("readings", 0) >= len(before), "the first half read")
-        kafka.stop()
-        time.sleep(20)
-        assert run.process.poll() is None, run.output()  # the job waits for the broker
-        kafka.start()
-        feed.send(after)
-        output = drained(run, feed, lines)
-    finally:
-        run.cleanup()
-        if kafka.process.poll() is not None:  # the module's next tests share the broker
-            kafka.start()
-    assert "Traceback" not in output, output
-    status = json.loads((out / "status.json").read_text())
-    assert status["totals"]["readings"] == len(lines) and status["totals"].get("late", 0) == 0, status["totals"]
-    assert status["feed"]["skipped"] == 0
-    expected, _ = reference_rows({f.stem: f.read_text() for f in EXAMPLES}, [lines], 0, compiled.plan)
-    same_rows(result_rows(out), expected)
-
-
 def test_messages_keyed_by_sensor_in_transactions_read_once_with_sensor_from_key(kafka, tmp_path):
     """`--sensor-from-key`: a gateway sends only time and value, keyed by the sensor: a line, a
     block of lines, or a JSON object per message; a message without a key is quarantined for it.
@@ -402,7 +379,7 @@ def test_messages_keyed_by_sensor_in_transactions_read_once_with_sensor_from_key
             gateway.produce(feed.topic, value=value, key=key)
         gateway.commit_transaction(30)
     done = sscript("run", str(out), "--input", f"kafka://{kafka.bootstrap}/keyed-readings", "--sensor-from-key",
-                   "--once", "--max-readings-per-batch", "400")
+                   "--once", "--max-readings-per-batch", "2500")
     assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
     batches = re.findall(r"^batch \d+: ([\d,]+) readings", done.stdout, re.M)
     assert len(batches) >= 3, done.stdout  # bounded batches, then the end of the input
@@ -458,7 +435,7 @@ def test_results_and_corrections_to_a_topic_through_kills_count_once_and_are_rea
     rows they compare with back from the topic (Spark's Kafka source, on the executors) and write the
     changed rows there with the next version; their alarms are judged by the rows read back. Results
     and alarms go through the broker's SASL listener (`--kafka-option`, the secret from the
-    environment). The job SIGKILLed twice while it replays a folder and restarted (batches written
+    environment). The job SIGKILLed after its fourth batch while it replays a folder and restarted (batches written
     again): what a consumer keeps (the highest version of each key, a row written twice counted once,
     a retraction removing it) equals the reference over all the readings, late ones too, and so do
     the alarms standing; the quarantine stays in OUT/results.db; `sscript results` reads the same
@@ -483,7 +460,7 @@ def test_results_and_corrections_to_a_topic_through_kills_count_once_and_are_rea
     lines = [line for batch in batches for line in batch]
     runs = []
     try:
-        for stop_after in ("batch 1:", "batch 3:"):
+        for stop_after in ("batch 3:",):  # killed once: the batch it held is written again
             runs.append(Run(out, data, extra=sink))
             runs[-1].wait_for(stop_after)
             runs[-1].kill()

@@ -75,7 +75,7 @@ def test_measured_shuffle_records(spark, tmp_path):
     cost is elsewhere: each window re-reads the input and expands every reading into each window)."""
     write_readings(read_csv(SENSORS), tmp_path / "data", seconds=300, files=1, bad_lines=3)
     measured = reporting.measure(EXAMPLES, str(tmp_path / "data"), SENSORS, 2, tmp_path / "work",
-                                 echo=lambda *_: None)
+                                 echo=lambda *_: None, warm_up=False)  # counts, not times: no warm-up run
     assert measured.referenced > 10_000
     assert measured.referenced <= measured.ours_raw_tuples <= measured.referenced + 3 + 2
     # Packets: a few per partition and Arrow batch, 20 bytes a reading before Spark compresses them.

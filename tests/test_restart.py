@@ -21,7 +21,6 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import urlparse
 
-import pandas as pd
 import pytest
 
 from sensorscript.compiler import compile_workflows
@@ -227,45 +226,6 @@ def test_killed_interrupted_and_drained_with_the_late_store(replay, tmp_path):
     assert all(count <= fed[key] for key, count in late.items())  # each late reading logged once
     batch_ids = [b for (b,) in db.execute("SELECT batch_id FROM sscript_batches ORDER BY batch_id")]
     assert batch_ids == list(range(len(batch_ids)))  # every batch written once, none skipped
-
-
-def test_killed_then_drained_with_corrections(replay, tmp_path):
-    """Late policy `correct`: SIGKILL after batch 3, start again, read the rest, `sscript stop
-    --drain`: the newest version of every row equals the reference over all the data, and the
-    archive holds every reading once, those of sensors no workflow reads too (by sensor id)."""
-    _, batches = replay
-    batches = [b + [f"SPARE-{k % 2},{reading(b[k])[1]},{k}.5" for k in range(0, len(b), 40)] for b in batches]
-    data = write_replay(tmp_path / "data", batches)
-    out = tmp_path / "out"
-    compile_examples(out, late="correct:2s")
-    runs = []
-    try:
-        first = Run(out, data)
-        runs.append(first)
-        first.wait_for("batch 3:")
-        first.kill()
-        second = Run(out, data)
-        runs.append(second)
-        assert "correction:" in second.drain(sum(map(len, batches)))
-    finally:
-        for run in runs:
-            run.cleanup()
-
-    scripts = {f.stem: f.read_text() for f in EXAMPLES}
-    lines = [line for batch in batches for line in batch]
-    expected, _ = reference_rows(scripts, [lines])
-    same_rows(result_rows(out, "latest"), expected)
-    read = set(load_job(out).JOB.sensors)
-    archived = pd.read_parquet(out / "archive")
-    assert len(archived) == sum(reading(line)[0] in read for line in lines)  # once each, though a batch ran twice
-    # The readings no workflow reads, by sensor id (stage 0 keeps them for a backfill): once each too.
-    unread = pd.read_parquet(out / "archive-unread")
-    assert len(unread) and sorted(zip(unread["sensor"], unread["ts"])) == sorted(
-        reading(line)[:2] for line in lines if reading(line)[0] not in read)
-    db = sqlite3.connect(out / "results.db")
-    versions = db.execute("SELECT COUNT(*), COUNT(DISTINCT stream || ts || IFNULL(window_start, '') || "
-                          "IFNULL(start_ts, '') || version) FROM results").fetchone()
-    assert versions[0] == versions[1]  # no row written twice in one version
 
 
 def test_stop_says_when_no_job_runs(tmp_path):

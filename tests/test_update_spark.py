@@ -25,7 +25,7 @@ from tests.test_update import (EXTRA, LIMITS_TIGHTER, LIMITS_V2, ROOT, SENSORS, 
 
 pytestmark = pytest.mark.spark
 
-FILES = 12
+FILES = 9  # micro-batches; the update is asked for after the fourth
 
 
 @pytest.fixture()
@@ -92,7 +92,7 @@ def test_a_running_job_takes_an_update_between_two_batches(setup):
     out, data, batches, old, new = setup
     run = Run(out, data)
     try:
-        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
+        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 3, "batch 3")
         updated = sscript("update", str(out), *new, "--sensors", SENSORS)
         assert updated.returncode == 0, updated.stdout + updated.stderr
         assert ("computations added (start empty at the switch): 4: 8WL3, HIGH (extra.HIGH), LEVEL (extra.LEVEL), "
@@ -115,7 +115,7 @@ def test_a_job_killed_during_an_update_ends_with_the_same_rows(setup):
 
     first = Run(out, data)
     try:
-        first.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
+        first.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 3, "batch 3")
         update_workflows(new, out, SENSORS)  # the request is out: the job is killed before or while it switches
         time.sleep(0.3)
         first.kill()
@@ -140,7 +140,7 @@ def test_mode_dual_hands_a_changed_stream_over_once_the_new_windows_have_filled(
     new = [old[0], str(out.parent / "v2" / "bridge_limits.ss")]
     run = Run(out, data)
     try:
-        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
+        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 3, "batch 3")
         updated = sscript("update", str(out), *new, "--sensors", SENSORS, "--mode", "dual")
         assert updated.returncode == 0, updated.stdout + updated.stderr
         assert "bridge_limits.TWIST: the old computation's rows until 25min after the switch" in updated.stdout
@@ -190,7 +190,7 @@ def test_an_update_with_corrections_of_late_data(tmp_path):
     compile_workflows(old, out, SENSORS, late="correct")
     run = Run(out, data)
     try:
-        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
+        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 3, "batch 3")
         updated = sscript("update", str(out), *new, "--sensors", SENSORS, "--backfill", "--timeout", "240")
         assert updated.returncode == 0, updated.stdout + updated.stderr
         run.drain(sum(map(len, batches)))
@@ -249,7 +249,7 @@ def test_the_issue_case_writes_no_partial_sum_and_a_backfill_fills_its_history(t
     compile_workflows(old, out, SENSORS, late="correct")  # the archive a backfill reads
     run = Run(out, data)
     try:
-        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 4, "batch 4")
+        run.wait_for_status(lambda s: (s.get("last_batch") or -1) >= 3, "batch 3")
         updated = sscript("update", str(out), *new, "--sensors", SENSORS, "--mode", mode)
         assert updated.returncode == 0, updated.stdout + updated.stderr
         run.drain(sum(map(len, batches)))
