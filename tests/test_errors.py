@@ -33,7 +33,10 @@ def only_error(text, known_sensors=None):
     ("A = S;\n/* never closed", 2, 1, "unterminated comment"),
     ("A = S", 1, 6, "expected ';' here"),
     # lexical
-    ("A = avg(S, 10m, 1s);", 1, 12, "unknown duration unit 'm' in '10m'; did you mean 'ms'?"),
+    ("A = avg(S, 10m, 1s);", 1, 12, "unknown duration unit 'm' in '10m'; write '10min'"),
+    ("A = avg(S, 1hr, 5s);", 1, 12, "unknown duration unit 'hr' in '1hr'; write '1h'"),
+    ("A = avg(S, 1h, 5secs);", 1, 16, "unknown duration unit 'secs' in '5secs'; write '5s'"),
+    ("A = avg(S, 1h, 5sx);", 1, 16, "unknown duration unit 'sx' in '5sx'; did you mean 's'?"),
     # names and definitions
     ("A = avgg(S, 1s, 1s);", 1, 5, "unknown function 'avgg'; did you mean 'avg'?"),
     ("A = S * 2;\nA = S;", 2, 1, "'A' is already defined on line 1"),

@@ -43,6 +43,11 @@ from sensorscript.parser._generated.SensorScriptParser import SensorScriptParser
 from sensorscript.parser._generated.SensorScriptVisitor import SensorScriptVisitor
 
 DURATION_UNITS = {"ms": 1, "s": 1_000, "min": 60_000, "h": 3_600_000}
+# Units people write for these, and which one each means: `1m` is a minute to whoever writes it, and a
+# hint of "ms", the closest spelling, would give a job wrong by 60,000 times.
+UNIT_SPELLINGS = {"m": "min", "mins": "min", "minute": "min", "minutes": "min", "sec": "s", "secs": "s",
+                  "second": "s", "seconds": "s", "hr": "h", "hrs": "h", "hour": "h", "hours": "h", "msec": "ms",
+                  "millis": "ms"}
 # Event times are epoch milliseconds in 64 bits: durations stay far below that, and partial matches
 # far below what memory holds (the checks say so instead of letting the job overflow).
 MAX_DURATION_MS = 100 * 365 * 24 * 3_600_000  # 100 years
@@ -768,8 +773,10 @@ class _Builder(SensorScriptVisitor):
         text = token.text
         digits, unit = re.fullmatch(r"([0-9_]+)([a-zA-Z]+)", text).groups()
         if unit not in DURATION_UNITS:
+            meant = UNIT_SPELLINGS.get(unit.lower())
+            hint = f"; write '{digits}{meant}'" if meant else did_you_mean(unit, DURATION_UNITS)
             self.diagnostics.append(error(
-                f"unknown duration unit '{unit}' in '{text}'{did_you_mean(unit, DURATION_UNITS)}"
+                f"unknown duration unit '{unit}' in '{text}'{hint}"
                 f" (units: {', '.join(DURATION_UNITS)}; no unit means milliseconds)",
                 self.tspan(token)))
             return ast.Duration(0, "", self.tspan(token))  # no text: already reported, not "non-positive"
