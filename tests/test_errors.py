@@ -29,6 +29,9 @@ def only_error(text, known_sensors=None):
     ("A = avg(S, 1s 1s);", 1, 15, "unexpected '1s'"),
     ("A = S + ;", 1, 9, "unexpected ';'"),
     ("A = S # 2;", 1, 7, "unexpected character '#'"),
+    ("A = S +\0 2;", 1, 8, "unexpected character U+0000 (NUL, invisible)"),
+    ("A = S\u200b + 2;", 1, 6, "unexpected character U+200B (ZERO WIDTH SPACE, invisible)"),
+    ("A = S;\ufeffB = S;", 1, 7, "unexpected character U+FEFF (ZERO WIDTH NO-BREAK SPACE, invisible)"),
     ('A = avg("S, 1s, 1s);', 1, 9, "unterminated quoted name"),
     ("A = S;\n/* never closed", 2, 1, "unterminated comment"),
     ("A = S", 1, 6, "expected ';' here"),
@@ -91,6 +94,18 @@ def test_error(text, line, column, message):
     found_line, found_column, found = only_error(text)
     assert message in found
     assert (found_line, found_column) == (line, column), found
+
+
+def test_a_byte_order_mark_at_the_start_of_a_file_is_not_part_of_the_text(tmp_path):
+    """Notepad saves UTF-8 with a byte-order mark: the file reads as without one, columns alike."""
+    path = tmp_path / "w.ss"
+    path.write_bytes("\ufeffA = avg(S, 1s, 1s);\nB = A +;\n".encode())
+    with pytest.raises(SensorScriptError) as raised:
+        load([str(path)])
+    shown = str(raised.value)
+    assert "w.ss:2:8: error: unexpected ';'" in shown and "FEFF" not in shown, shown
+    path.write_bytes("\ufeffA = avg(S, 1s, 1s);\n".encode())
+    assert [s.name for s in load([str(path)]).workflows[0].statements] == ["A"]
 
 
 def test_every_error_of_a_run_is_reported():

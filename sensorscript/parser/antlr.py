@@ -25,6 +25,7 @@ the first, bail-out parse matches tokens and enters rules with fewer calls
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from antlr4 import CommonTokenStream, InputStream, Token
@@ -593,6 +594,15 @@ def _statement_of(context):
     return context
 
 
+def _character(text: str) -> str:
+    """A character as a message shows it: itself in quotes, or by its code and name where it would be
+    invisible or show as another (a NUL, a zero-width space, a byte-order mark)."""
+    if len(text) == 1 and (not text.isprintable() or unicodedata.category(text) in ("Cf", "Zs", "Zl", "Zp")):
+        name = unicodedata.name(text, "") or {"\0": "NUL"}.get(text, "a control character")
+        return f"U+{ord(text):04X} ({name}, invisible)"
+    return f"'{text}'"
+
+
 class _SyntaxErrors(ErrorListener):
     """Words ANTLR's syntax errors for people; `found` pairs each with the statement it lies in."""
 
@@ -606,7 +616,7 @@ class _SyntaxErrors(ErrorListener):
         kind = recognizer.symbolicNames[token.type] if token.type > 0 else "<EOF>"
         shown = "end of file" if token.type == Token.EOF else f"'{token.text}'"
         if kind == "UNEXPECTED_CHAR":
-            message = f"unexpected character {shown}"
+            message = f"unexpected character {_character(token.text)}"
         elif kind == "UNTERMINATED_STRING":
             message = 'unterminated quoted name: a closing " is missing on this line'
         elif kind == "UNTERMINATED_COMMENT":
