@@ -213,3 +213,16 @@ def test_names_of_broken_statements_raise_no_warnings_either():
 def test_each_broken_statement_is_reported_once(text, errors):
     found = [d for d in diagnostics(text) if d[0] == "error"]
     assert [d[1] for d in found] == errors, found
+
+
+def test_a_file_named_twice_is_one_workflow_and_two_files_of_one_name_are_refused(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    first, other = tmp_path / "w.ss", tmp_path / "a" / "w.ss"
+    for path in (first, other):
+        path.write_text("A = avg(S, 1s, 1s);\n")
+    monkeypatch.chdir(tmp_path)
+    loaded = load([str(first), "w.ss", "./w.ss"])  # as `*.ss w.ss` gives it
+    assert [w.name for w in loaded.workflows] == ["w"]
+    with pytest.raises(SensorScriptError) as raised:
+        load([str(first), str(other)])
+    assert "a workflow named 'w' is already given" in str(raised.value)

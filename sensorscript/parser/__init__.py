@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Collection, Iterable
 
@@ -117,8 +119,14 @@ def load(paths: Iterable[str | Path], known_sensors: Collection[str] | None = No
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
     stems: dict[str, str] = {}
+    given: set[str] = set()
     for path in paths:
         path = str(path)
+        # A file named twice (`workflows/*.ss workflows/bridge.ss`, `./a.ss a.ss`) is one workflow.
+        same = path if texts is not None and path in texts else os.path.realpath(path)
+        if same in given:
+            continue
+        given.add(same)
         if texts is not None and path in texts:
             text = texts[path]
         else:
