@@ -132,8 +132,9 @@ CASES = [
     # compiled jobs that are not there
     ("run {t}/never --input {t}/data", "never/job.py: no compiled job here; run 'sscript compile"),
     ("run {t}/missing --input {t}/data", "missing/job.py: no compiled job here"),
-    ("status {t}/never", "the job in {t}/never has not run yet"),
-    ("status {t}/missing", "the job in {t}/missing has not run yet"),
+    ("status {t}/never", "{t}/never holds no compiled job (sscript compile WORKFLOWS -o {t}/never)"),
+    ("status {t}/missing", "no such folder: {t}/missing"),
+    ("status {t}/out", "the job in {t}/out has not run yet"),
     ("results {t}/never", "never/job.py: no compiled job here"),
     ("results {t}/missing", "missing/job.py: no compiled job here"),
     ("correct {t}/never", "never/job.py: no compiled job here"),

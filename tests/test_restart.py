@@ -231,7 +231,7 @@ def test_killed_interrupted_and_drained_with_the_late_store(replay, tmp_path):
 def test_stop_says_when_no_job_runs(tmp_path):
     out = tmp_path / "out"
     never = sscript("stop", str(out))
-    assert never.returncode == 1 and "has not run yet" in never.stderr and "Traceback" not in never.stderr
+    assert never.returncode == 1 and f"no such folder: {out}" in never.stderr and "Traceback" not in never.stderr
 
 
 def test_a_checkpoint_of_another_plan_is_not_continued(tmp_path):

@@ -231,4 +231,4 @@ def test_the_commands_a_user_runs(tmp_path):
     corrected = runner.invoke(main, ["correct", out])
     assert corrected.exit_code == 0 and "no late readings pending" in corrected.output, corrected.output
     never = runner.invoke(main, ["status", str(tmp_path / "nowhere")])
-    assert never.exit_code == 1 and "has not run yet" in never.output
+    assert never.exit_code == 1 and "no such folder" in never.output

@@ -309,6 +309,10 @@ def results_spec(out: Path, status: dict) -> str:
 def read_status(out: Path) -> dict:
     path = Path(out) / STATUS
     if not path.exists():
+        if not Path(out).is_dir():  # a typo of OUT, most often
+            raise FileNotFoundError(f"no such folder: {out}")
+        if not (Path(out) / "plan.json").exists():
+            raise FileNotFoundError(f"{out} holds no compiled job (sscript compile WORKFLOWS -o {out})")
         raise FileNotFoundError(f"{path}: the job in {out} has not run yet (sscript run {out} --input DATA)")
     return json.loads(path.read_text())
 
